@@ -1,0 +1,17 @@
+//! Idem's vocabulary, shared by the server and the browser build.
+//!
+//! Everything here is plain data and validation: no I/O, no database, no
+//! framework. A value of a type from this crate has already been checked, so
+//! code that receives an [`IdempotencyKey`] never re-validates it.
+
+mod count;
+mod key;
+mod metric;
+mod record;
+mod status;
+
+pub use count::CappedCount;
+pub use key::{ConsumerName, IdempotencyKey, KeyError, decode_segment, encode_segment};
+pub use metric::{FIFO_DEDUPE_WINDOW_SECONDS, Metric, MetricKind, le_label};
+pub use record::{Claim, DeadLetter, OutboxRow, Page};
+pub use status::{ClaimStatus, DeadLetterState, OutboxOrigin, UnknownValue};

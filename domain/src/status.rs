@@ -1,0 +1,144 @@
+//! The small closed sets Idem's tables store as text.
+
+use std::{fmt, str::FromStr};
+
+use serde::{Deserialize, Serialize};
+
+/// A stored or requested value outside its closed set.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownValue {
+    pub what: &'static str,
+    pub value: String,
+    pub expected: &'static [&'static str],
+}
+
+impl fmt::Display for UnknownValue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{:?} is not a valid {}; expected one of: {}",
+            self.value,
+            self.what,
+            self.expected.join(", ")
+        )
+    }
+}
+
+impl std::error::Error for UnknownValue {}
+
+macro_rules! text_enum {
+    (
+        $(#[$meta:meta])*
+        $name:ident, $what:literal {
+            $( $(#[$vmeta:meta])* $variant:ident => $text:literal ),+ $(,)?
+        }
+    ) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+        #[serde(rename_all = "lowercase")]
+        pub enum $name { $( $(#[$vmeta])* $variant ),+ }
+
+        impl $name {
+            pub const ALL: &'static [$name] = &[$($name::$variant),+];
+
+            /// The stored spelling, also used in URLs and CSS class names.
+            pub const fn as_str(self) -> &'static str {
+                match self { $($name::$variant => $text),+ }
+            }
+        }
+
+        impl FromStr for $name {
+            type Err = UnknownValue;
+            fn from_str(value: &str) -> Result<Self, UnknownValue> {
+                match value {
+                    $($text => Ok($name::$variant),)+
+                    _ => Err(UnknownValue {
+                        what: $what,
+                        value: value.to_owned(),
+                        expected: &[$($text),+],
+                    }),
+                }
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+    };
+}
+
+text_enum! {
+    /// Where a claim stands. `pending → sent | failed | unknown`.
+    ClaimStatus, "claim status" {
+        /// Claimed; the effect has not been recorded yet (in flight or awaiting a retry).
+        Pending => "pending",
+        /// The effect happened; the provider reference says where.
+        Sent => "sent",
+        /// The effect did not happen and will not without a new attempt.
+        Failed => "failed",
+        /// The provider may or may not have acted: an operator must resolve it.
+        Unknown => "unknown",
+    }
+}
+
+text_enum! {
+    /// What became of a dead-lettered message.
+    DeadLetterState, "dead letter state" {
+        Open => "open",
+        Replayed => "replayed",
+        Discarded => "discarded",
+    }
+}
+
+text_enum! {
+    /// Why an outbox row exists.
+    OutboxOrigin, "outbox origin" {
+        /// Written by the consumer alongside its own work.
+        Application => "application",
+        /// An operator replayed a dead letter.
+        Replay => "replay",
+        /// An operator resolved an unknown outcome as "failed, retry".
+        Resolution => "resolution",
+    }
+}
+
+impl ClaimStatus {
+    /// The words an operator reads next to the status badge.
+    pub const fn meaning(self) -> &'static str {
+        match self {
+            ClaimStatus::Pending => "claimed, effect not yet recorded",
+            ClaimStatus::Sent => "effect happened",
+            ClaimStatus::Failed => "effect did not happen",
+            ClaimStatus::Unknown => "provider may or may not have acted",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_status_parses_back_from_its_stored_spelling() {
+        for status in ClaimStatus::ALL {
+            assert_eq!(status.as_str().parse::<ClaimStatus>(), Ok(*status));
+        }
+        for state in DeadLetterState::ALL {
+            assert_eq!(state.as_str().parse::<DeadLetterState>(), Ok(*state));
+        }
+        for origin in OutboxOrigin::ALL {
+            assert_eq!(origin.as_str().parse::<OutboxOrigin>(), Ok(*origin));
+        }
+    }
+
+    #[test]
+    fn an_unknown_spelling_names_the_valid_ones() {
+        let err = "done".parse::<ClaimStatus>().unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "\"done\" is not a valid claim status; expected one of: pending, sent, failed, unknown"
+        );
+    }
+}

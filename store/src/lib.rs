@@ -1,0 +1,28 @@
+//! Idem's storage layer: the data contract's migrations and every query Idem
+//! runs, over SQLite (the embedded default) and Postgres (production).
+//!
+//! One implementation serves both backends: [`Store`] holds either pool, and
+//! each query is written once and expanded per backend (see `dialect`).
+//! Callers never see `sqlx` types; they get `idem_domain` records and
+//! [`StoreError`].
+
+mod consumer;
+mod cursor;
+mod dialect;
+mod error;
+mod meta;
+mod metrics;
+mod reads;
+mod rows;
+mod store;
+pub mod testing;
+mod ts;
+
+pub use consumer::{Claimed, Delivery, NewDeadLetter, NewOutboxRow, Outcome};
+pub use cursor::PageRequest;
+pub use error::{StoreError, StoreResult};
+pub use meta::DEMO_DATA;
+pub use metrics::{MetricRow, MetricSample};
+pub use reads::KEY_PAGE_ROWS;
+pub use store::{DEFAULT_DATABASE_URL, Store, StoreConfig, Tx};
+pub use ts::Ts;

@@ -1,0 +1,288 @@
+//! What the console reads. Every query here is answered from an index and
+//! touches at most a page of rows (or a capped count): no query scans the
+//! claims table, which may hold a hundred million rows.
+//!
+//! Queries that must use a partial index spell the state as a literal
+//! (`status = 'unknown'`), never a bound parameter: both planners can only
+//! match a partial index's predicate against literal text.
+
+use idem_domain::{CappedCount, Claim, ClaimStatus, DeadLetter, DeadLetterState, OutboxRow, Page};
+
+use crate::{
+    StoreResult,
+    cursor::{self, PageRequest, paginate},
+    dialect::dispatch,
+    rows::{
+        ClaimRow, DeadLetterRow, OutboxDbRow, claim_columns, convert, dead_letter_columns,
+        outbox_columns,
+    },
+    store::Store,
+    ts::Ts,
+};
+
+/// How many rows a key page shows of each kind (a key with more is a bug in
+/// a consumer, and the page says there are more).
+pub const KEY_PAGE_ROWS: i64 = 200;
+
+/// `count(*)` over at most `cap + 1` rows of a selection, as a capped count.
+macro_rules! capped_count_sql {
+    ($from_where:literal) => {
+        concat!(
+            "SELECT COUNT(*) FROM (SELECT 1 FROM ",
+            $from_where,
+            " LIMIT $1) AS capped"
+        )
+    };
+}
+
+impl Store {
+    /// One claim, by its primary key.
+    pub async fn claim(&self, consumer: &str, key: &str) -> StoreResult<Option<Claim>> {
+        const SQL: &str = concat!(
+            "SELECT ",
+            claim_columns!(),
+            " FROM claims WHERE consumer = $1 AND idempotency_key = $2"
+        );
+        let row: Option<ClaimRow> = dispatch!(&self.pools, pool => {
+            sqlx::query_as(SQL).bind(consumer).bind(key).fetch_optional(pool).await?
+        });
+        row.map(Claim::try_from).transpose()
+    }
+
+    /// Every consumer's claim of one key (for links that carry only the key),
+    /// at most `limit`.
+    pub async fn claims_with_key(&self, key: &str, limit: i64) -> StoreResult<Vec<Claim>> {
+        const SQL: &str = concat!(
+            "SELECT ",
+            claim_columns!(),
+            " FROM claims WHERE idempotency_key = $1 ORDER BY consumer LIMIT $2"
+        );
+        let rows: Vec<ClaimRow> = dispatch!(&self.pools, pool => {
+            sqlx::query_as(SQL).bind(key).bind(limit).fetch_all(pool).await?
+        });
+        convert(rows)
+    }
+
+    /// The outbox rows of one key, oldest first.
+    pub async fn outbox_for_key(&self, consumer: &str, key: &str) -> StoreResult<Vec<OutboxRow>> {
+        const SQL: &str = concat!(
+            "SELECT ",
+            outbox_columns!(),
+            " FROM outbox WHERE consumer = $1 AND idempotency_key = $2 \
+             ORDER BY created_at, id LIMIT $3"
+        );
+        let rows: Vec<OutboxDbRow> = dispatch!(&self.pools, pool => {
+            sqlx::query_as(SQL).bind(consumer).bind(key).bind(KEY_PAGE_ROWS).fetch_all(pool).await?
+        });
+        convert(rows)
+    }
+
+    /// The dead letters of one key, oldest first.
+    pub async fn dead_letters_for_key(
+        &self,
+        consumer: &str,
+        key: &str,
+    ) -> StoreResult<Vec<DeadLetter>> {
+        const SQL: &str = concat!(
+            "SELECT ",
+            dead_letter_columns!(),
+            " FROM dead_letters WHERE consumer = $1 AND idempotency_key = $2 \
+             ORDER BY dead_lettered_at, id LIMIT $3"
+        );
+        let rows: Vec<DeadLetterRow> = dispatch!(&self.pools, pool => {
+            sqlx::query_as(SQL).bind(consumer).bind(key).bind(KEY_PAGE_ROWS).fetch_all(pool).await?
+        });
+        convert(rows)
+    }
+
+    /// How many claims are in `status`, counting no further than `cap`.
+    /// `pending`, `failed` and `unknown` are counted from their partial
+    /// indexes; `sent` is the bulk of the table, so its first `cap + 1` rows
+    /// are found at once by any scan.
+    pub async fn count_claims(&self, status: ClaimStatus, cap: u64) -> StoreResult<CappedCount> {
+        let sql = match status {
+            ClaimStatus::Pending => capped_count_sql!("claims WHERE status = 'pending'"),
+            ClaimStatus::Sent => capped_count_sql!("claims WHERE status = 'sent'"),
+            ClaimStatus::Failed => capped_count_sql!("claims WHERE status = 'failed'"),
+            ClaimStatus::Unknown => capped_count_sql!("claims WHERE status = 'unknown'"),
+        };
+        self.capped_count(sql, cap).await
+    }
+
+    /// Unpublished outbox rows, counting no further than `cap`.
+    pub async fn count_unpublished_outbox(&self, cap: u64) -> StoreResult<CappedCount> {
+        self.capped_count(capped_count_sql!("outbox WHERE published_at IS NULL"), cap)
+            .await
+    }
+
+    /// Dead letters in `state`, counting no further than `cap`.
+    pub async fn count_dead_letters(
+        &self,
+        state: DeadLetterState,
+        cap: u64,
+    ) -> StoreResult<CappedCount> {
+        let sql = match state {
+            DeadLetterState::Open => capped_count_sql!("dead_letters WHERE state = 'open'"),
+            DeadLetterState::Replayed => capped_count_sql!("dead_letters WHERE state = 'replayed'"),
+            DeadLetterState::Discarded => {
+                capped_count_sql!("dead_letters WHERE state = 'discarded'")
+            }
+        };
+        self.capped_count(sql, cap).await
+    }
+
+    async fn capped_count(&self, sql: &'static str, cap: u64) -> StoreResult<CappedCount> {
+        let limit = i64::try_from(cap.saturating_add(1)).unwrap_or(i64::MAX);
+        let counted: i64 = dispatch!(&self.pools, pool => {
+            sqlx::query_scalar(sql).bind(limit).fetch_one(pool).await?
+        });
+        Ok(CappedCount::from_limited(
+            u64::try_from(counted).unwrap_or(0),
+            cap,
+        ))
+    }
+
+    /// Claims whose outcome is unknown, oldest first ("unknown since").
+    pub async fn unknown_claims(&self, page: &PageRequest) -> StoreResult<Page<Claim>> {
+        const LIST: &str = "unknown";
+        const FIRST: &str = concat!(
+            "SELECT ",
+            claim_columns!(),
+            " FROM claims WHERE status = 'unknown' \
+             ORDER BY status_at, consumer, idempotency_key LIMIT $1"
+        );
+        const AFTER: &str = concat!(
+            "SELECT ",
+            claim_columns!(),
+            " FROM claims WHERE status = 'unknown' \
+             AND (status_at, consumer, idempotency_key) > ($2, $3, $4) \
+             ORDER BY status_at, consumer, idempotency_key LIMIT $1"
+        );
+        let fetch = page.limit + 1;
+        let rows: Vec<ClaimRow> = match &page.after {
+            None => dispatch!(&self.pools, pool => {
+                sqlx::query_as(FIRST).bind(fetch).fetch_all(pool).await?
+            }),
+            Some(after) => {
+                let (at, consumer, key): (i64, String, String) = cursor::decode(LIST, after)?;
+                let at = Ts::from_micros(at).ok_or(crate::StoreError::BadCursor)?;
+                dispatch!(&self.pools, pool => {
+                    sqlx::query_as(AFTER).bind(fetch).bind(at).bind(&consumer).bind(&key)
+                        .fetch_all(pool).await?
+                })
+            }
+        };
+        Ok(paginate(convert(rows)?, page.limit, LIST, |c: &Claim| {
+            (
+                c.status_at.timestamp_micros(),
+                c.consumer.clone(),
+                c.key.clone(),
+            )
+        }))
+    }
+
+    /// Dead letters in `state`, oldest first.
+    pub async fn dead_letters(
+        &self,
+        state: DeadLetterState,
+        page: &PageRequest,
+    ) -> StoreResult<Page<DeadLetter>> {
+        macro_rules! sql {
+            ($state:literal) => {
+                (
+                    concat!(
+                        "SELECT ", dead_letter_columns!(), " FROM dead_letters WHERE state = '", $state,
+                        "' ORDER BY dead_lettered_at, id LIMIT $1"
+                    ),
+                    concat!(
+                        "SELECT ", dead_letter_columns!(), " FROM dead_letters WHERE state = '", $state,
+                        "' AND (dead_lettered_at, id) > ($2, $3) ORDER BY dead_lettered_at, id LIMIT $1"
+                    ),
+                )
+            };
+        }
+        let (first, after_sql) = match state {
+            DeadLetterState::Open => sql!("open"),
+            DeadLetterState::Replayed => sql!("replayed"),
+            DeadLetterState::Discarded => sql!("discarded"),
+        };
+        let list = &format!("dead_letters/{state}");
+        let fetch = page.limit + 1;
+        let rows: Vec<DeadLetterRow> = match &page.after {
+            None => dispatch!(&self.pools, pool => {
+                sqlx::query_as(first).bind(fetch).fetch_all(pool).await?
+            }),
+            Some(after) => {
+                let (at, id): (i64, i64) = cursor::decode(list, after)?;
+                let at = Ts::from_micros(at).ok_or(crate::StoreError::BadCursor)?;
+                dispatch!(&self.pools, pool => {
+                    sqlx::query_as(after_sql).bind(fetch).bind(at).bind(id).fetch_all(pool).await?
+                })
+            }
+        };
+        Ok(paginate(
+            convert(rows)?,
+            page.limit,
+            list,
+            |d: &DeadLetter| (d.dead_lettered_at.timestamp_micros(), d.id),
+        ))
+    }
+
+    /// One dead letter.
+    pub async fn dead_letter(&self, id: i64) -> StoreResult<Option<DeadLetter>> {
+        const SQL: &str = concat!(
+            "SELECT ",
+            dead_letter_columns!(),
+            " FROM dead_letters WHERE id = $1"
+        );
+        let row: Option<DeadLetterRow> = dispatch!(&self.pools, pool => {
+            sqlx::query_as(SQL).bind(id).fetch_optional(pool).await?
+        });
+        row.map(DeadLetter::try_from).transpose()
+    }
+
+    /// Unpublished outbox rows, oldest first.
+    pub async fn unpublished_outbox(&self, page: &PageRequest) -> StoreResult<Page<OutboxRow>> {
+        const LIST: &str = "outbox";
+        const FIRST: &str = concat!(
+            "SELECT ",
+            outbox_columns!(),
+            " FROM outbox WHERE published_at IS NULL \
+             ORDER BY created_at, id LIMIT $1"
+        );
+        const AFTER: &str = concat!(
+            "SELECT ",
+            outbox_columns!(),
+            " FROM outbox WHERE published_at IS NULL \
+             AND (created_at, id) > ($2, $3) ORDER BY created_at, id LIMIT $1"
+        );
+        let fetch = page.limit + 1;
+        let rows: Vec<OutboxDbRow> = match &page.after {
+            None => dispatch!(&self.pools, pool => {
+                sqlx::query_as(FIRST).bind(fetch).fetch_all(pool).await?
+            }),
+            Some(after) => {
+                let (at, id): (i64, i64) = cursor::decode(LIST, after)?;
+                let at = Ts::from_micros(at).ok_or(crate::StoreError::BadCursor)?;
+                dispatch!(&self.pools, pool => {
+                    sqlx::query_as(AFTER).bind(fetch).bind(at).bind(id).fetch_all(pool).await?
+                })
+            }
+        };
+        Ok(paginate(
+            convert(rows)?,
+            page.limit,
+            LIST,
+            |o: &OutboxRow| (o.created_at.timestamp_micros(), o.id),
+        ))
+    }
+
+    /// Whether any claim exists (the demo starts on an empty database only).
+    pub async fn has_claims(&self) -> StoreResult<bool> {
+        const SQL: &str = "SELECT EXISTS (SELECT 1 FROM claims)";
+        let exists: bool = dispatch!(&self.pools, pool => {
+            sqlx::query_scalar(SQL).fetch_one(pool).await?
+        });
+        Ok(exists)
+    }
+}

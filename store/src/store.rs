@@ -1,0 +1,200 @@
+//! Connecting, migrating and transactions.
+
+use std::{str::FromStr, time::Duration};
+
+use sqlx::{
+    PgPool, Postgres, Sqlite, SqlitePool, Transaction,
+    postgres::{PgConnectOptions, PgPoolOptions},
+    sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous},
+};
+
+use crate::{
+    StoreError, StoreResult,
+    dialect::{Dialect, dispatch},
+};
+
+/// The embedded default: a SQLite file in the working directory.
+pub const DEFAULT_DATABASE_URL: &str = "sqlite://idem.db";
+
+static SQLITE_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("../migrations/sqlite");
+static POSTGRES_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("../migrations/postgres");
+
+/// How to reach the database, and how much of it Idem may hold.
+#[derive(Clone)]
+pub struct StoreConfig {
+    url: String,
+    /// Connections in the pool.
+    pub max_connections: u32,
+    /// How long a request waits for a connection before it is told the
+    /// database is unavailable. Seconds, not half a minute.
+    pub acquire_timeout: Duration,
+}
+
+impl StoreConfig {
+    pub fn new(url: impl Into<String>) -> Self {
+        Self {
+            url: url.into(),
+            max_connections: 10,
+            acquire_timeout: Duration::from_secs(3),
+        }
+    }
+
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    pub fn is_postgres(&self) -> bool {
+        self.url.starts_with("postgres://") || self.url.starts_with("postgresql://")
+    }
+
+    /// The URL with any password replaced, for logs and messages.
+    pub fn redacted_url(&self) -> String {
+        match url::Url::parse(&self.url) {
+            Ok(mut parsed) if parsed.password().is_some() => {
+                let _ = parsed.set_password(Some("***"));
+                parsed.to_string()
+            }
+            Ok(parsed) => parsed.to_string(),
+            Err(_) => "<unparseable database URL>".to_owned(),
+        }
+    }
+}
+
+impl std::fmt::Debug for StoreConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StoreConfig")
+            .field("url", &self.redacted_url())
+            .field("max_connections", &self.max_connections)
+            .field("acquire_timeout", &self.acquire_timeout)
+            .finish()
+    }
+}
+
+/// Idem's storage: one handle over either SQLite or Postgres. Cheap to clone
+/// (it is a pool).
+#[derive(Clone, Debug)]
+pub struct Store {
+    pub(crate) pools: Dialect<SqlitePool, PgPool>,
+}
+
+impl Store {
+    /// Builds the pool. Connections are opened on first use, so this succeeds
+    /// while the database is down; [`Store::migrate`] is the first contact.
+    pub fn connect(config: &StoreConfig) -> StoreResult<Store> {
+        let url = config.url();
+        let pools = if config.is_postgres() {
+            let options = PgConnectOptions::from_str(url)
+                .map_err(|e| StoreError::BadUrl(e.to_string()))?
+                .application_name("idem")
+                // A transaction left open by a crashed request must not hold
+                // locks (or a pool slot on the server) for long.
+                .options([("idle_in_transaction_session_timeout", "15s")]);
+            let pool = PgPoolOptions::new()
+                .max_connections(config.max_connections)
+                .acquire_timeout(config.acquire_timeout)
+                .connect_lazy_with(options);
+            Dialect::Postgres(pool)
+        } else if url.starts_with("sqlite:") {
+            let options = SqliteConnectOptions::from_str(url)
+                .map_err(|e| StoreError::BadUrl(e.to_string()))?
+                .create_if_missing(true)
+                // Readers never block the writer and the writer never blocks readers.
+                .journal_mode(SqliteJournalMode::Wal)
+                .synchronous(SqliteSynchronous::Normal)
+                .foreign_keys(true)
+                // A writer waits this long for the lock instead of failing with SQLITE_BUSY.
+                .busy_timeout(Duration::from_secs(10));
+            let pool = SqlitePoolOptions::new()
+                .max_connections(config.max_connections)
+                .acquire_timeout(config.acquire_timeout)
+                .connect_lazy_with(options);
+            Dialect::Sqlite(pool)
+        } else {
+            return Err(StoreError::BadUrl(format!(
+                "expected a postgres:// or sqlite: URL, got {}",
+                config.redacted_url()
+            )));
+        };
+        Ok(Store { pools })
+    }
+
+    /// Applies every migration not yet applied. A failure against a reachable
+    /// database is [`StoreError::Migration`]; an unreachable one is
+    /// [`StoreError::Unavailable`].
+    pub async fn migrate(&self) -> StoreResult<()> {
+        match &self.pools {
+            Dialect::Sqlite(pool) => SQLITE_MIGRATIONS.run(pool).await?,
+            Dialect::Postgres(pool) => POSTGRES_MIGRATIONS.run(pool).await?,
+        }
+        Ok(())
+    }
+
+    /// "sqlite" or "postgres".
+    pub fn backend(&self) -> &'static str {
+        match &self.pools {
+            Dialect::Sqlite(_) => "sqlite",
+            Dialect::Postgres(_) => "postgres",
+        }
+    }
+
+    /// One round trip, bounded by `timeout`: readiness.
+    pub async fn ping(&self, timeout: Duration) -> StoreResult<()> {
+        let ping = async {
+            dispatch!(&self.pools, pool => sqlx::query("SELECT 1").execute(pool).await.map(|_| ()))
+        };
+        match tokio::time::timeout(timeout, ping).await {
+            Ok(result) => result.map_err(StoreError::from),
+            Err(_) => Err(StoreError::Unavailable(sqlx::Error::PoolTimedOut)),
+        }
+    }
+
+    /// Closes every connection; in-flight queries finish first.
+    pub async fn close(&self) {
+        dispatch!(&self.pools, pool => pool.close().await)
+    }
+
+    /// The SQLite pool, for the session store. `None` on Postgres.
+    pub fn sqlite_pool(&self) -> Option<&SqlitePool> {
+        match &self.pools {
+            Dialect::Sqlite(pool) => Some(pool),
+            Dialect::Postgres(_) => None,
+        }
+    }
+
+    /// The Postgres pool, for the session store. `None` on SQLite.
+    pub fn postgres_pool(&self) -> Option<&PgPool> {
+        match &self.pools {
+            Dialect::Postgres(pool) => Some(pool),
+            Dialect::Sqlite(_) => None,
+        }
+    }
+
+    /// Begins a write transaction. On SQLite it takes the write lock up front
+    /// (`BEGIN IMMEDIATE`), so concurrent writers queue on the busy timeout
+    /// instead of failing with `SQLITE_BUSY` when a read lock tries to upgrade.
+    pub async fn begin(&self) -> StoreResult<Tx> {
+        let inner = match &self.pools {
+            Dialect::Sqlite(pool) => Dialect::Sqlite(pool.begin_with("BEGIN IMMEDIATE").await?),
+            Dialect::Postgres(pool) => Dialect::Postgres(pool.begin().await?),
+        };
+        Ok(Tx { inner })
+    }
+}
+
+/// A write transaction on either backend. Dropping it without
+/// [`Tx::commit`] rolls it back.
+pub struct Tx {
+    pub(crate) inner: Dialect<Transaction<'static, Sqlite>, Transaction<'static, Postgres>>,
+}
+
+impl Tx {
+    pub async fn commit(self) -> StoreResult<()> {
+        dispatch!(self.inner, tx => tx.commit().await?);
+        Ok(())
+    }
+
+    pub async fn rollback(self) -> StoreResult<()> {
+        dispatch!(self.inner, tx => tx.rollback().await?);
+        Ok(())
+    }
+}

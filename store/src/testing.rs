@@ -1,0 +1,119 @@
+//! Throwaway databases for tests: a fresh SQLite file in a temporary folder,
+//! or a fresh Postgres database created on the server named by
+//! `TEST_DATABASE_URL` (else `DATABASE_URL`) and dropped afterwards.
+//!
+//! The Postgres half never skips: without a reachable server, a test fails
+//! and says so. `make test` finds or starts a server before running the suite.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use sqlx::{Connection, Executor, PgConnection};
+
+use crate::{Store, StoreConfig};
+
+/// The environment variable naming the Postgres server tests create databases on.
+pub const TEST_DATABASE_URL: &str = "TEST_DATABASE_URL";
+
+pub struct TestDatabase {
+    pub store: Store,
+    /// The URL of this database (for a server process under test).
+    pub url: String,
+    guard: Guard,
+}
+
+enum Guard {
+    Sqlite(#[allow(dead_code)] tempfile::TempDir),
+    Postgres { admin_url: String, name: String },
+}
+
+/// The Postgres server URL tests use, or a panic that says how to provide one.
+pub fn postgres_server_url() -> String {
+    std::env::var(TEST_DATABASE_URL)
+        .or_else(|_| std::env::var("DATABASE_URL"))
+        .ok()
+        .filter(|url| url.starts_with("postgres"))
+        .unwrap_or_else(|| {
+            panic!(
+                "{TEST_DATABASE_URL} must name a Postgres server (for example \
+                 postgres://postgres@127.0.0.1:5432/postgres); the Postgres tests do not skip. \
+                 `make test` finds or starts one."
+            )
+        })
+}
+
+impl TestDatabase {
+    /// A migrated SQLite database in a fresh temporary folder.
+    pub async fn sqlite() -> Self {
+        let dir = tempfile::tempdir().expect("a temporary folder for the SQLite test database");
+        let url = format!("sqlite://{}", dir.path().join("idem.db").display());
+        let store = Store::connect(&StoreConfig::new(&url)).expect("a valid SQLite URL");
+        store
+            .migrate()
+            .await
+            .expect("migrations apply to a fresh SQLite database");
+        Self {
+            store,
+            url,
+            guard: Guard::Sqlite(dir),
+        }
+    }
+
+    /// A migrated Postgres database created for this test alone.
+    pub async fn postgres() -> Self {
+        static SEQUENCE: AtomicU32 = AtomicU32::new(0);
+        let admin_url = postgres_server_url();
+        let name = format!(
+            "idem_test_{}_{}_{}",
+            std::process::id(),
+            SEQUENCE.fetch_add(1, Ordering::Relaxed),
+            chrono::Utc::now().timestamp_micros()
+        );
+        let mut admin = PgConnection::connect(&admin_url)
+            .await
+            .unwrap_or_else(|e| panic!("cannot reach the Postgres test server: {e}"));
+        admin
+            .execute(format!(r#"CREATE DATABASE "{name}""#).as_str())
+            .await
+            .expect("CREATE DATABASE for a test");
+        let _ = admin.close().await;
+
+        let mut url = url::Url::parse(&admin_url).expect("TEST_DATABASE_URL is a URL");
+        url.set_path(&name);
+        let url = url.to_string();
+        let store = Store::connect(&StoreConfig::new(&url)).expect("a valid Postgres URL");
+        store
+            .migrate()
+            .await
+            .expect("migrations apply to a fresh Postgres database");
+        Self {
+            store,
+            url,
+            guard: Guard::Postgres { admin_url, name },
+        }
+    }
+}
+
+impl Drop for TestDatabase {
+    fn drop(&mut self) {
+        let Guard::Postgres { admin_url, name } = &self.guard else {
+            return;
+        };
+        // Drop runs outside any async context we may block; a short-lived
+        // thread with its own runtime drops the database even after a panic.
+        let (admin_url, name) = (admin_url.clone(), name.clone());
+        let _ = std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .ok()?;
+            runtime.block_on(async {
+                let mut admin = PgConnection::connect(&admin_url).await.ok()?;
+                admin
+                    .execute(format!(r#"DROP DATABASE IF EXISTS "{name}" WITH (FORCE)"#).as_str())
+                    .await
+                    .ok()
+            })
+        })
+        .join();
+    }
+}
