@@ -1,1 +1,77 @@
+//! Idem's pages and server functions.
+//!
+//! Built twice: with `ssr` into the server (server functions run their
+//! bodies, pages render to HTML) and with `hydrate` into the WASM that makes
+//! the rendered pages interactive. Everything that touches the database sits
+//! behind `#[cfg(feature = "ssr")]`; the WASM never links it.
 
+pub mod api;
+mod components;
+pub mod error;
+mod format;
+pub mod links;
+mod pages;
+#[cfg(feature = "ssr")]
+pub mod ssr;
+
+use leptos::prelude::*;
+use leptos_meta::{MetaTags, Stylesheet, Title, provide_meta_context};
+use leptos_router::{
+    ParamSegment, SsrMode, StaticSegment,
+    components::{Route, Router, Routes},
+};
+
+use crate::{components::Layout, pages::*};
+
+/// The HTML document around the app (server only renders it).
+pub fn shell(options: LeptosOptions) -> impl IntoView {
+    view! {
+        <!DOCTYPE html>
+        <html lang="en">
+            <head>
+                <meta charset="utf-8"/>
+                <meta name="viewport" content="width=device-width, initial-scale=1"/>
+                <meta name="color-scheme" content="light dark"/>
+                <AutoReload options=options.clone()/>
+                <HydrationScripts options/>
+                <MetaTags/>
+            </head>
+            <body>
+                <App/>
+            </body>
+        </html>
+    }
+}
+
+/// Every page has a stable URL that can be pasted into an alert or a ticket.
+/// Pages that show data render on the server with their data (`SsrMode::Async`),
+/// so they are complete without JavaScript.
+#[component]
+pub fn App() -> impl IntoView {
+    provide_meta_context();
+    let data = SsrMode::Async;
+    view! {
+        <Stylesheet id="leptos" href="/pkg/idem.css"/>
+        <Title formatter=|title: String| format!("{title} · Idem")/>
+        <Router>
+            <Layout>
+                <Routes fallback=NotFoundPage>
+                    <Route path=StaticSegment("") view=OverviewPage ssr=data.clone()/>
+                    <Route path=StaticSegment("keys") view=SearchPage ssr=data.clone()/>
+                    <Route path=(StaticSegment("keys"), ParamSegment("key")) view=KeyLookupPage ssr=data.clone()/>
+                    <Route
+                        path=(StaticSegment("keys"), ParamSegment("consumer"), ParamSegment("key"))
+                        view=KeyPage
+                        ssr=data.clone()
+                    />
+                    <Route path=StaticSegment("unknown") view=UnknownPage ssr=data.clone()/>
+                    <Route path=StaticSegment("dead-letters") view=DeadLettersPage ssr=data.clone()/>
+                    <Route path=(StaticSegment("dead-letters"), ParamSegment("id")) view=DeadLetterPage ssr=data.clone()/>
+                    <Route path=StaticSegment("outbox") view=OutboxPage ssr=data.clone()/>
+                    <Route path=StaticSegment("slo") view=SloPage/>
+                    <Route path=StaticSegment("audit") view=AuditPage/>
+                </Routes>
+            </Layout>
+        </Router>
+    }
+}

@@ -1,1 +1,12 @@
+//! The Idem server: configuration, start-up, the HTTP router, health probes
+//! and the demo simulator. `main.rs` only parses arguments and calls in here,
+//! so tests build the same [`Application`] on port 0.
 
+pub mod config;
+pub mod demo;
+pub mod health;
+pub mod startup;
+pub mod telemetry;
+
+pub use config::Config;
+pub use startup::{Application, StartError};

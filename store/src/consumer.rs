@@ -143,6 +143,16 @@ impl Tx {
         Ok(Claimed::Duplicate(one_claim(counted, d.consumer, d.key)?))
     }
 
+    /// Whether the key is claimed, without counting a delivery.
+    pub async fn claim_exists(&mut self, consumer: &str, key: &str) -> StoreResult<bool> {
+        const SQL: &str =
+            "SELECT EXISTS (SELECT 1 FROM claims WHERE consumer = $1 AND idempotency_key = $2)";
+        let exists: bool = dispatch!(&mut self.inner, tx => {
+            sqlx::query_scalar(SQL).bind(consumer).bind(key).fetch_one(&mut **tx).await?
+        });
+        Ok(exists)
+    }
+
     /// Takes the claim for one attempt at an external effect: `pending`,
     /// `attempts + 1`, leased until `until`. A later delivery that finds the
     /// lease expired without an outcome knows the attempt's fate is unknown.

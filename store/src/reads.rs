@@ -63,6 +63,37 @@ impl Store {
         convert(rows)
     }
 
+    /// Claims whose key starts with `prefix` (any consumer), in key order.
+    /// The prefix is matched literally — it is a range over the key index,
+    /// not a `LIKE` pattern, so `%` and `_` are ordinary characters.
+    pub async fn claims_with_key_prefix(
+        &self,
+        prefix: &str,
+        limit: i64,
+    ) -> StoreResult<Vec<Claim>> {
+        const BOUNDED: &str = concat!(
+            "SELECT ",
+            claim_columns!(),
+            " FROM claims WHERE idempotency_key >= $1 AND idempotency_key < $2 \
+             ORDER BY idempotency_key, consumer LIMIT $3"
+        );
+        const UNBOUNDED: &str = concat!(
+            "SELECT ",
+            claim_columns!(),
+            " FROM claims WHERE idempotency_key >= $1 \
+             ORDER BY idempotency_key, consumer LIMIT $2"
+        );
+        let rows: Vec<ClaimRow> = match prefix_upper_bound(prefix) {
+            Some(upper) => dispatch!(&self.pools, pool => {
+                sqlx::query_as(BOUNDED).bind(prefix).bind(&upper).bind(limit).fetch_all(pool).await?
+            }),
+            None => dispatch!(&self.pools, pool => {
+                sqlx::query_as(UNBOUNDED).bind(prefix).bind(limit).fetch_all(pool).await?
+            }),
+        };
+        convert(rows)
+    }
+
     /// The outbox rows of one key, oldest first.
     pub async fn outbox_for_key(&self, consumer: &str, key: &str) -> StoreResult<Vec<OutboxRow>> {
         const SQL: &str = concat!(
@@ -284,5 +315,37 @@ impl Store {
             sqlx::query_scalar(SQL).fetch_one(pool).await?
         });
         Ok(exists)
+    }
+}
+
+/// The smallest string greater than every string that starts with `prefix`
+/// (in byte order, which is code point order for UTF-8), or `None` when no
+/// such string exists (a prefix of only U+10FFFF).
+fn prefix_upper_bound(prefix: &str) -> Option<String> {
+    let mut chars: Vec<char> = prefix.chars().collect();
+    while let Some(last) = chars.pop() {
+        let next = (u32::from(last) + 1..=u32::from(char::MAX)).find_map(char::from_u32);
+        if let Some(next) = next {
+            chars.push(next);
+            return Some(chars.into_iter().collect());
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::prefix_upper_bound;
+
+    #[test]
+    fn the_upper_bound_of_a_prefix_is_just_past_every_key_that_starts_with_it() {
+        assert_eq!(prefix_upper_bound("renewal:").as_deref(), Some("renewal;"));
+        assert_eq!(prefix_upper_bound("a%").as_deref(), Some("a&"));
+        assert_eq!(prefix_upper_bound("\u{D7FF}").as_deref(), Some("\u{E000}"));
+        assert_eq!(prefix_upper_bound("a\u{10FFFF}").as_deref(), Some("b"));
+        assert_eq!(prefix_upper_bound("\u{10FFFF}"), None);
+        for key in ["renewal:x", "renewal:\u{10FFFF}", "renewal:💸"] {
+            assert!(key > "renewal:" && key < prefix_upper_bound("renewal:").unwrap().as_str());
+        }
     }
 }

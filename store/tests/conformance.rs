@@ -54,6 +54,7 @@ on_both_backends!(
     metric_upserts_add_counters_and_buckets_and_keep_the_largest_gauge,
     the_key_page_reads_find_every_row_of_one_key,
     a_key_longer_than_the_contract_allows_is_refused_by_the_database,
+    prefix_search_treats_like_metacharacters_as_ordinary_characters,
 );
 
 /// A fixed instant a day ago, plus `seconds`: every call in a test agrees.
@@ -699,6 +700,44 @@ async fn a_key_longer_than_the_contract_allows_is_refused_by_the_database(store:
     let mut tx = store.begin().await.unwrap();
     let result = tx.claim(&delivery("orders", &long, 0)).await;
     assert!(matches!(result, Err(StoreError::Database(_))), "{result:?}");
+}
+
+async fn prefix_search_treats_like_metacharacters_as_ordinary_characters(store: &Store) {
+    for (i, key) in [
+        "50%_off",
+        "50%x",
+        "50_off",
+        "500",
+        "renewal:a",
+        "renewal:b",
+        "renewal;",
+        "Renewal:c",
+        "renewal:💸",
+    ]
+    .iter()
+    .enumerate()
+    {
+        claim_once(store, delivery("orders", key, i as i64)).await;
+    }
+    let keys =
+        |claims: Vec<idem_domain::Claim>| claims.into_iter().map(|c| c.key).collect::<Vec<_>>();
+    assert_eq!(
+        keys(store.claims_with_key_prefix("50%", 10).await.unwrap()),
+        ["50%_off", "50%x"]
+    );
+    assert_eq!(
+        keys(store.claims_with_key_prefix("50_", 10).await.unwrap()),
+        ["50_off"]
+    );
+    assert_eq!(
+        keys(store.claims_with_key_prefix("renewal:", 10).await.unwrap()),
+        ["renewal:a", "renewal:b", "renewal:💸"],
+        "case-sensitive, byte order"
+    );
+    assert_eq!(
+        keys(store.claims_with_key_prefix("renewal:", 2).await.unwrap()).len(),
+        2
+    );
 }
 
 #[tokio::test]

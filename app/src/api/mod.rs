@@ -1,0 +1,33 @@
+//! Server functions and the types that cross the wire.
+//!
+//! Reads only, for now, each `GET` (a read has no side effect, and a cached
+//! or repeated read is harmless). Every function validates its input on the
+//! server and answers with [`AppError`](crate::error::AppError).
+
+mod keys;
+mod lists;
+mod overview;
+
+use idem_domain::CappedCount;
+use serde::{Deserialize, Serialize};
+
+pub use keys::{KeyLookup, KeyStory, SearchResults, get_key_story, lookup_key, search_keys};
+pub use lists::{
+    DeadLetterDetail, ListPage, get_dead_letter, list_dead_letters, list_outbox, list_unknown,
+};
+pub use overview::{Overview, StatusCount, get_console_info, get_overview};
+
+/// Facts about this console that every page shows.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ConsoleInfo {
+    /// The database holds data written by the demo simulator.
+    pub demo: bool,
+    /// "sqlite" or "postgres".
+    pub backend: String,
+}
+
+/// How far the dashboard counts before it says "10,000+".
+pub const COUNT_CAP: u64 = CappedCount::DEFAULT_CAP;
+
+/// How many rows the overview's "needs attention" lists show.
+pub const ATTENTION_ROWS: u32 = 10;

@@ -1,0 +1,68 @@
+use leptos::prelude::*;
+use leptos_router::hooks::use_location;
+
+use crate::api::get_console_info;
+
+/// The navigation bar, the key search box and the demo banner around every page.
+#[component]
+pub fn Layout(children: Children) -> impl IntoView {
+    let info = Resource::new(|| (), |_| get_console_info());
+    let location = use_location();
+    let nav_link = move |href: &'static str, label: &'static str| {
+        let current = move || {
+            let path = location.pathname.get();
+            if href == "/" {
+                path == "/"
+            } else {
+                path == href || path.starts_with(&format!("{href}/"))
+            }
+        };
+        view! {
+            <li>
+                <a href=href aria-current=move || current().then_some("page")>{label}</a>
+            </li>
+        }
+    };
+    view! {
+        <a class="skip-link" href="#main">"Skip to content"</a>
+        <header class="topbar">
+            <nav aria-label="Main">
+                <a class="brand" href="/">"Idem"</a>
+                <ul>
+                    {nav_link("/", "Overview")}
+                    {nav_link("/keys", "Keys")}
+                    {nav_link("/unknown", "Unknown")}
+                    {nav_link("/dead-letters", "Dead letters")}
+                    {nav_link("/outbox", "Outbox")}
+                    {nav_link("/slo", "SLOs")}
+                    {nav_link("/audit", "Audit")}
+                </ul>
+            </nav>
+            <form class="key-search" method="get" action="/keys" role="search">
+                <label for="key-search-q" class="visually-hidden">"Find a key"</label>
+                <input
+                    id="key-search-q"
+                    type="search"
+                    name="q"
+                    placeholder="Find a key, e.g. renewal:account-1842"
+                    maxlength="512"
+                    autocomplete="off"
+                    spellcheck="false"
+                />
+                <button type="submit">"Find"</button>
+            </form>
+        </header>
+        <Suspense fallback=|| ()>
+            {move || Suspend::new(async move {
+                info.await.ok().filter(|i| i.demo).map(|_| view! {
+                    <p class="demo-banner" role="note">
+                        <strong>"Demo data. "</strong>
+                        "Everything on these pages was written by Idem's built-in simulator, "
+                        "a small fleet of fake consumers. Nothing here is real."
+                    </p>
+                })
+            })}
+        </Suspense>
+        <main id="main" tabindex="-1">{children()}</main>
+    }
+}

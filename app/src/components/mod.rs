@@ -1,0 +1,8 @@
+//! Pieces every page uses: the shell, status badges, key links, times, error
+//! panels and the loading wrapper.
+
+mod layout;
+mod widgets;
+
+pub use layout::Layout;
+pub use widgets::{Age, KeyLink, Loaded, StatusBadge, Time};

@@ -1,0 +1,119 @@
+//! The one error type server functions return, and what a person sees of it.
+//!
+//! Which type to use where: storage code returns `idem_store::StoreError`;
+//! server functions convert it into [`AppError`] with `?` (which logs the
+//! cause once, with a correlation id, and keeps it off the page); components
+//! render an [`AppError`] with `ErrorPanel`. Nothing else crosses the wire.
+
+use leptos::server_fn::{
+    codec::JsonEncoding,
+    error::{FromServerFnError, ServerFnErrorErr},
+};
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
+pub enum AppError {
+    /// The thing asked for does not exist. The text says what was looked for.
+    #[error("{0}")]
+    NotFound(String),
+    /// The request itself is wrong (a malformed key, cursor or filter). The
+    /// text says what was wrong, for the person who typed or pasted it.
+    #[error("{0}")]
+    BadRequest(String),
+    /// The database cannot be reached right now.
+    #[error("The database is unavailable right now; try again in a few seconds.")]
+    Unavailable,
+    /// A failure on the server. Its cause is in the server log under this id.
+    #[error("Something went wrong on the server. Reference: {correlation_id}")]
+    Internal { correlation_id: String },
+    /// The browser could not reach the server or read its answer.
+    #[error("The server could not be reached: {0}")]
+    Transport(String),
+}
+
+impl AppError {
+    /// The HTTP status this error answers with.
+    pub fn status(&self) -> u16 {
+        match self {
+            AppError::NotFound(_) => 404,
+            AppError::BadRequest(_) => 400,
+            AppError::Unavailable => 503,
+            AppError::Internal { .. } => 500,
+            AppError::Transport(_) => 502,
+        }
+    }
+
+    /// A short title for an error page.
+    pub fn title(&self) -> &'static str {
+        match self {
+            AppError::NotFound(_) => "Not found",
+            AppError::BadRequest(_) => "Bad request",
+            AppError::Unavailable => "Database unavailable",
+            AppError::Internal { .. } => "Server error",
+            AppError::Transport(_) => "Server unreachable",
+        }
+    }
+}
+
+impl FromServerFnError for AppError {
+    type Encoder = JsonEncoding;
+
+    fn from_server_fn_error(value: ServerFnErrorErr) -> Self {
+        match value {
+            // Malformed arguments: the request was wrong, not the server.
+            ServerFnErrorErr::Args(detail) | ServerFnErrorErr::MissingArg(detail) => {
+                AppError::BadRequest(format!("Invalid request: {detail}"))
+            }
+            ServerFnErrorErr::Request(detail)
+            | ServerFnErrorErr::Response(detail)
+            | ServerFnErrorErr::Deserialization(detail)
+            | ServerFnErrorErr::Serialization(detail) => AppError::Transport(detail),
+            other => internal(&other),
+        }
+    }
+}
+
+impl From<idem_domain::KeyError> for AppError {
+    fn from(err: idem_domain::KeyError) -> Self {
+        AppError::BadRequest(capitalize(&err.to_string()))
+    }
+}
+
+fn capitalize(text: &str) -> String {
+    let mut chars = text.chars();
+    match chars.next() {
+        Some(first) => first.to_uppercase().chain(chars).collect(),
+        None => String::new(),
+    }
+}
+
+/// Logs `err` with a fresh correlation id (server) and returns the error the
+/// person sees, which carries only that id.
+#[cfg(feature = "ssr")]
+pub fn internal(err: &(dyn std::error::Error + 'static)) -> AppError {
+    let correlation_id = crate::ssr::correlation_id();
+    tracing::error!(%correlation_id, error = %crate::ssr::cause_chain(err), "request failed");
+    AppError::Internal { correlation_id }
+}
+
+#[cfg(not(feature = "ssr"))]
+pub fn internal(err: &(dyn std::error::Error + 'static)) -> AppError {
+    AppError::Transport(err.to_string())
+}
+
+#[cfg(feature = "ssr")]
+impl From<idem_store::StoreError> for AppError {
+    fn from(err: idem_store::StoreError) -> Self {
+        use idem_store::StoreError;
+        match err {
+            StoreError::BadCursor => AppError::BadRequest(
+                "That page link is invalid or out of date; start again from the first page.".into(),
+            ),
+            StoreError::Unavailable(ref cause) => {
+                tracing::warn!(error = %cause, "database unavailable");
+                AppError::Unavailable
+            }
+            other => internal(&other),
+        }
+    }
+}

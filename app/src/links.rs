@@ -1,0 +1,89 @@
+//! URLs in and out. Keys are percent-encoded as one path segment on the way
+//! out and decoded exactly once, on the server, on the way in.
+//!
+//! The router's own parameter maps decode a second time (a key containing a
+//! literal `%2F` would come back as `/`), so pages never read keys or query
+//! values from them: they read the raw `pathname`/`search` of the location
+//! and hand the raw segments to server functions. Links that carry a key are
+//! plain links (`rel="external"`) for the same reason: the router's
+//! client-side navigation would decode them on the way through.
+
+use idem_domain::encode_segment;
+
+/// `/keys/{consumer}/{key}`
+pub fn key_href(consumer: &str, key: &str) -> String {
+    format!("/keys/{}/{}", encode_segment(consumer), encode_segment(key))
+}
+
+/// `/keys/{key}`: the key, whichever consumer has it.
+pub fn key_only_href(key: &str) -> String {
+    format!("/keys/{}", encode_segment(key))
+}
+
+/// `path?name=value&…` with each value form-encoded; empty values are left out.
+pub fn with_query(path: &str, pairs: &[(&str, &str)]) -> String {
+    let mut query = form_urlencoded::Serializer::new(String::new());
+    for (name, value) in pairs.iter().filter(|(_, v)| !v.is_empty()) {
+        query.append_pair(name, value);
+    }
+    let query = query.finish();
+    if query.is_empty() {
+        path.to_owned()
+    } else {
+        format!("{path}?{query}")
+    }
+}
+
+/// The raw (still percent-encoded) segments of `pathname` after `prefix`.
+pub fn raw_segments<'a>(pathname: &'a str, prefix: &str) -> Vec<&'a str> {
+    pathname
+        .strip_prefix(prefix)
+        .unwrap_or_default()
+        .split('/')
+        .filter(|s| !s.is_empty())
+        .collect()
+}
+
+/// One query parameter from a raw `search` string (with or without `?`),
+/// form-decoded once. The last occurrence wins.
+pub fn query_param(search: &str, name: &str) -> Option<String> {
+    form_urlencoded::parse(search.trim_start_matches('?').as_bytes())
+        .filter(|(k, _)| k == name)
+        .map(|(_, v)| v.into_owned())
+        .last()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_key_link_keeps_slashes_percents_and_hashes_inside_one_segment() {
+        assert_eq!(
+            key_href("orders", "refund:EU/2026/Ø-1842"),
+            "/keys/orders/refund:EU%2F2026%2F%C3%98-1842"
+        );
+        assert_eq!(
+            key_href("orders", "x%20y #1"),
+            "/keys/orders/x%2520y%20%231"
+        );
+        assert_eq!(
+            raw_segments("/keys/orders/x%2520y%20%231", "/keys/"),
+            ["orders", "x%2520y%20%231"]
+        );
+    }
+
+    #[test]
+    fn query_values_are_decoded_once() {
+        assert_eq!(
+            query_param("?q=a%2525b&q=50%25+off", "q").as_deref(),
+            Some("50% off")
+        );
+        assert_eq!(query_param("q=a%2525b", "q").as_deref(), Some("a%25b"));
+        assert_eq!(query_param("", "q"), None);
+        assert_eq!(
+            with_query("/keys", &[("q", "a b&c"), ("cursor", "")]),
+            "/keys?q=a+b%26c"
+        );
+    }
+}

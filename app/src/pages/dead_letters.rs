@@ -1,0 +1,108 @@
+use idem_domain::{DeadLetter, DeadLetterState};
+use leptos::prelude::*;
+use leptos_meta::Title;
+use leptos_router::hooks::use_location;
+
+use super::lists::{Pager, use_cursor};
+use crate::{
+    api::{DeadLetterDetail, ListPage, get_dead_letter, list_dead_letters},
+    components::{Age, KeyLink, Loaded, StatusBadge, Time},
+    links,
+};
+
+/// `/dead-letters?state=open|replayed|discarded`
+#[component]
+pub fn DeadLettersPage() -> impl IntoView {
+    let location = use_location();
+    let state = Memo::new(move |_| links::query_param(&location.search.get(), "state"));
+    let cursor = use_cursor();
+    let data = Resource::new(
+        move || (state.get(), cursor.get()),
+        |(state, cursor)| list_dead_letters(state, cursor),
+    );
+    let tabs = move || {
+        let current = state.get().unwrap_or_else(|| "open".into());
+        DeadLetterState::ALL
+            .iter()
+            .map(|s| {
+                let href = if *s == DeadLetterState::Open { "/dead-letters".to_owned() } else { links::with_query("/dead-letters", &[("state", s.as_str())]) };
+                view! { <a href=href rel="external" aria-current=(current == s.as_str()).then_some("page")>{s.as_str()}</a> }
+            })
+            .collect_view()
+    };
+    view! {
+        <Title text="Dead letters"/>
+        <h1>"Dead letters"</h1>
+        <nav class="tabs" aria-label="State">{tabs}</nav>
+        <Loaded resource=data render={move |p: ListPage<DeadLetter>| {
+            let on_first_page = cursor.get_untracked().is_none();
+            let as_of = p.as_of;
+            let rows = p.page.items.into_iter().map(|d| view! {
+                <tr>
+                    <td><a href=format!("/dead-letters/{}", d.id)>"#"{d.id}</a></td>
+                    <td><KeyLink consumer=d.consumer.clone() key=d.key/></td>
+                    <td>{d.consumer}</td>
+                    <td class="num"><Age as_of at=d.dead_lettered_at/></td>
+                    <td class="num">{d.delivery_count}</td>
+                    <td class="error-text">{d.last_error}</td>
+                </tr>
+            }).collect_view();
+            view! {
+                <p class="count-line">{format!("{} dead letters", p.total)}</p>
+                <table>
+                    <thead><tr><th>"Letter"</th><th>"Key"</th><th>"Consumer"</th><th class="num">"Dead for"</th><th class="num">"Deliveries"</th><th>"Last error"</th></tr></thead>
+                    <tbody>{rows}</tbody>
+                </table>
+                <Pager path="/dead-letters" next=p.page.next on_first_page/>
+            }
+        }}/>
+    }
+}
+
+/// `/dead-letters/{id}`
+#[component]
+pub fn DeadLetterPage() -> impl IntoView {
+    let location = use_location();
+    let data = Resource::new(
+        move || location.pathname.get(),
+        |path| async move {
+            let id = links::raw_segments(&path, "/dead-letters/")
+                .first()
+                .map(|s| s.to_string())
+                .unwrap_or_default();
+            get_dead_letter(id).await
+        },
+    );
+    view! {
+        <Title text="Dead letter"/>
+        <Loaded resource=data render=|d: DeadLetterDetail| {
+            let as_of = d.as_of;
+            let dl = d.dead_letter;
+            let claim = match d.claim {
+                Some(c) => view! {
+                    <p>"The key's claim is " <StatusBadge status=c.status/> " — " {c.status.meaning()} "."</p>
+                }.into_any(),
+                None => view! {
+                    <p class="notice">"The consumer has no claim for this key: it may not deduplicate a replay."</p>
+                }.into_any(),
+            };
+            view! {
+                <h1>"Dead letter #" {dl.id}</h1>
+                <dl class="fields">
+                    <dt>"Key"</dt><dd><KeyLink consumer=dl.consumer.clone() key=dl.key.clone()/></dd>
+                    <dt>"Consumer"</dt><dd>{dl.consumer.clone()}</dd>
+                    <dt>"Queue"</dt><dd>{dl.queue}</dd>
+                    <dt>"Message id"</dt><dd><code>{dl.message_id}</code></dd>
+                    <dt>"State"</dt><dd>{dl.state.as_str()}</dd>
+                    <dt>"Deliveries"</dt><dd>{dl.delivery_count}</dd>
+                    <dt>"First failure"</dt><dd><Time at=dl.first_failure_at/></dd>
+                    <dt>"Dead-lettered"</dt><dd><Time at=dl.dead_lettered_at/> " (" <Age as_of at=dl.dead_lettered_at/> " ago)"</dd>
+                    <dt>"Last error"</dt><dd class="error-text">{dl.last_error}</dd>
+                </dl>
+                {claim}
+                <h2>"Payload"</h2>
+                <pre class="payload">{dl.payload}</pre>
+            }
+        }/>
+    }
+}

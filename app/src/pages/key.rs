@@ -1,0 +1,203 @@
+use idem_domain::Claim;
+use leptos::prelude::*;
+use leptos_meta::Title;
+use leptos_router::hooks::use_location;
+
+use crate::{
+    api::{KeyLookup, KeyStory, get_key_story, lookup_key},
+    components::{Age, Loaded, StatusBadge, Time},
+    links,
+};
+
+/// `/keys/{consumer}/{key}`
+#[component]
+pub fn KeyPage() -> impl IntoView {
+    let location = use_location();
+    let story = Resource::new(
+        move || location.pathname.get(),
+        |path| async move {
+            match links::raw_segments(&path, "/keys/").as_slice() {
+                [consumer, key] => get_key_story(consumer.to_string(), key.to_string()).await,
+                _ => Err(crate::error::AppError::NotFound(
+                    "That is not a key page address.".into(),
+                )),
+            }
+        },
+    );
+    view! {
+        <Title text="Key"/>
+        <Loaded resource=story render=|s: KeyStory| view! { <Story s/> }/>
+    }
+}
+
+/// `/keys/{key}`: the key's page when one consumer has it, a chooser when several do.
+#[component]
+pub fn KeyLookupPage() -> impl IntoView {
+    let location = use_location();
+    let lookup = Resource::new(
+        move || location.pathname.get(),
+        |path| async move {
+            let key = links::raw_segments(&path, "/keys/")
+                .first()
+                .map(|s| s.to_string())
+                .unwrap_or_default();
+            lookup_key(key).await
+        },
+    );
+    view! {
+        <Title text="Key"/>
+        <Loaded
+            resource=lookup
+            render={|l: KeyLookup| match l {
+                KeyLookup::One(s) => view! { <Story s/> }.into_any(),
+                KeyLookup::Several { key, claims } => view! { <Chooser key claims/> }.into_any(),
+            }}
+        />
+    }
+}
+
+#[component]
+fn Chooser(key: String, claims: Vec<Claim>) -> impl IntoView {
+    let rows = claims
+        .into_iter()
+        .map(|c| {
+            let href = links::key_href(&c.consumer, &c.key);
+            view! {
+                <tr>
+                    <td><a href=href rel="external">{c.consumer}</a></td>
+                    <td><StatusBadge status=c.status/></td>
+                    <td><Time at=c.last_delivery_at/></td>
+                </tr>
+            }
+        })
+        .collect_view();
+    view! {
+        <h1>"Key " <code class="key"><bdi>{key}</bdi></code></h1>
+        <p>"Several consumers have claimed this key. Choose one:"</p>
+        <table>
+            <thead><tr><th>"Consumer"</th><th>"Status"</th><th>"Last delivery"</th></tr></thead>
+            <tbody>{rows}</tbody>
+        </table>
+    }
+}
+
+#[component]
+fn Story(s: KeyStory) -> impl IntoView {
+    let as_of = s.as_of;
+    let claim = s.claim.clone().map(|c| view! { <ClaimDetails c as_of/> });
+    let no_claim = s.claim.is_none().then(|| {
+        view! {
+            <p class="notice">
+                "This consumer has no claim for the key: only outbox rows or dead letters mention it. "
+                "A consumer that lost its claim row will not deduplicate the next delivery."
+            </p>
+        }
+    });
+    let outbox = if s.outbox.is_empty() {
+        view! { <p class="empty">"No outbox rows for this key."</p> }.into_any()
+    } else {
+        let rows = s
+            .outbox
+            .into_iter()
+            .map(|r| {
+                view! {
+                    <tr>
+                        <td class="num">{r.id}</td>
+                        <td>{r.topic}</td>
+                        <td>{r.origin.as_str()}</td>
+                        <td><Time at=r.created_at/></td>
+                        <td>{match r.published_at {
+                            Some(at) => view! { <Time at/> }.into_any(),
+                            None => view! { <span class="pending-text">"waiting " <Age as_of at=r.created_at/></span> }.into_any(),
+                        }}</td>
+                        <td class="num">{r.attempts}</td>
+                        <td class="error-text">{r.last_error}</td>
+                    </tr>
+                }
+            })
+            .collect_view();
+        view! {
+            <table>
+                <thead><tr><th class="num">"Id"</th><th>"Topic"</th><th>"Origin"</th><th>"Created"</th><th>"Published"</th><th class="num">"Attempts"</th><th>"Last error"</th></tr></thead>
+                <tbody>{rows}</tbody>
+            </table>
+        }
+        .into_any()
+    };
+    let dead_letters = if s.dead_letters.is_empty() {
+        view! { <p class="empty">"No dead letters for this key."</p> }.into_any()
+    } else {
+        let rows = s
+            .dead_letters
+            .into_iter()
+            .map(|d| {
+                view! {
+                    <tr>
+                        <td><a href=format!("/dead-letters/{}", d.id)>"#"{d.id}</a></td>
+                        <td>{d.queue}</td>
+                        <td><Time at=d.dead_lettered_at/></td>
+                        <td class="num">{d.delivery_count}</td>
+                        <td>{d.state.as_str()}</td>
+                        <td class="error-text">{d.last_error}</td>
+                    </tr>
+                }
+            })
+            .collect_view();
+        view! {
+            <table>
+                <thead><tr><th>"Letter"</th><th>"Queue"</th><th>"Dead-lettered"</th><th class="num">"Deliveries"</th><th>"State"</th><th>"Last error"</th></tr></thead>
+                <tbody>{rows}</tbody>
+            </table>
+        }
+        .into_any()
+    };
+    view! {
+        <h1 class="key-title">
+            <span class="label">"Key"</span>
+            <code class="key"><bdi>{s.key.clone()}</bdi></code>
+        </h1>
+        <p class="key-consumer">
+            "Consumer " <strong><bdi>{s.consumer.clone()}</bdi></strong>
+            " · " <a href=links::key_only_href(&s.key) rel="external">"this key in every consumer"</a>
+        </p>
+        {claim}
+        {no_claim}
+        <section aria-labelledby="outbox-heading">
+            <h2 id="outbox-heading">"Outbox rows"</h2>
+            {outbox}
+        </section>
+        <section aria-labelledby="dead-heading">
+            <h2 id="dead-heading">"Dead letters"</h2>
+            {dead_letters}
+        </section>
+        <p class="as-of">"As of " <Time at=as_of/></p>
+    }
+}
+
+#[component]
+fn ClaimDetails(c: Claim, as_of: chrono::DateTime<chrono::Utc>) -> impl IntoView {
+    let drift = c
+        .last_payload_hash
+        .as_ref()
+        .filter(|h| c.payload_hash.as_ref() != Some(*h))
+        .map(|h| format!(" (a later delivery carried {h})"));
+    view! {
+        <section aria-labelledby="claim-heading" class="claim">
+            <h2 id="claim-heading">"Claim " <StatusBadge status=c.status/></h2>
+            <dl class="fields">
+                <dt>"Status"</dt>
+                <dd>{c.status.meaning()} " — since " <Time at=c.status_at/> " (" <Age as_of at=c.status_at/> ")"</dd>
+                <dt>"First delivery"</dt><dd><Time at=c.first_delivery_at/></dd>
+                <dt>"Last delivery"</dt><dd><Time at=c.last_delivery_at/></dd>
+                <dt>"Deliveries"</dt><dd>{c.delivery_count} " (" {c.duplicate_count} " duplicate)"</dd>
+                <dt>"Attempts"</dt><dd>{c.attempts}</dd>
+                <dt>"Provider reference"</dt><dd>{c.provider_ref.unwrap_or_else(|| "—".into())}</dd>
+                <dt>"Last error"</dt><dd class="error-text">{c.last_error.unwrap_or_else(|| "—".into())}</dd>
+                <dt>"Outcome recorded"</dt><dd>{c.outcome_at.map(|at| view! { <Time at/> }.into_any()).unwrap_or_else(|| "—".into_any())}</dd>
+                <dt>"Payload hash"</dt><dd><code>{c.payload_hash.unwrap_or_else(|| "—".into())}</code>{drift}</dd>
+                <dt>"Lease"</dt><dd>{c.lease_until.map(|at| view! { "held until " <Time at/> }.into_any()).unwrap_or_else(|| "none".into_any())}</dd>
+                <dt>"Version"</dt><dd>{c.version}</dd>
+            </dl>
+        </section>
+    }
+}

@@ -1,0 +1,18 @@
+//! One module per page (or family of pages). Pages read the raw location and
+//! hand raw segments and query values to server functions; see `links`.
+
+mod dead_letters;
+mod key;
+mod lists;
+mod not_found;
+mod overview;
+mod planned;
+mod search;
+
+pub use dead_letters::{DeadLetterPage, DeadLettersPage};
+pub use key::{KeyLookupPage, KeyPage};
+pub use lists::{OutboxPage, UnknownPage};
+pub use not_found::NotFoundPage;
+pub use overview::OverviewPage;
+pub use planned::{AuditPage, SloPage};
+pub use search::SearchPage;

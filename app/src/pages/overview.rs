@@ -1,0 +1,126 @@
+use idem_domain::ClaimStatus;
+use leptos::prelude::*;
+use leptos_meta::Title;
+
+use crate::{
+    api::{Overview, get_overview},
+    components::{Age, KeyLink, Loaded, StatusBadge},
+};
+
+#[component]
+pub fn OverviewPage() -> impl IntoView {
+    let data = Resource::new(|| (), |_| get_overview());
+    view! {
+        <Title text="Overview"/>
+        <h1>"Overview"</h1>
+        <Loaded resource=data render=|o: Overview| view! { <OverviewBody o/> }/>
+    }
+}
+
+#[component]
+fn OverviewBody(o: Overview) -> impl IntoView {
+    let as_of = o.as_of;
+    let tiles = o
+        .statuses
+        .into_iter()
+        .map(|s| {
+            let body = view! {
+                <span class="tile-count">{s.count.to_string()}</span>
+                " "
+                <StatusBadge status=s.status/>
+            };
+            // Unknown outcomes have their own work list; the others are counts.
+            let body = if s.status == ClaimStatus::Unknown {
+                view! { <a href="/unknown">{body}</a> }.into_any()
+            } else {
+                body.into_any()
+            };
+            view! { <li class=format!("tile status-{}", s.status.as_str())>{body}</li> }
+        })
+        .collect_view();
+
+    let unknown_rows = o
+        .unknown
+        .into_iter()
+        .map(|c| {
+            view! {
+                <tr>
+                    <td><KeyLink consumer=c.consumer.clone() key=c.key/></td>
+                    <td>{c.consumer}</td>
+                    <td class="num"><Age as_of at=c.status_at/></td>
+                    <td class="error-text">{c.last_error}</td>
+                </tr>
+            }
+        })
+        .collect_view();
+    let dead_rows = o
+        .dead_letters
+        .into_iter()
+        .map(|d| {
+            view! {
+                <tr>
+                    <td><KeyLink consumer=d.consumer.clone() key=d.key/></td>
+                    <td>{d.consumer}</td>
+                    <td class="num"><Age as_of at=d.dead_lettered_at/></td>
+                    <td class="num">{d.delivery_count}</td>
+                    <td><a href=format!("/dead-letters/{}", d.id)>"#"{d.id}</a></td>
+                </tr>
+            }
+        })
+        .collect_view();
+    let outbox_rows = o
+        .outbox
+        .into_iter()
+        .map(|r| {
+            view! {
+                <tr>
+                    <td><KeyLink consumer=r.consumer.clone() key=r.key/></td>
+                    <td>{r.topic}</td>
+                    <td>{r.origin.as_str()}</td>
+                    <td class="num"><Age as_of at=r.created_at/></td>
+                    <td class="num">{r.attempts}</td>
+                </tr>
+            }
+        })
+        .collect_view();
+
+    view! {
+        <section aria-labelledby="claims-heading">
+            <h2 id="claims-heading">"Claims by status"</h2>
+            <ul class="tiles">{tiles}</ul>
+        </section>
+        <div class="attention">
+            <section aria-labelledby="unknown-heading">
+                <h2 id="unknown-heading">
+                    <a href="/unknown">"Oldest unknown outcomes"</a>
+                    " " <span class="count">{o.unknown_count.to_string()}</span>
+                </h2>
+                <table>
+                    <thead><tr><th>"Key"</th><th>"Consumer"</th><th class="num">"Unknown for"</th><th>"Last error"</th></tr></thead>
+                    <tbody>{unknown_rows}</tbody>
+                </table>
+            </section>
+            <section aria-labelledby="dead-heading">
+                <h2 id="dead-heading">
+                    <a href="/dead-letters">"Oldest open dead letters"</a>
+                    " " <span class="count">{o.dead_letter_count.to_string()}</span>
+                </h2>
+                <table>
+                    <thead><tr><th>"Key"</th><th>"Consumer"</th><th class="num">"Dead for"</th><th class="num">"Deliveries"</th><th>"Letter"</th></tr></thead>
+                    <tbody>{dead_rows}</tbody>
+                </table>
+            </section>
+            <section aria-labelledby="outbox-heading">
+                <h2 id="outbox-heading">
+                    <a href="/outbox">"Outbox backlog"</a>
+                    " " <span class="count">{o.outbox_count.to_string()}</span>
+                </h2>
+                <table>
+                    <thead><tr><th>"Key"</th><th>"Topic"</th><th>"Origin"</th><th class="num">"Waiting"</th><th class="num">"Attempts"</th></tr></thead>
+                    <tbody>{outbox_rows}</tbody>
+                </table>
+            </section>
+        </div>
+        <p class="as-of">"As of " <crate::components::Time at=as_of/></p>
+    }
+}

@@ -1,0 +1,66 @@
+//! Server-only support for server functions: the application state they are
+//! handed by context, and the plumbing that turns failures into statuses and
+//! log lines.
+
+use std::fmt::Write as _;
+
+use leptos::prelude::*;
+
+use crate::error::AppError;
+
+/// What every request handler and server function may use. One per process,
+/// provided by context; never a global.
+#[derive(Clone, Debug, axum::extract::FromRef)]
+pub struct AppState {
+    pub leptos_options: LeptosOptions,
+    pub store: idem_store::Store,
+    pub console: crate::api::ConsoleInfo,
+}
+
+/// The state, from context.
+pub fn state() -> Result<AppState, AppError> {
+    use_context::<AppState>().ok_or_else(|| {
+        let missing = std::io::Error::other("AppState is not in the reactive context");
+        crate::error::internal(&missing)
+    })
+}
+
+/// Runs a server function body; a failure also sets the response status (of
+/// the page being rendered, or of the server function call).
+pub async fn serve<T>(body: impl Future<Output = Result<T, AppError>>) -> Result<T, AppError> {
+    let result = body.await;
+    if let Err(err) = &result {
+        set_status(err.status());
+    }
+    result
+}
+
+/// Sets the status of the current response, if there is one.
+pub fn set_status(status: u16) {
+    if let (Some(options), Ok(code)) = (
+        use_context::<leptos_axum::ResponseOptions>(),
+        http::StatusCode::from_u16(status),
+    ) {
+        options.set_status(code);
+    }
+}
+
+/// A short random id that ties an error page to its log line.
+pub fn correlation_id() -> String {
+    let bytes: [u8; 6] = rand::random();
+    bytes.iter().fold(String::with_capacity(12), |mut s, b| {
+        let _ = write!(s, "{b:02x}");
+        s
+    })
+}
+
+/// `error: cause: cause`, for one log line.
+pub fn cause_chain(err: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = err.to_string();
+    let mut source = err.source();
+    while let Some(cause) = source {
+        let _ = write!(text, ": {cause}");
+        source = cause.source();
+    }
+    text
+}

@@ -1,0 +1,153 @@
+//! Configuration, from the environment.
+//!
+//! | variable | meaning | default |
+//! |---|---|---|
+//! | `DATABASE_URL` | `postgres://…` (production) or `sqlite:…` | `sqlite://idem.db` in the working directory |
+//! | `IDEM_ADDR` (or `LEPTOS_SITE_ADDR`) | address to listen on | `127.0.0.1:3000` |
+//! | `IDEM_DEMO` | `1` runs the demo simulator, `0` never does | on for the embedded default when its database is empty or already holds demo data |
+//! | `IDEM_DEMO_SEED` | seed for the simulator's randomness | random |
+//! | `IDEM_DEMO_BACKFILL_HOURS` | history the demo writes on first start | `48` |
+//! | `IDEM_LOG_FORMAT` | `json` for JSON lines, else human-readable | text |
+//! | `RUST_LOG` | log filter | `info` |
+//! | `LEPTOS_SITE_ROOT`, `LEPTOS_SITE_PKG_DIR`, `LEPTOS_OUTPUT_NAME`, `LEPTOS_ENV`, `LEPTOS_RELOAD_PORT` | set by cargo-leptos | `target/site`, `pkg`, `idem`, `DEV`, `3001` |
+
+use std::{net::SocketAddr, time::Duration};
+
+use idem_store::{DEFAULT_DATABASE_URL, StoreConfig};
+use leptos::prelude::LeptosOptions;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("{name}={value:?} is not valid: {reason}")]
+    Invalid {
+        name: &'static str,
+        value: String,
+        reason: String,
+    },
+}
+
+/// Whether the demo simulator runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DemoSetting {
+    /// `IDEM_DEMO=1`
+    On,
+    /// `IDEM_DEMO=0`
+    Off,
+    /// Unset: on for the embedded default with an empty (or demo) database.
+    Auto,
+}
+
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub database: StoreConfig,
+    /// `DATABASE_URL` was not set: Idem runs on its embedded SQLite file.
+    pub embedded_default: bool,
+    pub addr: SocketAddr,
+    pub demo: DemoSetting,
+    pub demo_seed: Option<u64>,
+    pub demo_backfill: Duration,
+    pub log_json: bool,
+    pub leptos: LeptosOptions,
+}
+
+fn var(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
+}
+
+fn parse<T: std::str::FromStr>(name: &'static str, value: &str) -> Result<T, ConfigError>
+where
+    T::Err: std::fmt::Display,
+{
+    value
+        .trim()
+        .parse()
+        .map_err(|e: T::Err| ConfigError::Invalid {
+            name,
+            value: value.to_owned(),
+            reason: e.to_string(),
+        })
+}
+
+impl Config {
+    pub fn from_env() -> Result<Config, ConfigError> {
+        let url = var("DATABASE_URL");
+        let embedded_default = url.is_none();
+        let database = StoreConfig::new(url.unwrap_or_else(|| DEFAULT_DATABASE_URL.to_owned()));
+
+        let addr_var = if var("IDEM_ADDR").is_some() {
+            "IDEM_ADDR"
+        } else {
+            "LEPTOS_SITE_ADDR"
+        };
+        let addr = match var(addr_var) {
+            Some(v) => parse(addr_var, &v)?,
+            None => SocketAddr::from(([127, 0, 0, 1], 3000)),
+        };
+        let demo = match var("IDEM_DEMO").as_deref() {
+            None => DemoSetting::Auto,
+            Some("1" | "true" | "on" | "yes") => DemoSetting::On,
+            Some("0" | "false" | "off" | "no") => DemoSetting::Off,
+            Some(other) => {
+                return Err(ConfigError::Invalid {
+                    name: "IDEM_DEMO",
+                    value: other.to_owned(),
+                    reason: "expected 1 or 0".into(),
+                });
+            }
+        };
+        let demo_seed = var("IDEM_DEMO_SEED")
+            .map(|v| parse("IDEM_DEMO_SEED", &v))
+            .transpose()?;
+        let backfill_hours: u64 = var("IDEM_DEMO_BACKFILL_HOURS")
+            .map(|v| parse("IDEM_DEMO_BACKFILL_HOURS", &v))
+            .transpose()?
+            .unwrap_or(48);
+        let log_json = var("IDEM_LOG_FORMAT").is_some_and(|v| v.eq_ignore_ascii_case("json"));
+
+        let reload_port = var("LEPTOS_RELOAD_PORT")
+            .map(|v| parse("LEPTOS_RELOAD_PORT", &v))
+            .transpose()?
+            .unwrap_or(3001);
+        let leptos = LeptosOptions::builder()
+            .output_name(var("LEPTOS_OUTPUT_NAME").unwrap_or_else(|| "idem".into()))
+            .site_root(var("LEPTOS_SITE_ROOT").unwrap_or_else(|| "target/site".into()))
+            .site_pkg_dir(var("LEPTOS_SITE_PKG_DIR").unwrap_or_else(|| "pkg".into()))
+            .site_addr(addr)
+            .reload_port(reload_port)
+            .env(match var("LEPTOS_ENV").as_deref() {
+                Some("PROD" | "prod" | "production") => leptos::config::Env::PROD,
+                _ => leptos::config::Env::DEV,
+            })
+            .build();
+
+        Ok(Config {
+            database,
+            embedded_default,
+            addr,
+            demo,
+            demo_seed,
+            demo_backfill: Duration::from_secs(backfill_hours * 3600),
+            log_json,
+            leptos,
+        })
+    }
+
+    /// A configuration for tests: the given database, port 0, no demo.
+    pub fn for_tests(database_url: &str) -> Config {
+        let addr = SocketAddr::from(([127, 0, 0, 1], 0));
+        Config {
+            database: StoreConfig::new(database_url),
+            embedded_default: false,
+            addr,
+            demo: DemoSetting::Off,
+            demo_seed: Some(1842),
+            demo_backfill: Duration::from_secs(3600),
+            log_json: false,
+            leptos: LeptosOptions::builder()
+                .output_name("idem")
+                .site_root("target/site")
+                .site_addr(addr)
+                .build(),
+        }
+    }
+}

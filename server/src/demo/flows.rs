@@ -1,0 +1,134 @@
+//! The demo's three business flows and the facts they produce.
+
+use chrono::{DateTime, Days, Utc};
+use rand::{Rng, rngs::StdRng};
+use serde_json::json;
+
+/// A consumer of the demo fleet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Flow {
+    /// Renewal reminders sent through an external messaging provider.
+    Reminders,
+    /// Payment webhooks applied to the ledger in the claim's own transaction.
+    Payments,
+    /// Order events forwarded to an external fulfilment API, with an outbox event.
+    Orders,
+}
+
+impl Flow {
+    pub const ALL: [Flow; 3] = [Flow::Reminders, Flow::Payments, Flow::Orders];
+
+    pub fn consumer(self) -> &'static str {
+        match self {
+            Flow::Reminders => "reminders",
+            Flow::Payments => "payment-webhooks",
+            Flow::Orders => "order-events",
+        }
+    }
+
+    pub fn queue(self) -> &'static str {
+        match self {
+            Flow::Reminders => "reminders.fifo",
+            Flow::Payments => "payment-webhooks",
+            Flow::Orders => "order-events.fifo",
+        }
+    }
+
+    pub fn from_consumer(consumer: &str) -> Option<Flow> {
+        Flow::ALL.into_iter().find(|f| f.consumer() == consumer)
+    }
+
+    /// Whether the effect is an external call (which can end `unknown`) or a
+    /// write in the claim's own transaction.
+    pub fn is_external(self) -> bool {
+        !matches!(self, Flow::Payments)
+    }
+
+    /// Mean seconds between new facts, live and while writing history.
+    pub fn mean_interval_seconds(self, backfill: bool) -> f64 {
+        let live = match self {
+            Flow::Reminders => 4.0,
+            Flow::Payments => 3.0,
+            Flow::Orders => 5.0,
+        };
+        if backfill { live * 10.0 } else { live }
+    }
+}
+
+/// One business fact: the deterministic key and the message payload.
+#[derive(Debug, Clone)]
+pub struct Fact {
+    pub flow: Flow,
+    pub key: String,
+    pub payload: String,
+}
+
+const ORDER_LETTERS: [&str; 8] = ["A", "B", "K", "Ø", "É", "Å", "Ü", "Z"];
+const REGIONS: [&str; 4] = ["EU", "US", "APAC", "UK"];
+
+pub fn random_fact(flow: Flow, at: DateTime<Utc>, rng: &mut StdRng) -> Fact {
+    match flow {
+        Flow::Reminders => {
+            let account = format!("account-{}", rng.random_range(1000..10_000));
+            let date = (at + Days::new(30)).format("%Y-%m-%d").to_string();
+            reminder(&account, &date)
+        }
+        Flow::Payments => {
+            let id: String = (0..12)
+                .map(|_| {
+                    char::from(b"0123456789abcdefghijklmnopqrstuvwxyz"[rng.random_range(0..36)])
+                })
+                .collect();
+            let prefix = if rng.random_bool(0.2) { "pay" } else { "evt" };
+            payment(&format!("{prefix}_{id}"), rng.random_range(500..250_000))
+        }
+        Flow::Orders => {
+            let kind =
+                ["ship", "ship", "ship", "refund", "return", "cancel"][rng.random_range(0..6)];
+            let order = format!(
+                "{}/{}/{}-{}",
+                REGIONS[rng.random_range(0..REGIONS.len())],
+                at.format("%Y"),
+                ORDER_LETTERS[rng.random_range(0..ORDER_LETTERS.len())],
+                rng.random_range(1000..100_000)
+            );
+            order_event(kind, &order)
+        }
+    }
+}
+
+pub fn reminder(account: &str, date: &str) -> Fact {
+    Fact {
+        flow: Flow::Reminders,
+        key: format!("renewal:{account}:{date}"),
+        payload: json!({ "account": account, "renewal_date": date, "channel": "email", "template": "renewal-30d" }).to_string(),
+    }
+}
+
+pub fn payment(event_id: &str, amount_cents: u32) -> Fact {
+    Fact {
+        flow: Flow::Payments,
+        key: event_id.to_owned(),
+        payload: json!({ "event_id": event_id, "type": "payment_intent.succeeded", "amount": amount_cents, "currency": "EUR" }).to_string(),
+    }
+}
+
+pub fn order_event(kind: &str, order: &str) -> Fact {
+    Fact {
+        flow: Flow::Orders,
+        key: format!("{kind}:{order}"),
+        payload: json!({ "kind": kind, "order_id": order }).to_string(),
+    }
+}
+
+/// The payload with one field changed: what a publisher that re-serialises
+/// (or re-reads mutable state) sends under the same key.
+pub fn drifted(payload: &str) -> String {
+    match serde_json::from_str::<serde_json::Value>(payload) {
+        Ok(serde_json::Value::Object(mut map)) => {
+            map.insert("republished".into(), json!(true));
+            serde_json::Value::Object(map).to_string()
+        }
+        _ => format!("{payload} "),
+    }
+}

@@ -1,0 +1,155 @@
+//! Building and running the server: connect and migrate, decide on the demo,
+//! assemble the router, serve until told to stop.
+
+use std::{net::SocketAddr, time::Duration};
+
+use axum::{Router, routing::get};
+use idem_app::{App, api::ConsoleInfo, shell, ssr::AppState};
+use idem_store::{DEMO_DATA, Store, StoreError};
+use leptos_axum::{LeptosRoutes, generate_route_list};
+use tokio::{net::TcpListener, sync::watch};
+use tower_http::trace::TraceLayer;
+
+use crate::{
+    config::{Config, DemoSetting},
+    demo, health,
+};
+
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("cannot listen on {addr}")]
+    Bind {
+        addr: SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// A built server, bound to its port, not yet serving.
+pub struct Application {
+    listener: TcpListener,
+    router: Router,
+    state: AppState,
+    demo: Option<demo::Settings>,
+}
+
+impl Application {
+    /// Connects to the database and applies migrations (a failure stops
+    /// start-up with the reason), decides whether the demo runs, and binds.
+    pub async fn build(config: Config) -> Result<Application, StartError> {
+        let store = Store::connect(&config.database)?;
+        store.migrate().await?;
+        tracing::info!(database = %config.database.redacted_url(), backend = store.backend(), "database ready");
+
+        let demo = decide_demo(&config, &store).await?;
+        if demo.is_some() {
+            store.set_meta(DEMO_DATA, "1").await?;
+        }
+        let console = ConsoleInfo {
+            demo: demo.is_some() || store.meta(DEMO_DATA).await?.is_some(),
+            backend: store.backend().to_owned(),
+        };
+        let state = AppState {
+            leptos_options: config.leptos.clone(),
+            store,
+            console,
+        };
+        let router = router(state.clone());
+        let listener = TcpListener::bind(config.addr)
+            .await
+            .map_err(|source| StartError::Bind {
+                addr: config.addr,
+                source,
+            })?;
+        Ok(Application {
+            listener,
+            router,
+            state,
+            demo,
+        })
+    }
+
+    pub fn local_addr(&self) -> SocketAddr {
+        self.listener
+            .local_addr()
+            .expect("a bound listener has an address")
+    }
+
+    pub fn store(&self) -> &Store {
+        &self.state.store
+    }
+
+    /// Serves until `shutdown` resolves, then stops accepting, lets in-flight
+    /// requests finish, stops the demo and closes the pool.
+    pub async fn run_until_stopped(
+        self,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> std::io::Result<()> {
+        let (stop_tx, stop_rx) = watch::channel(false);
+        let demo_task = self.demo.map(|settings| {
+            tokio::spawn(demo::run(
+                self.state.store.clone(),
+                settings,
+                stop_rx.clone(),
+            ))
+        });
+        let serve = axum::serve(self.listener, self.router).with_graceful_shutdown(async move {
+            shutdown.await;
+            let _ = stop_tx.send(true);
+        });
+        let served = serve.await;
+        if let Some(task) = demo_task {
+            // The simulator stops at its next step; it never holds a transaction across one.
+            let _ = tokio::time::timeout(Duration::from_secs(10), task).await;
+        }
+        self.state.store.close().await;
+        served
+    }
+}
+
+async fn decide_demo(config: &Config, store: &Store) -> Result<Option<demo::Settings>, StoreError> {
+    let run = match config.demo {
+        DemoSetting::On => true,
+        DemoSetting::Off => false,
+        DemoSetting::Auto => {
+            config.embedded_default
+                && (!store.has_claims().await? || store.meta(DEMO_DATA).await?.is_some())
+        }
+    };
+    if !run {
+        return Ok(None);
+    }
+    let backfill = if store.has_claims().await? {
+        Duration::ZERO
+    } else {
+        config.demo_backfill
+    };
+    Ok(Some(demo::Settings {
+        seed: config.demo_seed.unwrap_or_else(rand::random),
+        backfill,
+    }))
+}
+
+/// The whole HTTP surface: health probes, the pages and their server
+/// functions, and the static assets cargo-leptos built.
+pub fn router(state: AppState) -> Router {
+    let routes = generate_route_list(App);
+    let context_state = state.clone();
+    Router::new()
+        .route("/livez", get(health::livez))
+        .route("/readyz", get(health::readyz))
+        .leptos_routes_with_context(
+            &state,
+            routes,
+            move || leptos::prelude::provide_context(context_state.clone()),
+            {
+                let options = state.leptos_options.clone();
+                move || shell(options.clone())
+            },
+        )
+        .fallback(leptos_axum::file_and_error_handler::<AppState, _>(shell))
+        .layer(TraceLayer::new_for_http())
+        .with_state(state)
+}

@@ -1,0 +1,339 @@
+//! The server over real HTTP: each test starts Idem on port 0 with its own
+//! database and talks to it with an HTTP client.
+
+use idem::{Application, Config};
+use idem_app::links::key_href;
+use idem_domain::OutboxOrigin;
+use idem_store::{
+    Delivery, NewDeadLetter, NewOutboxRow, Outcome, Store, Ts, testing::TestDatabase,
+};
+
+struct TestApp {
+    base: String,
+    store: Store,
+    client: reqwest::Client,
+    _db: TestDatabase,
+}
+
+impl TestApp {
+    async fn get(&self, path: &str) -> (u16, String) {
+        let response = self
+            .client
+            .get(format!("{}{path}", self.base))
+            .send()
+            .await
+            .expect("the server answers");
+        let status = response.status().as_u16();
+        (status, response.text().await.unwrap())
+    }
+}
+
+async fn spawn_app(db: TestDatabase) -> TestApp {
+    let app = Application::build(Config::for_tests(&db.url))
+        .await
+        .expect("Idem starts");
+    let base = format!("http://{}", app.local_addr());
+    let store = app.store().clone();
+    tokio::spawn(app.run_until_stopped(std::future::pending()));
+    let client = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    TestApp {
+        base,
+        store,
+        client,
+        _db: db,
+    }
+}
+
+/// The markup with its escapes undone (for finding a key with `<` or `&` in it).
+fn text(html: &str) -> String {
+    html.replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&quot;", "\"")
+        .replace("&#x27;", "'")
+        .replace("&#39;", "'")
+        .replace("&amp;", "&")
+}
+
+/// What a person reads: tags and hydration markers removed, escapes undone,
+/// whitespace collapsed.
+fn visible(html: &str) -> String {
+    let mut out = String::with_capacity(html.len());
+    let mut in_tag = false;
+    for c in html.chars() {
+        match c {
+            '<' => in_tag = true,
+            '>' if in_tag => {
+                in_tag = false;
+                out.push(' ');
+            }
+            c if !in_tag => out.push(c),
+            _ => {}
+        }
+    }
+    text(&out).split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+async fn claim(store: &Store, consumer: &str, key: &str, outcome: Option<Outcome<'_>>) {
+    let now = Ts::now();
+    let mut tx = store.begin().await.unwrap();
+    tx.claim(&Delivery {
+        consumer,
+        key,
+        payload_hash: Some("abc123"),
+        at: now,
+    })
+    .await
+    .unwrap();
+    if let Some(outcome) = outcome {
+        tx.lease(consumer, key, now, now).await.unwrap();
+        tx.record(consumer, key, outcome, now).await.unwrap();
+    }
+    tx.commit().await.unwrap();
+}
+
+#[tokio::test]
+async fn livez_and_readyz_answer_ok_when_the_database_is_there() {
+    let app = spawn_app(TestDatabase::sqlite().await).await;
+    assert_eq!(app.get("/livez").await, (200, "ok\n".into()));
+    assert_eq!(app.get("/readyz").await, (200, "ready\n".into()));
+}
+
+#[tokio::test]
+async fn a_key_page_shows_the_claim_its_outbox_rows_and_its_dead_letters() {
+    let app = spawn_app(TestDatabase::sqlite().await).await;
+    let key = "refund:EU/2026/Ø-1842";
+    claim(
+        &app.store,
+        "order-events",
+        key,
+        Some(Outcome::Unknown {
+            error: "connection reset after send",
+        }),
+    )
+    .await;
+    let now = Ts::now();
+    let mut tx = app.store.begin().await.unwrap();
+    tx.enqueue(&NewOutboxRow {
+        consumer: "order-events",
+        topic: "order.forwarded",
+        key,
+        payload: "{}",
+        origin: OutboxOrigin::Application,
+        dead_letter_id: None,
+        audit_id: None,
+        at: now,
+    })
+    .await
+    .unwrap();
+    let letter = tx
+        .dead_letter(&NewDeadLetter {
+            consumer: "order-events",
+            queue: "order-events.fifo",
+            key,
+            message_id: "m-1",
+            payload: "{}",
+            delivery_count: 3,
+            first_failure_at: now,
+            last_error: Some("429 Too Many Requests"),
+            at: now,
+        })
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+
+    let (status, html) = app.get(&key_href("order-events", key)).await;
+    assert_eq!(status, 200);
+    let page = text(&html);
+    assert!(page.contains(key), "the page names the key");
+    assert!(
+        page.contains("status-unknown"),
+        "the claim's status is shown"
+    );
+    assert!(page.contains("connection reset after send"));
+    assert!(page.contains("order.forwarded"), "the outbox row is listed");
+    assert!(
+        page.contains(&format!("/dead-letters/{letter}")),
+        "the dead letter is linked"
+    );
+}
+
+#[tokio::test]
+async fn keys_with_url_metacharacters_and_any_unicode_round_trip_through_their_page() {
+    let app = spawn_app(TestDatabase::sqlite().await).await;
+    let keys = [
+        "renewal:account-1842:2026-09-30",
+        "a%2Fb",
+        "x%20y",
+        "50% off #7?a=b&c=d",
+        "plus+and space",
+        "quote\"s and 'apostrophes'",
+        "💸 pay_7f3",
+        "حساب-1842",
+        "\u{202E}gnp.exe",
+        "cafe\u{301}",
+        "<script>alert(1)</script>",
+    ];
+    for key in keys {
+        claim(&app.store, "orders", key, None).await;
+    }
+    for key in keys {
+        let (status, html) = app.get(&key_href("orders", key)).await;
+        assert_eq!(status, 200, "{key:?}");
+        assert!(
+            text(&html).contains(&format!("<bdi>{key}</bdi>"))
+                || html.contains(&format!(
+                    "<bdi>{}</bdi>",
+                    key.replace('&', "&amp;")
+                        .replace('<', "&lt;")
+                        .replace('>', "&gt;")
+                )),
+            "{key:?} is shown exactly"
+        );
+        assert!(
+            !html.contains("<script>alert(1)"),
+            "markup in a key is escaped"
+        );
+    }
+    // The NFC spelling is a different key: not found.
+    let (status, _) = app.get(&key_href("orders", "caf\u{e9}")).await;
+    assert_eq!(status, 404);
+}
+
+#[tokio::test]
+async fn a_missing_key_is_a_404_page_that_says_so() {
+    let app = spawn_app(TestDatabase::sqlite().await).await;
+    let (status, html) = app.get("/keys/reminders/renewal:nobody").await;
+    assert_eq!(status, 404);
+    assert!(text(&html).contains("No consumer named “reminders” has a claim, outbox row or dead letter for the key “renewal:nobody”."));
+}
+
+#[tokio::test]
+async fn malformed_keys_are_a_400_page_never_a_500() {
+    let app = spawn_app(TestDatabase::sqlite().await).await;
+    let long = "k".repeat(513);
+    for (path, says) in [
+        (
+            "/keys/orders/%FF%FE".to_owned(),
+            "not valid percent-encoded UTF-8",
+        ),
+        (
+            "/keys/orders/a%00b".to_owned(),
+            "control character (U+0000)",
+        ),
+        (
+            "/keys/orders/a%0Ab".to_owned(),
+            "control character (U+000A)",
+        ),
+        (
+            format!("/keys/orders/{long}"),
+            "513 bytes long; the limit is 512 bytes",
+        ),
+        ("/keys/%FF/key".to_owned(), "consumer name is not valid"),
+    ] {
+        let (status, html) = app.get(&path).await;
+        assert_eq!(status, 400, "{path}");
+        assert!(text(&html).contains(says), "{path} says {says:?}");
+    }
+}
+
+#[tokio::test]
+async fn the_overview_counts_claims_and_links_each_unknown_outcome_to_its_key_page() {
+    let app = spawn_app(TestDatabase::sqlite().await).await;
+    claim(
+        &app.store,
+        "reminders",
+        "renewal:account-2210:2026-12-28",
+        Some(Outcome::Unknown {
+            error: "lease expired",
+        }),
+    )
+    .await;
+    claim(
+        &app.store,
+        "reminders",
+        "renewal:account-1:2026-12-28",
+        Some(Outcome::Sent {
+            provider_ref: Some("msg_1"),
+        }),
+    )
+    .await;
+    claim(
+        &app.store,
+        "reminders",
+        "renewal:account-2:2026-12-28",
+        Some(Outcome::Sent {
+            provider_ref: Some("msg_2"),
+        }),
+    )
+    .await;
+
+    let (status, html) = app.get("/").await;
+    assert_eq!(status, 200);
+    let href = key_href("reminders", "renewal:account-2210:2026-12-28");
+    assert!(
+        html.contains(&format!("href=\"{href}\"")),
+        "the unknown outcome links to its key"
+    );
+    let page = visible(&html);
+    assert!(
+        page.contains("Claims by status 0 pending 2 sent 0 failed 1 unknown"),
+        "{page}"
+    );
+    let (status, key_page) = app.get(&href).await;
+    assert_eq!(status, 200);
+    assert!(key_page.contains("status-unknown"));
+}
+
+#[tokio::test]
+async fn a_key_only_link_finds_the_one_consumer_or_offers_a_choice() {
+    let app = spawn_app(TestDatabase::sqlite().await).await;
+    claim(&app.store, "payment-webhooks", "pay_7f3", None).await;
+    claim(&app.store, "orders", "shared/key", None).await;
+    claim(&app.store, "billing", "shared/key", None).await;
+
+    let (status, html) = app.get("/keys/pay_7f3").await;
+    assert_eq!(status, 200);
+    assert!(text(&html).contains("payment-webhooks"));
+
+    let (status, html) = app.get("/keys/shared%2Fkey").await;
+    assert_eq!(status, 200);
+    assert!(text(&html).contains("Several consumers have claimed this key"));
+    assert!(
+        html.contains(&key_href("orders", "shared/key"))
+            && html.contains(&key_href("billing", "shared/key"))
+    );
+
+    let (status, html) = app.get("/keys/nobody").await;
+    assert_eq!(status, 404);
+    assert!(text(&html).contains("No consumer has claimed the key “nobody”."));
+}
+
+#[tokio::test]
+async fn work_lists_page_with_opaque_cursors_and_refuse_forged_ones() {
+    let app = spawn_app(TestDatabase::sqlite().await).await;
+    for i in 0..3 {
+        claim(
+            &app.store,
+            "reminders",
+            &format!("u{i}"),
+            Some(Outcome::Unknown { error: "timeout" }),
+        )
+        .await;
+    }
+    let (status, html) = app.get("/unknown").await;
+    assert_eq!(status, 200);
+    assert!(visible(&html).contains("3 unknown"));
+    let (status, html) = app
+        .get("/unknown?cursor=%27%3B%20DROP%20TABLE%20claims%3B%20--")
+        .await;
+    assert_eq!(status, 400);
+    assert!(text(&html).contains("That page link is invalid or out of date"));
+    assert_eq!(app.get("/dead-letters?state=bogus").await.0, 400);
+    assert_eq!(app.get("/dead-letters/not-a-number").await.0, 400);
+    assert_eq!(app.get("/dead-letters/99").await.0, 404);
+    assert_eq!(app.get("/outbox").await.0, 200);
+    assert_eq!(app.get("/no/such/page").await.0, 404);
+}
