@@ -1,12 +1,12 @@
 //! Building and running the server: connect and migrate, decide on the demo,
 //! assemble the router, serve until told to stop.
 
-use std::{net::SocketAddr, time::Duration};
+use std::{net::SocketAddr, sync::OnceLock, time::Duration};
 
 use axum::{Router, routing::get};
 use idem_app::{App, api::ConsoleInfo, shell, ssr::AppState};
 use idem_store::{DEMO_DATA, Store, StoreError};
-use leptos_axum::{LeptosRoutes, generate_route_list};
+use leptos_axum::{AxumRouteListing, LeptosRoutes, generate_route_list};
 use tokio::{net::TcpListener, sync::watch};
 use tower_http::trace::TraceLayer;
 
@@ -132,10 +132,19 @@ async fn decide_demo(config: &Config, store: &Store) -> Result<Option<demo::Sett
     }))
 }
 
+/// The app's routes, generated once per process. Generating them sets a
+/// process-wide flag that stops resources from loading (leptos-rs/leptos#4773),
+/// so it must never overlap a render: several servers in one process (the
+/// tests) share the first generation, which happens before any server exists.
+fn route_list() -> Vec<AxumRouteListing> {
+    static ROUTES: OnceLock<Vec<AxumRouteListing>> = OnceLock::new();
+    ROUTES.get_or_init(|| generate_route_list(App)).clone()
+}
+
 /// The whole HTTP surface: health probes, the pages and their server
 /// functions, and the static assets cargo-leptos built.
 pub fn router(state: AppState) -> Router {
-    let routes = generate_route_list(App);
+    let routes = route_list();
     let context_state = state.clone();
     Router::new()
         .route("/livez", get(health::livez))

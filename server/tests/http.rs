@@ -94,14 +94,14 @@ async fn claim(store: &Store, consumer: &str, key: &str, outcome: Option<Outcome
     tx.commit().await.unwrap();
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn livez_and_readyz_answer_ok_when_the_database_is_there() {
     let app = spawn_app(TestDatabase::sqlite().await).await;
     assert_eq!(app.get("/livez").await, (200, "ok\n".into()));
     assert_eq!(app.get("/readyz").await, (200, "ready\n".into()));
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_key_page_shows_the_claim_its_outbox_rows_and_its_dead_letters() {
     let app = spawn_app(TestDatabase::sqlite().await).await;
     let key = "refund:EU/2026/Ø-1842";
@@ -160,7 +160,7 @@ async fn a_key_page_shows_the_claim_its_outbox_rows_and_its_dead_letters() {
     );
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn keys_with_url_metacharacters_and_any_unicode_round_trip_through_their_page() {
     let app = spawn_app(TestDatabase::sqlite().await).await;
     let keys = [
@@ -202,7 +202,7 @@ async fn keys_with_url_metacharacters_and_any_unicode_round_trip_through_their_p
     assert_eq!(status, 404);
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_missing_key_is_a_404_page_that_says_so() {
     let app = spawn_app(TestDatabase::sqlite().await).await;
     let (status, html) = app.get("/keys/reminders/renewal:nobody").await;
@@ -210,7 +210,7 @@ async fn a_missing_key_is_a_404_page_that_says_so() {
     assert!(text(&html).contains("No consumer named “reminders” has a claim, outbox row or dead letter for the key “renewal:nobody”."));
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn malformed_keys_are_a_400_page_never_a_500() {
     let app = spawn_app(TestDatabase::sqlite().await).await;
     let long = "k".repeat(513);
@@ -239,7 +239,7 @@ async fn malformed_keys_are_a_400_page_never_a_500() {
     }
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_overview_counts_claims_and_links_each_unknown_outcome_to_its_key_page() {
     let app = spawn_app(TestDatabase::sqlite().await).await;
     claim(
@@ -287,7 +287,7 @@ async fn the_overview_counts_claims_and_links_each_unknown_outcome_to_its_key_pa
     assert!(key_page.contains("status-unknown"));
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_key_only_link_finds_the_one_consumer_or_offers_a_choice() {
     let app = spawn_app(TestDatabase::sqlite().await).await;
     claim(&app.store, "payment-webhooks", "pay_7f3", None).await;
@@ -311,7 +311,7 @@ async fn a_key_only_link_finds_the_one_consumer_or_offers_a_choice() {
     assert!(text(&html).contains("No consumer has claimed the key “nobody”."));
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn work_lists_page_with_opaque_cursors_and_refuse_forged_ones() {
     let app = spawn_app(TestDatabase::sqlite().await).await;
     for i in 0..3 {

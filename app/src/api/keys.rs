@@ -20,7 +20,7 @@ pub struct KeyStory {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum KeyLookup {
     /// One consumer has the key: its story.
-    One(KeyStory),
+    One(Box<KeyStory>),
     /// Several consumers have it: choose one.
     Several { key: String, claims: Vec<Claim> },
 }
@@ -93,7 +93,7 @@ pub async fn lookup_key(key: String) -> Result<KeyLookup, AppError> {
             1 => {
                 let claim = claims.remove(0);
                 let story = story(&store, claim.consumer, claim.key).await?;
-                story.map(KeyLookup::One).ok_or_else(|| {
+                story.map(|s| KeyLookup::One(Box::new(s))).ok_or_else(|| {
                     AppError::NotFound(format!("The key “{key}” vanished while it was read."))
                 })
             }

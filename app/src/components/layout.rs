@@ -8,6 +8,13 @@ use crate::api::get_console_info;
 pub fn Layout(children: Children) -> impl IntoView {
     let info = Resource::new(|| (), |_| get_console_info());
     let location = use_location();
+    // Marks the document once the WASM has taken over; effects never run on
+    // the server, so a page without JavaScript never carries the mark.
+    Effect::new(move |_| {
+        if let Some(root) = document().document_element() {
+            let _ = root.set_attribute("data-hydrated", "true");
+        }
+    });
     let nav_link = move |href: &'static str, label: &'static str| {
         let current = move || {
             let path = location.pathname.get();

@@ -49,7 +49,7 @@ pub fn KeyLookupPage() -> impl IntoView {
         <Loaded
             resource=lookup
             render={|l: KeyLookup| match l {
-                KeyLookup::One(s) => view! { <Story s/> }.into_any(),
+                KeyLookup::One(s) => view! { <Story s=*s/> }.into_any(),
                 KeyLookup::Several { key, claims } => view! { <Chooser key claims/> }.into_any(),
             }}
         />

@@ -840,14 +840,12 @@ impl Simulation {
                 continue;
             }
             tx.mark_publish_attempt(row.id, None, Ts::from(now)).await?;
-            if row.origin != OutboxOrigin::Application {
-                if let Some(flow) = flow {
-                    republish.push(Fact {
-                        flow,
-                        key: row.key.clone(),
-                        payload: row.payload.clone(),
-                    });
-                }
+            if let (Some(flow), true) = (flow, row.origin != OutboxOrigin::Application) {
+                republish.push(Fact {
+                    flow,
+                    key: row.key.clone(),
+                    payload: row.payload.clone(),
+                });
             }
         }
         tx.commit().await?;

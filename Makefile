@@ -1,0 +1,50 @@
+# Idem's two commands: `make run` and `make test`. Both install what is
+# missing first (scripts/tools.sh); nothing else needs doing by hand.
+
+SHELL := bash
+.SHELLFLAGS := -euo pipefail -c
+export PATH := $(HOME)/.cargo/bin:$(PATH)
+
+# Where the browser tests' server listens (a port of its own, so a running
+# `make run` on 3000 does not collide).
+E2E_ADDR ?= 127.0.0.1:3917
+
+.PHONY: run test tools tools-run fmt-check unit lint e2e clean-test-dbs
+
+## Build and start Idem on the embedded SQLite database (./idem.db) with the demo.
+run: tools-run
+	cargo leptos serve
+
+## Everything CI checks: formatting, Rust tests on SQLite and Postgres, both builds linted, browser tests.
+test: tools fmt-check unit lint e2e
+
+tools:
+	scripts/tools.sh test
+
+tools-run:
+	scripts/tools.sh run
+
+fmt-check:
+	cargo fmt --all -- --check
+
+# The server-side crates, tested on both backends. idem-frontend (the WASM
+# entry point) is excluded: building it here would switch on `hydrate` and
+# `ssr` in idem-app at once.
+unit:
+	scripts/with-postgres.sh cargo test --workspace --exclude idem-frontend
+
+# Each build linted on its own: the server build and the WASM build.
+lint:
+	cargo clippy --workspace --exclude idem-frontend --all-targets -- -D warnings
+	cargo clippy -p idem-frontend --target wasm32-unknown-unknown -- -D warnings
+
+# cargo-leptos builds both halves, starts the server on a fresh demo
+# database, runs Playwright (Debian's Chromium) and stops the server.
+e2e:
+	db=$$(mktemp -d /tmp/idem-e2e.XXXXXX); \
+	trap 'rm -rf "$$db"' EXIT; \
+	env -u TEST_DATABASE_URL \
+	  LEPTOS_SITE_ADDR=$(E2E_ADDR) \
+	  DATABASE_URL="sqlite://$$db/idem.db" \
+	  IDEM_DEMO=1 IDEM_DEMO_BACKFILL_HOURS=2 \
+	  cargo leptos end-to-end

@@ -1,0 +1,41 @@
+import { defineConfig, devices } from "@playwright/test";
+
+// cargo-leptos starts the server (at LEPTOS_SITE_ADDR) before running this
+// suite and stops it afterwards; `make test` points it at a fresh demo database.
+const address = process.env.LEPTOS_SITE_ADDR ?? "127.0.0.1:3000";
+
+export default defineConfig({
+  testDir: "./tests",
+  timeout: 60_000,
+  expect: { timeout: 15_000 },
+  fullyParallel: false,
+  workers: 1,
+  forbidOnly: true,
+  retries: 0,
+  reporter: [["list"]],
+  use: {
+    baseURL: `http://${address}`,
+    trace: "retain-on-failure",
+  },
+  projects: [
+    {
+      name: "chromium",
+      use: {
+        ...devices["Desktop Chrome"],
+        // Debian's Chromium; Playwright never downloads a browser here.
+        launchOptions: {
+          executablePath: process.env.CHROMIUM_PATH ?? "/usr/bin/chromium",
+          args: [
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+          ],
+        },
+      },
+    },
+  ],
+});

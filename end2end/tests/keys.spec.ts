@@ -1,0 +1,72 @@
+import { expect, test, type Page } from "@playwright/test";
+
+// Every page must hydrate without errors in the console.
+function watchConsole(page: Page): string[] {
+  const errors: string[] = [];
+  page.on("console", (message) => {
+    if (message.type() === "error") errors.push(message.text());
+  });
+  page.on("pageerror", (error) => errors.push(error.message));
+  return errors;
+}
+
+async function expectHydrated(page: Page) {
+  await expect(page.locator("html")).toHaveAttribute("data-hydrated", "true");
+}
+
+// The demo writes its history in the background; wait until the overview lists something.
+async function openOverviewWithUnknowns(page: Page) {
+  await expect(async () => {
+    await page.goto("/");
+    await expect(page.locator("#unknown-heading ~ table tbody tr a.key").first()).toBeVisible({ timeout: 1_000 });
+  }).toPass({ timeout: 45_000 });
+}
+
+test("from the overview, an unknown outcome's link opens that key's page", async ({ page }) => {
+  const errors = watchConsole(page);
+  await openOverviewWithUnknowns(page);
+  await expectHydrated(page);
+
+  const link = page.locator("#unknown-heading ~ table tbody tr a.key").first();
+  const key = (await link.innerText()).trim();
+  await link.click();
+
+  await expect(page).toHaveURL(/\/keys\/[^/]+\/[^/]+$/);
+  await expect(page.locator("h1 code.key")).toHaveText(key);
+  await expect(page.locator("#claim-heading .badge")).toHaveText("unknown");
+  await expectHydrated(page);
+  expect(errors).toEqual([]);
+});
+
+test("a deep link built with encodeURIComponent opens a key with slashes and non-ASCII characters", async ({ page }) => {
+  const errors = watchConsole(page);
+  const consumer = "order-events";
+  const key = "refund:EU/2026/Ø-1842";
+  await expect(async () => {
+    const response = await page.goto(`/keys/${encodeURIComponent(consumer)}/${encodeURIComponent(key)}`);
+    expect(response?.status()).toBe(200);
+  }).toPass({ timeout: 45_000 });
+
+  await expect(page.locator("h1 code.key")).toHaveText(key);
+  await expect(page.locator(".key-consumer strong")).toHaveText(consumer);
+  await expectHydrated(page);
+  // Hydration re-reads the key from the address bar: still byte-exact.
+  await expect(page.locator("h1 code.key")).toHaveText(key);
+  expect(errors).toEqual([]);
+});
+
+test("a key with a literal percent sequence is decoded once, not twice", async ({ page }) => {
+  // "return:US/2026/PO #7 50%" exists in the demo; "%25" must stay "%" and "%2F" must stay "/".
+  const key = "return:US/2026/PO #7 50%";
+  await expect(async () => {
+    const response = await page.goto(`/keys/order-events/${encodeURIComponent(key)}`);
+    expect(response?.status()).toBe(200);
+  }).toPass({ timeout: 45_000 });
+  await expect(page.locator("h1 code.key")).toHaveText(key);
+  await expectHydrated(page);
+  await expect(page.locator("h1 code.key")).toHaveText(key);
+
+  const missing = await page.goto(`/keys/order-events/${encodeURIComponent("a%2Fb")}`);
+  expect(missing?.status()).toBe(404);
+  await expect(page.getByRole("alert")).toContainText("“a%2Fb”");
+});
