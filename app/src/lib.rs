@@ -1,3 +1,5 @@
+#![recursion_limit = "256"]
+
 //! Idem's pages and server functions.
 //!
 //! Built twice: with `ssr` into the server (server functions run their
@@ -6,13 +8,16 @@
 //! behind `#[cfg(feature = "ssr")]`; the WASM never links it.
 
 pub mod api;
+#[cfg(feature = "ssr")]
+pub mod cache;
 mod components;
 pub mod error;
-mod format;
+pub mod format;
 pub mod links;
 mod pages;
 #[cfg(feature = "ssr")]
 pub mod ssr;
+pub mod zones;
 
 use leptos::prelude::*;
 use leptos_meta::{MetaTags, Stylesheet, Title, provide_meta_context};

@@ -53,6 +53,28 @@ pub fn query_param(search: &str, name: &str) -> Option<String> {
         .last()
 }
 
+/// The longest `next` Idem follows.
+const MAX_NEXT: usize = 2048;
+
+/// Where to send a person back to: `next` when it is a path on this site,
+/// else `/`. Refuses anything a browser could read as another site: `//host`,
+/// `/\host`, schemes, their percent-encoded forms, control characters and
+/// over-long values.
+pub fn safe_next(next: &str) -> String {
+    let decoded = percent_encoding::percent_decode_str(next).decode_utf8_lossy();
+    let suspicious = |s: &str| {
+        !s.starts_with('/')
+            || s.starts_with("//")
+            || s.starts_with("/\\")
+            || s.chars().any(char::is_control)
+    };
+    if next.is_empty() || next.len() > MAX_NEXT || suspicious(next) || suspicious(&decoded) {
+        "/".to_owned()
+    } else {
+        next.to_owned()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -71,6 +93,34 @@ mod tests {
             raw_segments("/keys/orders/x%2520y%20%231", "/keys/"),
             ["orders", "x%2520y%20%231"]
         );
+    }
+
+    #[test]
+    fn next_accepts_local_paths_only() {
+        for local in [
+            "/",
+            "/keys/orders/a%2Fb?x=1#t",
+            "/unknown?cursor=abc",
+            "/keys/orders/C%3A%5Ctemp",
+        ] {
+            assert_eq!(safe_next(local), local);
+        }
+        for hostile in [
+            "",
+            "//evil.example",
+            "/\\evil.example",
+            "https://evil.example/",
+            "javascript:alert(1)",
+            "evil.example",
+            "/%2F%2Fevil.example",
+            "/%5Cevil.example",
+            "%2F%2Fevil.example",
+            "/\t/evil.example",
+            "/ok\n",
+            &format!("/{}", "a".repeat(3000)),
+        ] {
+            assert_eq!(safe_next(hostile), "/", "{hostile:?}");
+        }
     }
 
     #[test]

@@ -15,6 +15,55 @@ pub struct AppState {
     pub leptos_options: LeptosOptions,
     pub store: idem_store::Store,
     pub console: crate::api::ConsoleInfo,
+    /// Dashboard reads shared between requests for a moment (live refresh).
+    pub reads: crate::cache::ReadCache,
+}
+
+/// How long one dashboard read serves every viewer of the same list.
+pub const READ_CACHE_TTL: std::time::Duration = std::time::Duration::from_secs(2);
+
+impl AppState {
+    pub fn new(
+        leptos_options: LeptosOptions,
+        store: idem_store::Store,
+        console: crate::api::ConsoleInfo,
+    ) -> Self {
+        Self {
+            leptos_options,
+            store,
+            console,
+            reads: crate::cache::ReadCache::new(READ_CACHE_TTL, 1024),
+        }
+    }
+}
+
+/// The value of one cookie of the current request, if it has one.
+pub fn cookie(name: &str) -> Option<String> {
+    let parts = use_context::<http::request::Parts>()?;
+    parts
+        .headers
+        .get_all(http::header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(k, _)| *k == name)
+        .map(|(_, v)| v.to_owned())
+}
+
+/// The viewer's zone: the one they chose (a cookie), else UTC.
+pub fn viewer_zone() -> idem_domain::ZoneInfo {
+    cookie(crate::zones::COOKIE)
+        .and_then(|name| crate::zones::resolve(&name))
+        .unwrap_or_default()
+}
+
+/// A clock for data read at `as_of`, in the viewer's zone.
+pub fn clock(as_of: chrono::DateTime<chrono::Utc>) -> crate::format::Clock {
+    crate::format::Clock {
+        as_of,
+        zone: viewer_zone(),
+    }
 }
 
 /// The state, from context.

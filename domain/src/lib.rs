@@ -9,9 +9,12 @@ mod key;
 mod metric;
 mod record;
 mod status;
+pub mod story;
+mod zone;
 
 pub use count::CappedCount;
 pub use key::{ConsumerName, IdempotencyKey, KeyError, decode_segment, encode_segment};
 pub use metric::{FIFO_DEDUPE_WINDOW_SECONDS, Metric, MetricKind, le_label};
-pub use record::{Claim, DeadLetter, OutboxRow, Page};
+pub use record::{AuditEntry, Claim, DeadLetter, OutboxRow, Page};
 pub use status::{ClaimStatus, DeadLetterState, OutboxOrigin, UnknownValue};
+pub use zone::{ZoneInfo, ZoneSpan};

@@ -76,3 +76,22 @@ pub struct Page<T> {
     pub items: Vec<T>,
     pub next: Option<String>,
 }
+
+/// One row of the audit log.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AuditEntry {
+    pub id: i64,
+    pub action_id: Option<String>,
+    pub at: DateTime<Utc>,
+    pub actor: String,
+    pub actor_role: String,
+    pub action: String,
+    pub consumer: Option<String>,
+    pub key: Option<String>,
+    pub target: Option<String>,
+    pub state_before: Option<String>,
+    pub state_after: Option<String>,
+    pub reason: Option<String>,
+    pub result: String,
+    pub client_addr: Option<String>,
+}

@@ -55,9 +55,9 @@ test("a deep link built with encodeURIComponent opens a key with slashes and non
   expect(errors).toEqual([]);
 });
 
-test("a key with a literal percent sequence is decoded once, not twice", async ({ page }) => {
-  // "return:US/2026/PO #7 50%" exists in the demo; "%25" must stay "%" and "%2F" must stay "/".
-  const key = "return:US/2026/PO #7 50%";
+test("a key with /, %, # and a non-ASCII character opens by deep link, decoded once", async ({ page }) => {
+  // In the demo's tour. "%25" must stay "%", "%2F" must stay "/", "%23" must not become a fragment.
+  const key = "return:DK/2026/Ø-PO #7 50%";
   await expect(async () => {
     const response = await page.goto(`/keys/order-events/${encodeURIComponent(key)}`);
     expect(response?.status()).toBe(200);

@@ -5,6 +5,7 @@
 pub mod config;
 pub mod demo;
 pub mod health;
+pub mod preferences;
 pub mod startup;
 pub mod telemetry;
 

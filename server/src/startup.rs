@@ -3,7 +3,10 @@
 
 use std::{net::SocketAddr, sync::OnceLock, time::Duration};
 
-use axum::{Router, routing::get};
+use axum::{
+    Router,
+    routing::{get, post},
+};
 use idem_app::{App, api::ConsoleInfo, shell, ssr::AppState};
 use idem_store::{DEMO_DATA, Store, StoreError};
 use leptos_axum::{AxumRouteListing, LeptosRoutes, generate_route_list};
@@ -12,7 +15,7 @@ use tower_http::trace::TraceLayer;
 
 use crate::{
     config::{Config, DemoSetting},
-    demo, health,
+    demo, health, preferences,
 };
 
 #[derive(Debug, thiserror::Error)]
@@ -50,12 +53,9 @@ impl Application {
         let console = ConsoleInfo {
             demo: demo.is_some() || store.meta(DEMO_DATA).await?.is_some(),
             backend: store.backend().to_owned(),
+            zone: "UTC".to_owned(),
         };
-        let state = AppState {
-            leptos_options: config.leptos.clone(),
-            store,
-            console,
-        };
+        let state = AppState::new(config.leptos.clone(), store, console);
         let router = router(state.clone());
         let listener = TcpListener::bind(config.addr)
             .await
@@ -149,6 +149,7 @@ pub fn router(state: AppState) -> Router {
     Router::new()
         .route("/livez", get(health::livez))
         .route("/readyz", get(health::readyz))
+        .route("/preferences/zone", post(preferences::set_zone))
         .leptos_routes_with_context(
             &state,
             routes,

@@ -1,11 +1,16 @@
 //! The server over real HTTP: each test starts Idem on port 0 with its own
 //! database and talks to it with an HTTP client.
 
+use chrono::{TimeDelta, Utc};
 use idem::{Application, Config};
 use idem_app::links::key_href;
 use idem_domain::OutboxOrigin;
 use idem_store::{
     Delivery, NewDeadLetter, NewOutboxRow, Outcome, Store, Ts, testing::TestDatabase,
+};
+use proptest::{
+    strategy::{Strategy, ValueTree},
+    test_runner::TestRunner,
 };
 
 struct TestApp {
@@ -17,12 +22,15 @@ struct TestApp {
 
 impl TestApp {
     async fn get(&self, path: &str) -> (u16, String) {
-        let response = self
-            .client
-            .get(format!("{}{path}", self.base))
-            .send()
-            .await
-            .expect("the server answers");
+        self.get_with_cookie(path, None).await
+    }
+
+    async fn get_with_cookie(&self, path: &str, cookie: Option<&str>) -> (u16, String) {
+        let mut request = self.client.get(format!("{}{path}", self.base));
+        if let Some(cookie) = cookie {
+            request = request.header("cookie", cookie);
+        }
+        let response = request.send().await.expect("the server answers");
         let status = response.status().as_u16();
         (status, response.text().await.unwrap())
     }
@@ -336,4 +344,283 @@ async fn work_lists_page_with_opaque_cursors_and_refuse_forged_ones() {
     assert_eq!(app.get("/dead-letters/99").await.0, 404);
     assert_eq!(app.get("/outbox").await.0, 200);
     assert_eq!(app.get("/no/such/page").await.0, 404);
+}
+
+async fn deliver_at(store: &Store, consumer: &str, key: &str, at: Ts, payload_hash: &str) {
+    let mut tx = store.begin().await.unwrap();
+    tx.claim(&Delivery {
+        consumer,
+        key,
+        payload_hash: Some(payload_hash),
+        at,
+    })
+    .await
+    .unwrap();
+    tx.commit().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_key_page_tells_the_story_in_time_order_with_its_flags_and_what_would_apply() {
+    let app = spawn_app(TestDatabase::sqlite().await).await;
+    let (consumer, key) = ("reminders", "renewal:account-1842:2026-09-30");
+    let first = Ts(Utc::now() - TimeDelta::hours(1));
+    deliver_at(&app.store, consumer, key, first, "aaaa").await;
+    let mut tx = app.store.begin().await.unwrap();
+    tx.lease(consumer, key, first, first).await.unwrap();
+    tx.record(
+        consumer,
+        key,
+        Outcome::Sent { provider_ref: None },
+        Ts(first.0 + TimeDelta::seconds(2)),
+    )
+    .await
+    .unwrap();
+    let letter = tx
+        .dead_letter(&NewDeadLetter {
+            consumer,
+            queue: "reminders.fifo",
+            key,
+            message_id: "m-9",
+            payload: "{}",
+            delivery_count: 3,
+            first_failure_at: first,
+            last_error: Some("429 Too Many Requests"),
+            at: Ts(first.0 + TimeDelta::minutes(3)),
+        })
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+    deliver_at(
+        &app.store,
+        consumer,
+        key,
+        Ts(first.0 + TimeDelta::minutes(6)),
+        "bbbb",
+    )
+    .await;
+
+    let (status, html) = app.get(&key_href(consumer, key)).await;
+    assert_eq!(status, 200);
+    let page = visible(&html);
+    let order = [
+        "First delivered; the consumer claimed the key.",
+        "Sent after 1 attempt; no provider reference recorded.",
+        &format!("Dead-lettered after 3 deliveries (letter #{letter}): 429 Too Many Requests."),
+        "Duplicate delivery 6 min after the first — outside a 5-minute FIFO window: only the claim caught it.",
+    ];
+    let positions: Vec<usize> = order
+        .iter()
+        .map(|t| page.find(t).unwrap_or_else(|| panic!("{t:?} in {page}")))
+        .collect();
+    assert!(
+        positions.windows(2).all(|w| w[0] < w[1]),
+        "the timeline is in time order"
+    );
+    for flag in [
+        "Payload drift",
+        "Sent without a provider reference",
+        "Dead letter for a key already sent",
+    ] {
+        assert!(page.contains(flag), "{flag}");
+    }
+    assert!(page.contains(&format!(
+        "Discard dead letter #{letter}: the effect already happened."
+    )));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_provider_reference_on_two_keys_is_flagged_on_both_pages() {
+    let app = spawn_app(TestDatabase::sqlite().await).await;
+    for key in ["renewal:a", "renewal:b"] {
+        claim(
+            &app.store,
+            "reminders",
+            key,
+            Some(Outcome::Sent {
+                provider_ref: Some("msg_same"),
+            }),
+        )
+        .await;
+    }
+    let (_, html) = app.get(&key_href("reminders", "renewal:a")).await;
+    let page = visible(&html);
+    assert!(page.contains("Provider reference shared with another key"));
+    assert!(
+        html.contains(&key_href("reminders", "renewal:b")),
+        "links the other key"
+    );
+}
+
+/// Keys drawn from every kind of character a key may hold: URL and HTML
+/// metacharacters, spaces, emoji, combining marks, right-to-left text.
+fn generated_keys(count: usize) -> Vec<String> {
+    let strategy = proptest::collection::vec(
+        proptest::prop_oneof![
+            proptest::string::string_regex("[a-z0-9:._-]{1,8}").unwrap(),
+            proptest::string::string_regex("[/%#?+& '\"<>=;@\\\\]{1,3}").unwrap(),
+            proptest::string::string_regex("[\u{e9}\u{301}\u{d8}\u{5d0}-\u{5ea}\u{627}-\u{64a}\u{202e}\u{200f}\u{1f4b8}\u{1f600}-\u{1f64f}\u{4e00}-\u{4e10}]{1,3}").unwrap(),
+            proptest::string::string_regex("[^\\p{Cc}]{1,4}").unwrap(),
+        ],
+        1..6,
+    )
+    .prop_map(|parts| parts.concat())
+    .prop_filter("a key is at most 512 bytes and not a dot segment", |k| k.len() <= 512 && k != "." && k != "..");
+    let mut runner = TestRunner::deterministic();
+    (0..count)
+        .map(|_| strategy.new_tree(&mut runner).unwrap().current())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn any_generated_key_round_trips_byte_exactly_through_its_page_and_a_key_only_link() {
+    let app = spawn_app(TestDatabase::sqlite().await).await;
+    let keys = generated_keys(150);
+    for key in &keys {
+        claim(&app.store, "orders", key, None).await;
+    }
+    for key in &keys {
+        let (status, html) = app.get(&key_href("orders", key)).await;
+        assert_eq!(status, 200, "{key:?}");
+        let shown = text(&html);
+        assert!(
+            shown.contains(&format!("<bdi>{key}</bdi>")),
+            "{key:?} is shown byte for byte"
+        );
+        let (status, _) = app.get(&idem_app::links::key_only_href(key)).await;
+        assert_eq!(status, 200, "{key:?} by key alone");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_search_input_is_a_400_that_says_what_was_wrong() {
+    let app = spawn_app(TestDatabase::sqlite().await).await;
+    let long = "k".repeat(513);
+    for (path, says) in [
+        ("/keys?q=a%00b".to_owned(), "control character"),
+        (format!("/keys?q={long}"), "513 bytes long"),
+        (
+            "/keys?status=done".to_owned(),
+            "\"done\" is not a valid claim status",
+        ),
+        ("/keys?consumer=%0A".to_owned(), "control character"),
+        ("/keys?limit=many".to_owned(), "is not a page size"),
+        (
+            "/keys?cursor=bm90LWEtY3Vyc29y".to_owned(),
+            "That page link is invalid or out of date",
+        ),
+    ] {
+        let (status, html) = app.get(&path).await;
+        assert_eq!(status, 400, "{path}");
+        assert!(visible(&html).contains(says), "{path} says {says:?}");
+    }
+    assert_eq!(
+        app.get("/keys?q=%25_%25").await.0,
+        200,
+        "LIKE metacharacters are fine"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_key_search_filters_and_pages_with_opaque_cursors() {
+    let app = spawn_app(TestDatabase::sqlite().await).await;
+    for i in 0..7 {
+        claim(
+            &app.store,
+            "reminders",
+            &format!("renewal:account-{i}"),
+            None,
+        )
+        .await;
+    }
+    claim(&app.store, "orders", "renewal:account-x", None).await;
+    claim(&app.store, "reminders", "other", None).await;
+    let (status, html) = app
+        .get("/keys?q=renewal%3A&consumer=reminders&limit=3")
+        .await;
+    assert_eq!(status, 200);
+    let page = visible(&html);
+    assert!(page.contains("7 keys start with this text"), "{page}");
+    let next = html
+        .split("href=\"")
+        .find(|h| h.contains("cursor="))
+        .map(|h| h.split('"').next().unwrap().replace("&amp;", "&"))
+        .expect("a next-page link");
+    assert!(
+        next.contains("q=renewal%3A")
+            && next.contains("consumer=reminders")
+            && next.contains("limit=3")
+    );
+    let (status, second) = app.get(&next).await;
+    assert_eq!(status, 200);
+    assert!(
+        !visible(&second).contains("account-x"),
+        "the consumer filter holds on page two"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_missing_key_offers_a_search_pre_filled_with_it() {
+    let app = spawn_app(TestDatabase::sqlite().await).await;
+    let (status, html) = app.get(&key_href("orders", "refund:EU/2026/nope")).await;
+    assert_eq!(status, 404);
+    assert!(
+        html.contains(r#"name="q""#) && text(&html).contains(r#"value="refund:EU/2026/nope""#),
+        "{html}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_viewer_zone_changes_the_times_and_only_known_zones_and_local_paths_are_accepted() {
+    let app = spawn_app(TestDatabase::sqlite().await).await;
+    claim(
+        &app.store,
+        "reminders",
+        "renewal:z",
+        Some(Outcome::Unknown { error: "timeout" }),
+    )
+    .await;
+    let form = |tz: &str, next: &str| {
+        app.client
+            .post(format!("{}/preferences/zone", app.base))
+            .form(&[("tz", tz), ("next", next)])
+            .send()
+    };
+    let response = form("Asia/Kolkata", "/unknown").await.unwrap();
+    assert_eq!(response.status().as_u16(), 303);
+    assert_eq!(response.headers()["location"], "/unknown");
+    let cookie = response.headers()["set-cookie"]
+        .to_str()
+        .unwrap()
+        .split(';')
+        .next()
+        .unwrap()
+        .to_owned();
+    assert_eq!(cookie, "idem_tz=Asia/Kolkata");
+
+    let (_, utc) = app.get("/unknown").await;
+    let (_, ist) = app.get_with_cookie("/unknown", Some(&cookie)).await;
+    assert!(visible(&utc).contains(" UTC"));
+    assert!(
+        visible(&ist).contains(" IST"),
+        "times are shown in the chosen zone"
+    );
+    assert!(
+        ist.contains(r#"<option value="Asia/Kolkata" selected"#),
+        "the zone is named on screen"
+    );
+
+    assert_eq!(
+        form("Mars/Olympus_Mons", "/")
+            .await
+            .unwrap()
+            .status()
+            .as_u16(),
+        400
+    );
+    let away = form("UTC", "//evil.example/").await.unwrap();
+    assert_eq!(
+        away.headers()["location"],
+        "/",
+        "never a redirect to another site"
+    );
 }

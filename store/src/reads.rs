@@ -126,6 +126,25 @@ impl Store {
         convert(rows)
     }
 
+    /// The audit entries about one key, oldest first.
+    pub async fn audit_for_key(
+        &self,
+        consumer: &str,
+        key: &str,
+    ) -> StoreResult<Vec<idem_domain::AuditEntry>> {
+        use crate::rows::{AuditRow, audit_columns};
+        const SQL: &str = concat!(
+            "SELECT ",
+            audit_columns!(),
+            " FROM audit_log WHERE consumer = $1 AND idempotency_key = $2 \
+             ORDER BY at, id LIMIT $3"
+        );
+        let rows: Vec<AuditRow> = dispatch!(&self.pools, pool => {
+            sqlx::query_as(SQL).bind(consumer).bind(key).bind(KEY_PAGE_ROWS).fetch_all(pool).await?
+        });
+        convert(rows)
+    }
+
     /// How many claims are in `status`, counting no further than `cap`.
     /// `pending`, `failed` and `unknown` are counted from their partial
     /// indexes; `sent` is the bulk of the table, so its first `cap + 1` rows
@@ -321,7 +340,7 @@ impl Store {
 /// The smallest string greater than every string that starts with `prefix`
 /// (in byte order, which is code point order for UTF-8), or `None` when no
 /// such string exists (a prefix of only U+10FFFF).
-fn prefix_upper_bound(prefix: &str) -> Option<String> {
+pub(crate) fn prefix_upper_bound(prefix: &str) -> Option<String> {
     let mut chars: Vec<char> = prefix.chars().collect();
     while let Some(last) = chars.pop() {
         let next = (u32::from(last) + 1..=u32::from(char::MAX)).find_map(char::from_u32);

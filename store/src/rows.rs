@@ -167,3 +167,51 @@ where
 {
     rows.into_iter().map(T::try_from).collect()
 }
+
+macro_rules! audit_columns {
+    () => {
+        "id, action_id, at, actor, actor_role, action, consumer, idempotency_key, target, \
+         state_before, state_after, reason, result, client_addr"
+    };
+}
+pub(crate) use audit_columns;
+
+#[derive(sqlx::FromRow)]
+pub(crate) struct AuditRow {
+    id: i64,
+    action_id: Option<String>,
+    at: Ts,
+    actor: String,
+    actor_role: String,
+    action: String,
+    consumer: Option<String>,
+    idempotency_key: Option<String>,
+    target: Option<String>,
+    state_before: Option<String>,
+    state_after: Option<String>,
+    reason: Option<String>,
+    result: String,
+    client_addr: Option<String>,
+}
+
+impl TryFrom<AuditRow> for idem_domain::AuditEntry {
+    type Error = StoreError;
+    fn try_from(row: AuditRow) -> Result<Self, StoreError> {
+        Ok(idem_domain::AuditEntry {
+            id: row.id,
+            action_id: row.action_id,
+            at: row.at.0,
+            actor: row.actor,
+            actor_role: row.actor_role,
+            action: row.action,
+            consumer: row.consumer,
+            key: row.idempotency_key,
+            target: row.target,
+            state_before: row.state_before,
+            state_after: row.state_after,
+            reason: row.reason,
+            result: row.result,
+            client_addr: row.client_addr,
+        })
+    }
+}

@@ -1,19 +1,20 @@
-use chrono::{DateTime, Utc};
-use idem_domain::{Claim, DeadLetter, OutboxRow};
+use idem_domain::{AuditEntry, Claim, DeadLetter, OutboxRow, story::Story};
 use leptos::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use crate::error::AppError;
+use crate::{error::AppError, format::Clock};
 
-/// Everything Idem holds about one (consumer, key).
+/// Everything Idem holds about one (consumer, key), and its story.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct KeyStory {
-    pub as_of: DateTime<Utc>,
+    pub clock: Clock,
     pub consumer: String,
     pub key: String,
     pub claim: Option<Claim>,
     pub outbox: Vec<OutboxRow>,
     pub dead_letters: Vec<DeadLetter>,
+    pub audit: Vec<AuditEntry>,
+    pub story: Story,
 }
 
 /// What a link carrying only a key finds.
@@ -22,22 +23,44 @@ pub enum KeyLookup {
     /// One consumer has the key: its story.
     One(Box<KeyStory>),
     /// Several consumers have it: choose one.
-    Several { key: String, claims: Vec<Claim> },
+    Several {
+        clock: Clock,
+        key: String,
+        claims: Vec<Claim>,
+    },
 }
 
-/// Claims whose key equals or starts with the query.
+/// One page of a key search.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SearchResults {
-    pub as_of: DateTime<Utc>,
-    pub query: String,
+    pub clock: Clock,
+    /// The claims whose key is exactly the query (first page only).
+    pub exact: Vec<Claim>,
     pub claims: Vec<Claim>,
-    /// More claims match than are shown.
-    pub truncated: bool,
+    pub next: Option<String>,
+    /// Ordered by the status change (a small-status filter) rather than the last delivery.
+    pub by_status_change: bool,
+    /// For a prefix search: how many keys match (capped).
+    pub matches: Option<idem_domain::CappedCount>,
 }
 
-/// How many claims a key-only link or a search lists.
+/// The filters of `/keys`, as typed (all optional).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KeyQuery {
+    pub q: String,
+    pub consumer: String,
+    pub status: String,
+    pub cursor: String,
+    /// Page size; empty for the default, bounded by the store.
+    pub limit: String,
+}
+
+/// How many claims a key-only link lists.
 #[cfg(feature = "ssr")]
 const MATCH_LIMIT: i64 = 50;
+/// How many other keys sharing a provider reference the key page names.
+#[cfg(feature = "ssr")]
+const SHARED_REF_LIMIT: i64 = 5;
 
 #[cfg(feature = "ssr")]
 async fn story(
@@ -45,19 +68,43 @@ async fn story(
     consumer: String,
     key: String,
 ) -> Result<Option<KeyStory>, AppError> {
+    use idem_domain::story::{Sources, assemble};
     let claim = store.claim(&consumer, &key).await?;
     let outbox = store.outbox_for_key(&consumer, &key).await?;
     let dead_letters = store.dead_letters_for_key(&consumer, &key).await?;
-    if claim.is_none() && outbox.is_empty() && dead_letters.is_empty() {
+    let audit = store.audit_for_key(&consumer, &key).await?;
+    if claim.is_none() && outbox.is_empty() && dead_letters.is_empty() && audit.is_empty() {
         return Ok(None);
     }
+    let shared_ref = match claim.as_ref().and_then(|c| c.provider_ref.as_deref()) {
+        Some(provider_ref) => {
+            store
+                .claims_with_provider_ref(provider_ref, (&consumer, &key), SHARED_REF_LIMIT)
+                .await?
+        }
+        None => Vec::new(),
+    };
+    let clock = crate::ssr::clock(chrono::Utc::now());
+    let story = assemble(
+        Sources {
+            claim: claim.as_ref(),
+            outbox: &outbox,
+            dead_letters: &dead_letters,
+            audit: &audit,
+            shared_ref: &shared_ref,
+        },
+        clock.as_of,
+        &clock.zone,
+    );
     Ok(Some(KeyStory {
-        as_of: Utc::now(),
+        clock,
         consumer,
         key,
         claim,
         outbox,
         dead_letters,
+        audit,
+        story,
     }))
 }
 
@@ -71,7 +118,9 @@ pub async fn get_key_story(consumer: String, key: String) -> Result<KeyStory, Ap
         let key = IdempotencyKey::from_segment(&key)?;
         let store = crate::ssr::state()?.store;
         story(&store, consumer.to_string(), key.to_string()).await?.ok_or_else(|| {
-            AppError::NotFound(format!("No consumer named “{consumer}” has a claim, outbox row or dead letter for the key “{key}”."))
+            AppError::NotFound(format!(
+                "No consumer named “{consumer}” has a claim, outbox row or dead letter for the key “{key}”."
+            ))
         })
     })
     .await
@@ -98,6 +147,7 @@ pub async fn lookup_key(key: String) -> Result<KeyLookup, AppError> {
                 })
             }
             _ => Ok(KeyLookup::Several {
+                clock: crate::ssr::clock(chrono::Utc::now()),
                 key: key.to_string(),
                 claims,
             }),
@@ -106,24 +156,68 @@ pub async fn lookup_key(key: String) -> Result<KeyLookup, AppError> {
     .await
 }
 
-/// Exact and prefix search over keys (the query is matched literally: `%`
-/// and `_` are ordinary characters).
+/// Key search: exact and prefix (matched literally: `%` and `_` are ordinary
+/// characters), filtered by consumer and status, newest activity first,
+/// keyset-paginated.
 #[server(input = server_fn::codec::GetUrl)]
-pub async fn search_keys(query: String) -> Result<SearchResults, AppError> {
-    use idem_domain::IdempotencyKey;
+pub async fn search_keys(query: KeyQuery) -> Result<SearchResults, AppError> {
+    use idem_domain::{ClaimStatus, ConsumerName, IdempotencyKey};
+    use idem_store::{ClaimSearch, PageRequest, SearchOrder};
+
     crate::ssr::serve(async move {
-        let prefix = IdempotencyKey::parse(query)?;
+        let prefix = match query.q.as_str() {
+            "" => None,
+            q => Some(IdempotencyKey::parse(q)?.to_string()),
+        };
+        let consumer = match query.consumer.as_str() {
+            "" => None,
+            c => Some(ConsumerName::parse(c)?.to_string()),
+        };
+        let status = match query.status.as_str() {
+            "" => None,
+            s => Some(
+                s.parse::<ClaimStatus>()
+                    .map_err(|e| AppError::BadRequest(e.to_string()))?,
+            ),
+        };
+        let limit = match query.limit.as_str() {
+            "" => PageRequest::DEFAULT_LIMIT,
+            l => l.parse().map_err(|_| {
+                AppError::BadRequest(format!(
+                    "“{l}” is not a page size (a whole number up to {}).",
+                    PageRequest::MAX_LIMIT
+                ))
+            })?,
+        };
+        let cursor = Some(query.cursor).filter(|c| !c.is_empty());
+        let first_page = cursor.is_none();
         let store = crate::ssr::state()?.store;
-        let mut claims = store
-            .claims_with_key_prefix(prefix.as_str(), MATCH_LIMIT + 1)
+        let search = ClaimSearch {
+            prefix: prefix.clone(),
+            consumer: consumer.clone(),
+            status,
+            ..Default::default()
+        };
+        let found = store
+            .search_claims(&search, &PageRequest::new(limit, cursor))
             .await?;
-        let truncated = claims.len() as i64 > MATCH_LIMIT;
-        claims.truncate(MATCH_LIMIT as usize);
+        let exact = match (&prefix, first_page) {
+            (Some(key), true) => store
+                .claims_with_key(key, MATCH_LIMIT)
+                .await?
+                .into_iter()
+                .filter(|c| consumer.as_ref().is_none_or(|want| &c.consumer == want))
+                .filter(|c| status.is_none_or(|want| c.status == want))
+                .collect(),
+            _ => Vec::new(),
+        };
         Ok(SearchResults {
-            as_of: Utc::now(),
-            query: prefix.to_string(),
-            claims,
-            truncated,
+            clock: crate::ssr::clock(chrono::Utc::now()),
+            exact,
+            claims: found.page.items,
+            next: found.page.next,
+            by_status_change: found.order == SearchOrder::StatusChange,
+            matches: found.matches,
         })
     })
     .await

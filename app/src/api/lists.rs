@@ -1,14 +1,13 @@
-use chrono::{DateTime, Utc};
 use idem_domain::{CappedCount, Claim, DeadLetter, OutboxRow, Page};
 use leptos::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use crate::error::AppError;
+use crate::{error::AppError, format::Clock};
 
 /// One page of a work list, with the list's (capped) size.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ListPage<T> {
-    pub as_of: DateTime<Utc>,
+    pub clock: Clock,
     pub page: Page<T>,
     pub total: CappedCount,
 }
@@ -16,9 +15,37 @@ pub struct ListPage<T> {
 /// One dead letter and the claim of its key.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DeadLetterDetail {
-    pub as_of: DateTime<Utc>,
+    pub clock: Clock,
     pub dead_letter: DeadLetter,
     pub claim: Option<Claim>,
+}
+
+/// Reads one page of a list through the shared read cache, then shows it in
+/// the viewer's zone.
+#[cfg(feature = "ssr")]
+async fn cached_page<T, F, Fut>(key: String, load: F) -> Result<ListPage<T>, AppError>
+where
+    T: Clone + Send + Sync + 'static,
+    F: FnOnce(idem_store::Store) -> Fut,
+    Fut: Future<Output = Result<(Page<T>, CappedCount), AppError>>,
+{
+    let state = crate::ssr::state()?;
+    let store = state.store;
+    let page = state
+        .reads
+        .get_or_load(key, || async move {
+            let (page, total) = load(store).await?;
+            Ok::<_, AppError>(ListPage {
+                clock: Clock::utc(chrono::Utc::now()),
+                page,
+                total,
+            })
+        })
+        .await?;
+    Ok(ListPage {
+        clock: crate::ssr::clock(page.clock.as_of),
+        ..page
+    })
 }
 
 #[cfg(feature = "ssr")]
@@ -31,14 +58,16 @@ fn page_request(cursor: Option<String>) -> idem_store::PageRequest {
 pub async fn list_unknown(cursor: Option<String>) -> Result<ListPage<Claim>, AppError> {
     use idem_domain::ClaimStatus;
     crate::ssr::serve(async move {
-        let store = crate::ssr::state()?.store;
-        Ok(ListPage {
-            as_of: Utc::now(),
-            page: store.unknown_claims(&page_request(cursor)).await?,
-            total: store
-                .count_claims(ClaimStatus::Unknown, super::COUNT_CAP)
-                .await?,
+        cached_page(format!("unknown\u{0}{cursor:?}"), |store| async move {
+            let page = store.unknown_claims(&page_request(cursor)).await?;
+            Ok((
+                page,
+                store
+                    .count_claims(ClaimStatus::Unknown, super::COUNT_CAP)
+                    .await?,
+            ))
         })
+        .await
     })
     .await
 }
@@ -57,12 +86,17 @@ pub async fn list_dead_letters(
                 .parse()
                 .map_err(|e: idem_domain::UnknownValue| AppError::BadRequest(e.to_string()))?,
         };
-        let store = crate::ssr::state()?.store;
-        Ok(ListPage {
-            as_of: Utc::now(),
-            page: store.dead_letters(state, &page_request(cursor)).await?,
-            total: store.count_dead_letters(state, super::COUNT_CAP).await?,
-        })
+        cached_page(
+            format!("dead_letters\u{0}{state}\u{0}{cursor:?}"),
+            |store| async move {
+                let page = store.dead_letters(state, &page_request(cursor)).await?;
+                Ok((
+                    page,
+                    store.count_dead_letters(state, super::COUNT_CAP).await?,
+                ))
+            },
+        )
+        .await
     })
     .await
 }
@@ -81,7 +115,7 @@ pub async fn get_dead_letter(id: String) -> Result<DeadLetterDetail, AppError> {
             .ok_or_else(|| AppError::NotFound(format!("There is no dead letter {id}.")))?;
         let claim = store.claim(&dead_letter.consumer, &dead_letter.key).await?;
         Ok(DeadLetterDetail {
-            as_of: Utc::now(),
+            clock: crate::ssr::clock(chrono::Utc::now()),
             dead_letter,
             claim,
         })
@@ -93,12 +127,14 @@ pub async fn get_dead_letter(id: String) -> Result<DeadLetterDetail, AppError> {
 #[server(input = server_fn::codec::GetUrl)]
 pub async fn list_outbox(cursor: Option<String>) -> Result<ListPage<OutboxRow>, AppError> {
     crate::ssr::serve(async move {
-        let store = crate::ssr::state()?.store;
-        Ok(ListPage {
-            as_of: Utc::now(),
-            page: store.unpublished_outbox(&page_request(cursor)).await?,
-            total: store.count_unpublished_outbox(super::COUNT_CAP).await?,
+        cached_page(format!("outbox\u{0}{cursor:?}"), |store| async move {
+            let page = store.unpublished_outbox(&page_request(cursor)).await?;
+            Ok((
+                page,
+                store.count_unpublished_outbox(super::COUNT_CAP).await?,
+            ))
         })
+        .await
     })
     .await
 }

@@ -11,7 +11,9 @@ mod overview;
 use idem_domain::CappedCount;
 use serde::{Deserialize, Serialize};
 
-pub use keys::{KeyLookup, KeyStory, SearchResults, get_key_story, lookup_key, search_keys};
+pub use keys::{
+    KeyLookup, KeyQuery, KeyStory, SearchResults, get_key_story, lookup_key, search_keys,
+};
 pub use lists::{
     DeadLetterDetail, ListPage, get_dead_letter, list_dead_letters, list_outbox, list_unknown,
 };
@@ -24,7 +26,12 @@ pub struct ConsoleInfo {
     pub demo: bool,
     /// "sqlite" or "postgres".
     pub backend: String,
+    /// The zone the viewer's times are shown in (an IANA name).
+    pub zone: String,
 }
+
+/// The objective for resolving an unknown outcome (the SLO issue makes it configurable).
+pub const UNKNOWN_RESOLUTION_SLO_SECONDS: i64 = 15 * 60;
 
 /// How far the dashboard counts before it says "10,000+".
 pub const COUNT_CAP: u64 = CappedCount::DEFAULT_CAP;

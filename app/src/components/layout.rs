@@ -1,7 +1,7 @@
 use leptos::prelude::*;
 use leptos_router::hooks::use_location;
 
-use crate::api::get_console_info;
+use crate::{api::get_console_info, zones};
 
 /// The navigation bar, the key search box and the demo banner around every page.
 #[component]
@@ -61,15 +61,61 @@ pub fn Layout(children: Children) -> impl IntoView {
         </header>
         <Suspense fallback=|| ()>
             {move || Suspend::new(async move {
-                info.await.ok().filter(|i| i.demo).map(|_| view! {
+                let info = info.await.ok()?;
+                let banner = info.demo.then(|| view! {
                     <p class="demo-banner" role="note">
                         <strong>"Demo data. "</strong>
                         "Everything on these pages was written by Idem's built-in simulator, "
                         "a small fleet of fake consumers. Nothing here is real."
                     </p>
+                });
+                Some(view! {
+                    {banner}
+                    <ZoneSwitch current=info.zone/>
                 })
             })}
         </Suspense>
         <main id="main" tabindex="-1">{children()}</main>
+    }
+}
+
+/// "Times in UTC [change]": a plain form, so it works without JavaScript;
+/// with JavaScript, choosing a zone submits it at once.
+#[component]
+fn ZoneSwitch(current: String) -> impl IntoView {
+    let location = use_location();
+    let here = move || {
+        let search = location.search.get();
+        let path = location.pathname.get();
+        if search.is_empty() {
+            path
+        } else {
+            format!("{path}?{}", search.trim_start_matches('?'))
+        }
+    };
+    let mut offered: Vec<String> = zones::OFFERED.iter().map(|z| (*z).to_owned()).collect();
+    if !offered.contains(&current) {
+        offered.insert(1, current.clone());
+    }
+    let options = offered
+        .into_iter()
+        .map(|zone| {
+            let selected = zone == current;
+            view! { <option value=zone.clone() selected=selected>{zone.clone()}</option> }
+        })
+        .collect_view();
+    view! {
+        <form class="zone-switch" method="post" action="/preferences/zone">
+            <label for="zone-select">"Times in "</label>
+            <select id="zone-select" name="tz" on:change=|ev| {
+                if let Some(form) = event_target::<web_sys::HtmlSelectElement>(&ev).form() {
+                    let _ = form.submit();
+                }
+            }>
+                {options}
+            </select>
+            <input type="hidden" name="next" value=here/>
+            <noscript><button type="submit">"Change"</button></noscript>
+        </form>
     }
 }

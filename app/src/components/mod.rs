@@ -2,7 +2,9 @@
 //! panels and the loading wrapper.
 
 mod layout;
+mod refresh;
 mod widgets;
 
 pub use layout::Layout;
-pub use widgets::{Age, KeyLink, Loaded, StatusBadge, Time};
+pub use refresh::LiveRefresh;
+pub use widgets::{Age, KeyLink, Loaded, StatusBadge, Time, provide_clock};

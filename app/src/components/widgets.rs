@@ -3,7 +3,7 @@ use idem_domain::ClaimStatus;
 use leptos::prelude::*;
 use serde::{Serialize, de::DeserializeOwned};
 
-use crate::{error::AppError, format, links};
+use crate::{error::AppError, format::Clock, links};
 
 /// The claim status in its colour, with its meaning for screen readers and on hover.
 #[component]
@@ -28,29 +28,54 @@ pub fn KeyLink(#[prop(into)] consumer: String, #[prop(into)] key: String) -> imp
     }
 }
 
-/// An absolute time in UTC, with the full timestamp for machines.
-#[component]
-pub fn Time(at: DateTime<Utc>) -> impl IntoView {
-    view! { <time datetime=at.to_rfc3339()>{format::utc(at)}</time> }
+/// The page's [`Clock`], provided by its body; UTC "now" if a page forgot.
+fn clock() -> Clock {
+    use_context::<Clock>().unwrap_or_else(|| Clock::utc(Utc::now()))
 }
 
-/// How long ago `at` was, as of when the data was read.
+/// Makes `clock` the one this page's times and ages use.
+pub fn provide_clock(clock: Clock) {
+    provide_context(clock);
+}
+
+/// An absolute time in the viewer's zone (named), with the UTC instant for machines.
 #[component]
-pub fn Age(as_of: DateTime<Utc>, at: DateTime<Utc>) -> impl IntoView {
+pub fn Time(at: DateTime<Utc>) -> impl IntoView {
+    view! { <time datetime=at.to_rfc3339()>{clock().time(at)}</time> }
+}
+
+/// How long before the data was read `at` was, with the time on hover.
+#[component]
+pub fn Age(at: DateTime<Utc>) -> impl IntoView {
+    let clock = clock();
     view! {
-        <time class="age" datetime=at.to_rfc3339() title=format::utc(at)>
-            {format::age(as_of, at)}
+        <time class="age" datetime=at.to_rfc3339() title=clock.time(at)>
+            {clock.age(at)}
         </time>
     }
 }
 
 /// What went wrong, in words for the person who asked.
+/// A missing key offers a search box pre-filled with what was asked for.
 #[component]
-pub fn ErrorPanel(error: AppError) -> impl IntoView {
-    let hint = match &error {
-        AppError::NotFound(_) | AppError::BadRequest(_) => Some(view! {
-            <p>"Check the link, or look the key up with the search box above."</p>
-        }),
+pub fn ErrorPanel(
+    error: AppError,
+    #[prop(default = None)] search: Option<String>,
+) -> impl IntoView {
+    let hint = match (&error, search) {
+        (AppError::NotFound(_), Some(query)) => Some(
+            view! {
+                <form class="search-form" method="get" action="/keys" role="search">
+                    <label for="not-found-q">"Search keys starting with"</label>
+                    <input id="not-found-q" type="search" name="q" value=query maxlength="512" autocomplete="off" spellcheck="false"/>
+                    <button type="submit">"Search"</button>
+                </form>
+            }
+            .into_any(),
+        ),
+        (AppError::NotFound(_) | AppError::BadRequest(_), _) => {
+            Some(view! { <p>"Check the link, or look the key up with the search box above."</p> }.into_any())
+        }
         _ => None,
     };
     view! {
@@ -68,22 +93,25 @@ pub fn ErrorPanel(error: AppError) -> impl IntoView {
 pub fn Loaded<T, V>(
     resource: Resource<Result<T, AppError>>,
     render: impl Fn(T) -> V + Clone + Send + Sync + 'static,
+    /// For a page about a key: what a "not found" offers to search for.
+    #[prop(default = None)]
+    search: Option<String>,
 ) -> impl IntoView
 where
     T: Clone + Send + Sync + Serialize + DeserializeOwned + 'static,
     V: IntoView + 'static,
 {
     view! {
-        <Suspense fallback=|| view! { <p class="loading">"Loading…"</p> }>
+        <Transition fallback=|| view! { <p class="loading">"Loading…"</p> }>
             {move || {
-                let render = render.clone();
+                let (render, search) = (render.clone(), search.clone());
                 Suspend::new(async move {
                     match resource.await {
                         Ok(value) => render(value).into_any(),
-                        Err(error) => view! { <ErrorPanel error/> }.into_any(),
+                        Err(error) => view! { <ErrorPanel error search/> }.into_any(),
                     }
                 })
             }}
-        </Suspense>
+        </Transition>
     }
 }

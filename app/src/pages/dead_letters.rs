@@ -6,15 +6,17 @@ use leptos_router::hooks::use_location;
 use super::lists::{Pager, use_cursor};
 use crate::{
     api::{DeadLetterDetail, ListPage, get_dead_letter, list_dead_letters},
-    components::{Age, KeyLink, Loaded, StatusBadge, Time},
+    components::{Age, KeyLink, LiveRefresh, Loaded, StatusBadge, Time, provide_clock},
     links,
 };
 
-/// `/dead-letters?state=open|replayed|discarded`
+/// `/dead-letters?state=open|replayed|discarded`, oldest first.
 #[component]
 pub fn DeadLettersPage() -> impl IntoView {
     let location = use_location();
-    let state = Memo::new(move |_| links::query_param(&location.search.get(), "state"));
+    let state = Memo::new(move |_| {
+        links::query_param(&location.search.get(), "state").filter(|s| !s.is_empty())
+    });
     let cursor = use_cursor();
     let data = Resource::new(
         move || (state.get(), cursor.get()),
@@ -25,37 +27,56 @@ pub fn DeadLettersPage() -> impl IntoView {
         DeadLetterState::ALL
             .iter()
             .map(|s| {
-                let href = if *s == DeadLetterState::Open { "/dead-letters".to_owned() } else { links::with_query("/dead-letters", &[("state", s.as_str())]) };
+                let href = if *s == DeadLetterState::Open {
+                    "/dead-letters".to_owned()
+                } else {
+                    links::with_query("/dead-letters", &[("state", s.as_str())])
+                };
                 view! { <a href=href rel="external" aria-current=(current == s.as_str()).then_some("page")>{s.as_str()}</a> }
             })
             .collect_view()
     };
+    let render = move |p: ListPage<DeadLetter>| {
+        let on_first_page = cursor.get_untracked().is_none();
+        let keep = state
+            .get_untracked()
+            .map(|s| vec![("state", s)])
+            .unwrap_or_default();
+        provide_clock(p.clock);
+        let rows = p
+            .page
+            .items
+            .into_iter()
+            .map(|d| {
+                view! {
+                    <tr>
+                        <td><a href=format!("/dead-letters/{}", d.id)>"#"{d.id}</a></td>
+                        <td><KeyLink consumer=d.consumer.clone() key=d.key/></td>
+                        <td>{d.consumer}</td>
+                        <td class="num"><Age at=d.dead_lettered_at/></td>
+                        <td class="num">{d.delivery_count}</td>
+                        <td class="error-text">{d.last_error}</td>
+                    </tr>
+                }
+            })
+            .collect_view();
+        view! {
+            <p class="count-line">{format!("{} dead letters", p.total)}</p>
+            <table>
+                <thead><tr><th>"Letter"</th><th>"Key"</th><th>"Consumer"</th><th class="num">"Dead for"</th><th class="num">"Deliveries"</th><th>"Last error"</th></tr></thead>
+                <tbody>{rows}</tbody>
+            </table>
+            <Pager path="/dead-letters" next=p.page.next on_first_page keep/>
+        }
+    };
     view! {
         <Title text="Dead letters"/>
-        <h1>"Dead letters"</h1>
+        <div class="page-head">
+            <h1>"Dead letters"</h1>
+            <LiveRefresh on_tick=Callback::new(move |()| data.refetch())/>
+        </div>
         <nav class="tabs" aria-label="State">{tabs}</nav>
-        <Loaded resource=data render={move |p: ListPage<DeadLetter>| {
-            let on_first_page = cursor.get_untracked().is_none();
-            let as_of = p.as_of;
-            let rows = p.page.items.into_iter().map(|d| view! {
-                <tr>
-                    <td><a href=format!("/dead-letters/{}", d.id)>"#"{d.id}</a></td>
-                    <td><KeyLink consumer=d.consumer.clone() key=d.key/></td>
-                    <td>{d.consumer}</td>
-                    <td class="num"><Age as_of at=d.dead_lettered_at/></td>
-                    <td class="num">{d.delivery_count}</td>
-                    <td class="error-text">{d.last_error}</td>
-                </tr>
-            }).collect_view();
-            view! {
-                <p class="count-line">{format!("{} dead letters", p.total)}</p>
-                <table>
-                    <thead><tr><th>"Letter"</th><th>"Key"</th><th>"Consumer"</th><th class="num">"Dead for"</th><th class="num">"Deliveries"</th><th>"Last error"</th></tr></thead>
-                    <tbody>{rows}</tbody>
-                </table>
-                <Pager path="/dead-letters" next=p.page.next on_first_page/>
-            }
-        }}/>
+        <Loaded resource=data render/>
     }
 }
 
@@ -76,7 +97,7 @@ pub fn DeadLetterPage() -> impl IntoView {
     view! {
         <Title text="Dead letter"/>
         <Loaded resource=data render=|d: DeadLetterDetail| {
-            let as_of = d.as_of;
+            provide_clock(d.clock);
             let dl = d.dead_letter;
             let claim = match d.claim {
                 Some(c) => view! {
@@ -96,7 +117,7 @@ pub fn DeadLetterPage() -> impl IntoView {
                     <dt>"State"</dt><dd>{dl.state.as_str()}</dd>
                     <dt>"Deliveries"</dt><dd>{dl.delivery_count}</dd>
                     <dt>"First failure"</dt><dd><Time at=dl.first_failure_at/></dd>
-                    <dt>"Dead-lettered"</dt><dd><Time at=dl.dead_lettered_at/> " (" <Age as_of at=dl.dead_lettered_at/> " ago)"</dd>
+                    <dt>"Dead-lettered"</dt><dd><Time at=dl.dead_lettered_at/> " (" <Age at=dl.dead_lettered_at/> " ago)"</dd>
                     <dt>"Last error"</dt><dd class="error-text">{dl.last_error}</dd>
                 </dl>
                 {claim}

@@ -1,13 +1,24 @@
-use idem_domain::Claim;
+use idem_domain::{
+    Claim,
+    story::{EventKind, Flag},
+};
 use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::hooks::use_location;
 
 use crate::{
     api::{KeyLookup, KeyStory, get_key_story, lookup_key},
-    components::{Age, Loaded, StatusBadge, Time},
+    components::{Age, Loaded, StatusBadge, Time, provide_clock},
     links,
 };
+
+/// The key a key-page address names, decoded for a person to read (a 404
+/// pre-fills the search box with it). `None` when it does not decode.
+fn key_in(path: &str, segment: usize) -> Option<String> {
+    links::raw_segments(path, "/keys/")
+        .get(segment)
+        .and_then(|s| idem_domain::decode_segment(s, "key").ok())
+}
 
 /// `/keys/{consumer}/{key}`
 #[component]
@@ -24,9 +35,10 @@ pub fn KeyPage() -> impl IntoView {
             }
         },
     );
+    let search = key_in(&location.pathname.get_untracked(), 1);
     view! {
         <Title text="Key"/>
-        <Loaded resource=story render=|s: KeyStory| view! { <Story s/> }/>
+        <Loaded resource=story search render=|s: KeyStory| view! { <Story s/> }/>
     }
 }
 
@@ -44,13 +56,18 @@ pub fn KeyLookupPage() -> impl IntoView {
             lookup_key(key).await
         },
     );
+    let search = key_in(&location.pathname.get_untracked(), 0);
     view! {
         <Title text="Key"/>
         <Loaded
             resource=lookup
+            search
             render={|l: KeyLookup| match l {
                 KeyLookup::One(s) => view! { <Story s=*s/> }.into_any(),
-                KeyLookup::Several { key, claims } => view! { <Chooser key claims/> }.into_any(),
+                KeyLookup::Several { clock, key, claims } => {
+                    provide_clock(clock);
+                    view! { <Chooser key claims/> }.into_any()
+                }
             }}
         />
     }
@@ -83,16 +100,85 @@ fn Chooser(key: String, claims: Vec<Claim>) -> impl IntoView {
 
 #[component]
 fn Story(s: KeyStory) -> impl IntoView {
-    let as_of = s.as_of;
-    let claim = s.claim.clone().map(|c| view! { <ClaimDetails c as_of/> });
-    let no_claim = s.claim.is_none().then(|| {
+    let as_of = s.clock.as_of;
+    provide_clock(s.clock);
+    let claim = s.claim.clone().map(|c| view! { <ClaimDetails c/> });
+    let flags = (!s.story.flags.is_empty()).then(|| {
+        let items = s
+            .story
+            .flags
+            .iter()
+            .map(|flag| {
+                let others = match flag {
+                    Flag::SharedProviderRef { others, .. } => others
+                        .iter()
+                        .map(|(consumer, key)| {
+                            view! { " " <a href=links::key_href(consumer, key) rel="external" class="key"><bdi>{key.clone()}</bdi></a> }
+                        })
+                        .collect_view()
+                        .into_any(),
+                    _ => ().into_any(),
+                };
+                view! {
+                    <li>
+                        <strong>{flag.title()}</strong>
+                        ". "
+                        {flag.explanation()}
+                        {others}
+                    </li>
+                }
+            })
+            .collect_view();
         view! {
-            <p class="notice">
-                "This consumer has no claim for the key: only outbox rows or dead letters mention it. "
-                "A consumer that lost its claim row will not deduplicate the next delivery."
-            </p>
+            <section class="flags" aria-labelledby="flags-heading">
+                <h2 id="flags-heading">"Needs a second look"</h2>
+                <ul>{items}</ul>
+            </section>
         }
     });
+    let actions = if s.story.actions.is_empty() {
+        view! { <p class="empty">"Nothing to do: no unknown outcome and no open dead letter."</p> }
+            .into_any()
+    } else {
+        let items = s
+            .story
+            .actions
+            .iter()
+            .map(|a| view! { <li>{a.describe()}</li> })
+            .collect_view();
+        view! {
+            <ul class="actions">{items}</ul>
+            <p class="lede">"The buttons for these arrive with the admin actions; until then, this page says what would apply."</p>
+        }
+        .into_any()
+    };
+    let timeline = s
+        .story
+        .events
+        .into_iter()
+        .map(|e| {
+            let kind = match e.kind {
+                EventKind::Delivery => "delivery",
+                EventKind::Duplicate => "duplicate",
+                EventKind::Outcome => "outcome",
+                EventKind::Outbox => "outbox",
+                EventKind::DeadLetter => "dead-letter",
+                EventKind::Audit => "audit",
+            };
+            let class = if e.warning {
+                format!("event {kind} warning")
+            } else {
+                format!("event {kind}")
+            };
+            view! {
+                <li class=class>
+                    <span class="event-time"><Time at=e.at/></span>
+                    <span class="event-kind">{kind.replace('-', " ")}</span>
+                    <span class="event-text">{e.text}</span>
+                </li>
+            }
+        })
+        .collect_view();
     let outbox = if s.outbox.is_empty() {
         view! { <p class="empty">"No outbox rows for this key."</p> }.into_any()
     } else {
@@ -108,7 +194,7 @@ fn Story(s: KeyStory) -> impl IntoView {
                         <td><Time at=r.created_at/></td>
                         <td>{match r.published_at {
                             Some(at) => view! { <Time at/> }.into_any(),
-                            None => view! { <span class="pending-text">"waiting " <Age as_of at=r.created_at/></span> }.into_any(),
+                            None => view! { <span class="pending-text">"waiting " <Age at=r.created_at/></span> }.into_any(),
                         }}</td>
                         <td class="num">{r.attempts}</td>
                         <td class="error-text">{r.last_error}</td>
@@ -160,8 +246,20 @@ fn Story(s: KeyStory) -> impl IntoView {
             "Consumer " <strong><bdi>{s.consumer.clone()}</bdi></strong>
             " · " <a href=links::key_only_href(&s.key) rel="external">"this key in every consumer"</a>
         </p>
-        {claim}
-        {no_claim}
+        {flags}
+        <div class="key-columns">
+            <div>
+                {claim}
+                <section aria-labelledby="actions-heading">
+                    <h2 id="actions-heading">"What would apply"</h2>
+                    {actions}
+                </section>
+            </div>
+            <section aria-labelledby="timeline-heading">
+                <h2 id="timeline-heading">"Timeline"</h2>
+                <ol class="timeline">{timeline}</ol>
+            </section>
+        </div>
         <section aria-labelledby="outbox-heading">
             <h2 id="outbox-heading">"Outbox rows"</h2>
             {outbox}
@@ -175,7 +273,7 @@ fn Story(s: KeyStory) -> impl IntoView {
 }
 
 #[component]
-fn ClaimDetails(c: Claim, as_of: chrono::DateTime<chrono::Utc>) -> impl IntoView {
+fn ClaimDetails(c: Claim) -> impl IntoView {
     let drift = c
         .last_payload_hash
         .as_ref()
@@ -186,7 +284,7 @@ fn ClaimDetails(c: Claim, as_of: chrono::DateTime<chrono::Utc>) -> impl IntoView
             <h2 id="claim-heading">"Claim " <StatusBadge status=c.status/></h2>
             <dl class="fields">
                 <dt>"Status"</dt>
-                <dd>{c.status.meaning()} " — since " <Time at=c.status_at/> " (" <Age as_of at=c.status_at/> ")"</dd>
+                <dd>{c.status.meaning()} " — since " <Time at=c.status_at/> " (" <Age at=c.status_at/> ")"</dd>
                 <dt>"First delivery"</dt><dd><Time at=c.first_delivery_at/></dd>
                 <dt>"Last delivery"</dt><dd><Time at=c.last_delivery_at/></dd>
                 <dt>"Deliveries"</dt><dd>{c.delivery_count} " (" {c.duplicate_count} " duplicate)"</dd>

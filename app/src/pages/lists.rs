@@ -4,26 +4,32 @@ use leptos_meta::Title;
 use leptos_router::hooks::use_location;
 
 use crate::{
-    api::{ListPage, list_outbox, list_unknown},
-    components::{Age, KeyLink, Loaded, Time},
+    api::{ListPage, UNKNOWN_RESOLUTION_SLO_SECONDS, list_outbox, list_unknown},
+    components::{Age, KeyLink, LiveRefresh, Loaded, Time, provide_clock},
+    format::duration,
     links,
 };
 
-/// "Next page" (and "first page" when not on it) for a keyset-paginated list.
+/// "Next page" (and "First page" when not on it) for a keyset-paginated
+/// list. `keep` are the filters every page link carries.
 #[component]
 pub fn Pager(
     path: &'static str,
-    #[prop(into)] next: Option<String>,
+    next: Option<String>,
     on_first_page: bool,
-    #[prop(default = &[])] keep: &'static [(&'static str, &'static str)],
+    #[prop(optional)] keep: Vec<(&'static str, String)>,
 ) -> impl IntoView {
-    let first = (!on_first_page)
-        .then(|| view! { <a href=links::with_query(path, keep) rel="external">"First page"</a> });
-    let next = next.map(|cursor| {
-        let mut pairs: Vec<(&str, &str)> = keep.to_vec();
-        pairs.push(("cursor", &cursor));
-        view! { <a href=links::with_query(path, &pairs) rel="external">"Next page →"</a> }
-    });
+    let pairs = |cursor: Option<&str>| {
+        let mut pairs: Vec<(&str, &str)> = keep.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        if let Some(cursor) = cursor {
+            pairs.push(("cursor", cursor));
+        }
+        links::with_query(path, &pairs)
+    };
+    let first =
+        (!on_first_page).then(|| view! { <a href=pairs(None) rel="external">"First page"</a> });
+    let next =
+        next.map(|cursor| view! { <a href=pairs(Some(&cursor)) rel="external">"Next page →"</a> });
     view! { <nav class="pager" aria-label="Pages">{first} {next}</nav> }
 }
 
@@ -35,40 +41,63 @@ pub fn use_cursor() -> Memo<Option<String>> {
     })
 }
 
-/// `/unknown`: claims whose outcome is unknown, oldest first.
+/// `/unknown`: claims whose outcome is unknown, oldest first, with their age
+/// against the resolution objective.
 #[component]
 pub fn UnknownPage() -> impl IntoView {
     let cursor = use_cursor();
     let data = Resource::new(move || cursor.get(), list_unknown);
+    let render = move |p: ListPage<Claim>| {
+        let on_first_page = cursor.get_untracked().is_none();
+        let as_of = p.clock.as_of;
+        provide_clock(p.clock);
+        let rows = p
+            .page
+            .items
+            .into_iter()
+            .map(|c| {
+                let breached = (as_of - c.status_at).num_seconds() > UNKNOWN_RESOLUTION_SLO_SECONDS;
+                view! {
+                    <tr class:breach=breached>
+                        <td><KeyLink consumer=c.consumer.clone() key=c.key/></td>
+                        <td>{c.consumer}</td>
+                        <td><Time at=c.status_at/></td>
+                        <td class="num">
+                            <Age at=c.status_at/>
+                            {breached.then_some(" ⚠")}
+                            <span class="visually-hidden">{if breached { " (past the objective)" } else { "" }}</span>
+                        </td>
+                        <td class="num">{c.attempts}</td>
+                        <td class="error-text">{c.last_error}</td>
+                    </tr>
+                }
+            })
+            .collect_view();
+        view! {
+            <p class="count-line">
+                {format!("{} unknown", p.total)}
+                " · objective: resolved within "
+                {duration(UNKNOWN_RESOLUTION_SLO_SECONDS)}
+                "; older ones are marked ⚠"
+            </p>
+            <table>
+                <thead><tr><th>"Key"</th><th>"Consumer"</th><th>"Unknown since"</th><th class="num">"For"</th><th class="num">"Attempts"</th><th>"Last error"</th></tr></thead>
+                <tbody>{rows}</tbody>
+            </table>
+            <Pager path="/unknown" next=p.page.next on_first_page/>
+        }
+    };
     view! {
         <Title text="Unknown outcomes"/>
-        <h1>"Unknown outcomes"</h1>
+        <div class="page-head">
+            <h1>"Unknown outcomes"</h1>
+            <LiveRefresh on_tick=Callback::new(move |()| data.refetch())/>
+        </div>
         <p class="lede">
             "The provider may or may not have acted on these keys. Each one needs a person to find out "
             "(with the provider reference) and resolve it. Oldest first."
         </p>
-        <Loaded resource=data render={move |p: ListPage<Claim>| {
-            let on_first_page = cursor.get_untracked().is_none();
-            let as_of = p.as_of;
-            let rows = p.page.items.into_iter().map(|c| view! {
-                <tr>
-                    <td><KeyLink consumer=c.consumer.clone() key=c.key/></td>
-                    <td>{c.consumer}</td>
-                    <td><Time at=c.status_at/></td>
-                    <td class="num"><Age as_of at=c.status_at/></td>
-                    <td class="num">{c.attempts}</td>
-                    <td class="error-text">{c.last_error}</td>
-                </tr>
-            }).collect_view();
-            view! {
-                <p class="count-line">{format!("{} unknown", p.total)}</p>
-                <table>
-                    <thead><tr><th>"Key"</th><th>"Consumer"</th><th>"Unknown since"</th><th class="num">"For"</th><th class="num">"Attempts"</th><th>"Last error"</th></tr></thead>
-                    <tbody>{rows}</tbody>
-                </table>
-                <Pager path="/unknown" next=p.page.next on_first_page/>
-            }
-        }}/>
+        <Loaded resource=data render/>
     }
 }
 
@@ -77,32 +106,43 @@ pub fn UnknownPage() -> impl IntoView {
 pub fn OutboxPage() -> impl IntoView {
     let cursor = use_cursor();
     let data = Resource::new(move || cursor.get(), list_outbox);
+    let render = move |p: ListPage<OutboxRow>| {
+        let on_first_page = cursor.get_untracked().is_none();
+        provide_clock(p.clock);
+        let rows = p
+            .page
+            .items
+            .into_iter()
+            .map(|r| {
+                view! {
+                    <tr>
+                        <td><KeyLink consumer=r.consumer.clone() key=r.key/></td>
+                        <td>{r.consumer}</td>
+                        <td>{r.topic}</td>
+                        <td>{r.origin.as_str()}</td>
+                        <td class="num"><Age at=r.created_at/></td>
+                        <td class="num">{r.attempts}</td>
+                        <td class="error-text">{r.last_error}</td>
+                    </tr>
+                }
+            })
+            .collect_view();
+        view! {
+            <p class="count-line">{format!("{} waiting", p.total)}</p>
+            <table>
+                <thead><tr><th>"Key"</th><th>"Consumer"</th><th>"Topic"</th><th>"Origin"</th><th class="num">"Waiting"</th><th class="num">"Attempts"</th><th>"Last error"</th></tr></thead>
+                <tbody>{rows}</tbody>
+            </table>
+            <Pager path="/outbox" next=p.page.next on_first_page/>
+        }
+    };
     view! {
         <Title text="Outbox"/>
-        <h1>"Outbox backlog"</h1>
+        <div class="page-head">
+            <h1>"Outbox backlog"</h1>
+            <LiveRefresh on_tick=Callback::new(move |()| data.refetch())/>
+        </div>
         <p class="lede">"Rows written by consumers (and by replays) that the relay has not published yet. Oldest first."</p>
-        <Loaded resource=data render={move |p: ListPage<OutboxRow>| {
-            let on_first_page = cursor.get_untracked().is_none();
-            let as_of = p.as_of;
-            let rows = p.page.items.into_iter().map(|r| view! {
-                <tr>
-                    <td><KeyLink consumer=r.consumer.clone() key=r.key/></td>
-                    <td>{r.consumer}</td>
-                    <td>{r.topic}</td>
-                    <td>{r.origin.as_str()}</td>
-                    <td class="num"><Age as_of at=r.created_at/></td>
-                    <td class="num">{r.attempts}</td>
-                    <td class="error-text">{r.last_error}</td>
-                </tr>
-            }).collect_view();
-            view! {
-                <p class="count-line">{format!("{} waiting", p.total)}</p>
-                <table>
-                    <thead><tr><th>"Key"</th><th>"Consumer"</th><th>"Topic"</th><th>"Origin"</th><th class="num">"Waiting"</th><th class="num">"Attempts"</th><th>"Last error"</th></tr></thead>
-                    <tbody>{rows}</tbody>
-                </table>
-                <Pager path="/outbox" next=p.page.next on_first_page/>
-            }
-        }}/>
+        <Loaded resource=data render/>
     }
 }

@@ -4,7 +4,7 @@ use leptos_meta::Title;
 
 use crate::{
     api::{Overview, get_overview},
-    components::{Age, KeyLink, Loaded, StatusBadge},
+    components::{Age, KeyLink, LiveRefresh, Loaded, StatusBadge, provide_clock},
 };
 
 #[component]
@@ -12,14 +12,18 @@ pub fn OverviewPage() -> impl IntoView {
     let data = Resource::new(|| (), |_| get_overview());
     view! {
         <Title text="Overview"/>
-        <h1>"Overview"</h1>
+        <div class="page-head">
+            <h1>"Overview"</h1>
+            <LiveRefresh on_tick=Callback::new(move |()| data.refetch())/>
+        </div>
         <Loaded resource=data render=|o: Overview| view! { <OverviewBody o/> }/>
     }
 }
 
 #[component]
 fn OverviewBody(o: Overview) -> impl IntoView {
-    let as_of = o.as_of;
+    let as_of = o.clock.as_of;
+    provide_clock(o.clock);
     let tiles = o
         .statuses
         .into_iter()
@@ -47,7 +51,7 @@ fn OverviewBody(o: Overview) -> impl IntoView {
                 <tr>
                     <td><KeyLink consumer=c.consumer.clone() key=c.key/></td>
                     <td>{c.consumer}</td>
-                    <td class="num"><Age as_of at=c.status_at/></td>
+                    <td class="num"><Age at=c.status_at/></td>
                     <td class="error-text">{c.last_error}</td>
                 </tr>
             }
@@ -61,7 +65,7 @@ fn OverviewBody(o: Overview) -> impl IntoView {
                 <tr>
                     <td><KeyLink consumer=d.consumer.clone() key=d.key/></td>
                     <td>{d.consumer}</td>
-                    <td class="num"><Age as_of at=d.dead_lettered_at/></td>
+                    <td class="num"><Age at=d.dead_lettered_at/></td>
                     <td class="num">{d.delivery_count}</td>
                     <td><a href=format!("/dead-letters/{}", d.id)>"#"{d.id}</a></td>
                 </tr>
@@ -77,7 +81,7 @@ fn OverviewBody(o: Overview) -> impl IntoView {
                     <td><KeyLink consumer=r.consumer.clone() key=r.key/></td>
                     <td>{r.topic}</td>
                     <td>{r.origin.as_str()}</td>
-                    <td class="num"><Age as_of at=r.created_at/></td>
+                    <td class="num"><Age at=r.created_at/></td>
                     <td class="num">{r.attempts}</td>
                 </tr>
             }
@@ -95,32 +99,42 @@ fn OverviewBody(o: Overview) -> impl IntoView {
                     <a href="/unknown">"Oldest unknown outcomes"</a>
                     " " <span class="count">{o.unknown_count.to_string()}</span>
                 </h2>
-                <table>
+                <AttentionTable empty=o.unknown_count.is_zero() none="No unknown outcomes: every attempt has a known result.">
                     <thead><tr><th>"Key"</th><th>"Consumer"</th><th class="num">"Unknown for"</th><th>"Last error"</th></tr></thead>
                     <tbody>{unknown_rows}</tbody>
-                </table>
+                </AttentionTable>
             </section>
             <section aria-labelledby="dead-heading">
                 <h2 id="dead-heading">
                     <a href="/dead-letters">"Oldest open dead letters"</a>
                     " " <span class="count">{o.dead_letter_count.to_string()}</span>
                 </h2>
-                <table>
+                <AttentionTable empty=o.dead_letter_count.is_zero() none="No open dead letters.">
                     <thead><tr><th>"Key"</th><th>"Consumer"</th><th class="num">"Dead for"</th><th class="num">"Deliveries"</th><th>"Letter"</th></tr></thead>
                     <tbody>{dead_rows}</tbody>
-                </table>
+                </AttentionTable>
             </section>
             <section aria-labelledby="outbox-heading">
                 <h2 id="outbox-heading">
                     <a href="/outbox">"Outbox backlog"</a>
                     " " <span class="count">{o.outbox_count.to_string()}</span>
                 </h2>
-                <table>
+                <AttentionTable empty=o.outbox_count.is_zero() none="Nothing waiting: the relay has published every outbox row.">
                     <thead><tr><th>"Key"</th><th>"Topic"</th><th>"Origin"</th><th class="num">"Waiting"</th><th class="num">"Attempts"</th></tr></thead>
                     <tbody>{outbox_rows}</tbody>
-                </table>
+                </AttentionTable>
             </section>
         </div>
         <p class="as-of">"As of " <crate::components::Time at=as_of/></p>
+    }
+}
+
+/// A "needs attention" table, or a sentence saying there is nothing to attend to.
+#[component]
+fn AttentionTable(empty: bool, none: &'static str, children: Children) -> impl IntoView {
+    if empty {
+        view! { <p class="empty">{none}</p> }.into_any()
+    } else {
+        view! { <table>{children()}</table> }.into_any()
     }
 }

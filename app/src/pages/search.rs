@@ -1,60 +1,121 @@
+use idem_domain::{Claim, ClaimStatus};
 use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::hooks::use_location;
 
+use super::lists::Pager;
 use crate::{
-    api::{SearchResults, search_keys},
-    components::{KeyLink, Loaded, StatusBadge, Time},
+    api::{KeyQuery, SearchResults, search_keys},
+    components::{KeyLink, Loaded, StatusBadge, Time, provide_clock},
     links,
 };
 
-/// `/keys?q=`: exact and prefix search over keys.
+/// `/keys?q=&consumer=&status=&cursor=`: exact and prefix search over keys.
 #[component]
 pub fn SearchPage() -> impl IntoView {
     let location = use_location();
-    let query =
-        Memo::new(move |_| links::query_param(&location.search.get(), "q").unwrap_or_default());
-    let results = Resource::new(
-        move || query.get(),
-        |q| async move {
-            if q.is_empty() {
-                Ok(None)
-            } else {
-                search_keys(q).await.map(Some)
+    let query = Memo::new(move |_| {
+        let search = location.search.get();
+        let param = |name| links::query_param(&search, name).unwrap_or_default();
+        KeyQuery {
+            q: param("q"),
+            consumer: param("consumer"),
+            status: param("status"),
+            cursor: param("cursor"),
+            limit: param("limit"),
+        }
+    });
+    let results = Resource::new(move || query.get(), search_keys);
+    let q = move || query.get().q;
+    let consumer = move || query.get().consumer;
+    let status_options = move || {
+        let current = query.get().status;
+        std::iter::once(("", "any status"))
+            .chain(ClaimStatus::ALL.iter().map(|s| (s.as_str(), s.as_str())))
+            .map(|(value, label)| view! { <option value=value selected=current == value>{label}</option> })
+            .collect_view()
+    };
+    let render = move |r: SearchResults| {
+        let current = query.get_untracked();
+        provide_clock(r.clock);
+        let on_first_page = current.cursor.is_empty();
+        let keep: Vec<(&'static str, String)> = [
+            ("q", current.q.clone()),
+            ("consumer", current.consumer.clone()),
+            ("status", current.status.clone()),
+            ("limit", current.limit.clone()),
+        ]
+        .into_iter()
+        .filter(|(_, v)| !v.is_empty())
+        .collect();
+        let exact = (!r.exact.is_empty()).then(|| {
+            view! {
+                <h2>"Exact match"</h2>
+                <ClaimTable claims=r.exact/>
             }
-        },
-    );
+        });
+        let summary = match (&r.matches, current.q.is_empty()) {
+            (Some(m), false) if m.capped => format!(
+                "More than {} keys start with this text; showing the newest activity among the first {} in key order. Type more of the key to narrow it down.",
+                m, m
+            ),
+            (Some(m), false) => format!("{m} keys start with this text, newest activity first."),
+            _ if r.by_status_change => "Newest status change first.".to_owned(),
+            _ => "Newest activity first.".to_owned(),
+        };
+        let list = if r.claims.is_empty() {
+            view! { <p class="empty">"No key matches."</p> }.into_any()
+        } else {
+            view! { <ClaimTable claims=r.claims/> }.into_any()
+        };
+        view! {
+            {exact}
+            <h2>{if current.q.is_empty() { "Keys" } else { "Keys starting with the text" }}</h2>
+            <p class="count-line">{summary}</p>
+            {list}
+            <Pager path="/keys" next=r.next on_first_page keep/>
+        }
+    };
     view! {
         <Title text="Keys"/>
         <h1>"Keys"</h1>
-        <form class="search-form" method="get" action="/keys" role="search">
-            <label for="keys-q">"Key or key prefix"</label>
-            <input id="keys-q" type="search" name="q" value=move || query.get() maxlength="512" autocomplete="off" spellcheck="false"/>
+        <form class="search-form filters" method="get" action="/keys" role="search">
+            <label>
+                "Key or start of a key "
+                <input type="search" name="q" value=q maxlength="512" autocomplete="off" spellcheck="false"/>
+            </label>
+            <label>
+                "Consumer "
+                <input type="text" name="consumer" value=consumer maxlength="128" autocomplete="off" spellcheck="false"/>
+            </label>
+            <label>"Status " <select name="status">{status_options}</select></label>
             <button type="submit">"Search"</button>
         </form>
-        <Loaded resource=results render={|r: Option<SearchResults>| match r {
-            None => view! { <p class="lede">"Type a whole key, or the start of one (matched literally, case-sensitive)."</p> }.into_any(),
-            Some(r) if r.claims.is_empty() => view! {
-                <p class="empty">"No key starts with “" <bdi>{r.query}</bdi> "”."</p>
-            }.into_any(),
-            Some(r) => {
-                let truncated = r.truncated.then(|| view! { <p class="notice">"More keys match; type more of the key to narrow the list."</p> });
-                let rows = r.claims.into_iter().map(|c| view! {
-                    <tr>
-                        <td><KeyLink consumer=c.consumer.clone() key=c.key/></td>
-                        <td>{c.consumer}</td>
-                        <td><StatusBadge status=c.status/></td>
-                        <td><Time at=c.last_delivery_at/></td>
-                    </tr>
-                }).collect_view();
-                view! {
-                    <table>
-                        <thead><tr><th>"Key"</th><th>"Consumer"</th><th>"Status"</th><th>"Last delivery"</th></tr></thead>
-                        <tbody>{rows}</tbody>
-                    </table>
-                    {truncated}
-                }.into_any()
+        <p class="lede">"Keys match literally and case-sensitively: % and _ are ordinary characters."</p>
+        <Loaded resource=results render/>
+    }
+}
+
+#[component]
+fn ClaimTable(claims: Vec<Claim>) -> impl IntoView {
+    let rows = claims
+        .into_iter()
+        .map(|c| {
+            view! {
+                <tr>
+                    <td><KeyLink consumer=c.consumer.clone() key=c.key/></td>
+                    <td>{c.consumer}</td>
+                    <td><StatusBadge status=c.status/></td>
+                    <td><Time at=c.last_delivery_at/></td>
+                    <td class="num">{c.delivery_count}</td>
+                </tr>
             }
-        }}/>
+        })
+        .collect_view();
+    view! {
+        <table>
+            <thead><tr><th>"Key"</th><th>"Consumer"</th><th>"Status"</th><th>"Last delivery"</th><th class="num">"Deliveries"</th></tr></thead>
+            <tbody>{rows}</tbody>
+        </table>
     }
 }

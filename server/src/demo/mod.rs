@@ -51,7 +51,7 @@ pub mod tour {
     /// Order event rate limited three times, then dead-lettered.
     pub const DEAD_LETTERED: &str = "refund:EU/2026/Ø-1842";
     /// Order event whose response is lost.
-    pub const LOST_RESPONSE: &str = "return:US/2026/PO #7 50%";
+    pub const LOST_RESPONSE: &str = "return:DK/2026/Ø-PO #7 50%";
 }
 
 /// How the demo runs.
@@ -319,7 +319,7 @@ impl Simulation {
         );
 
         // The response is lost: unknown at once.
-        let lost = flows::order_event("return", "US/2026/PO #7 50%");
+        let lost = flows::order_event("return", "DK/2026/Ø-PO #7 50%");
         debug_assert_eq!(lost.key, tour::LOST_RESPONSE);
         self.scripts
             .insert(lost.key.clone(), VecDeque::from([Call::LostResponse]));

@@ -1,0 +1,242 @@
+//! Key search and browsing: newest activity first, keyset-paginated, never a
+//! scan of the claims table.
+//!
+//! How each filter stays bounded:
+//! - **prefix**: the matching keys are a range of the key index. At most
+//!   [`SEARCH_CANDIDATES`] of them (in key order) are read and then ordered by
+//!   activity; when more match, the result says so and asks for a longer prefix;
+//! - **status** `pending`, `failed` or `unknown` (without a prefix): read from
+//!   that status's partial index, newest *status change* first;
+//! - **consumer** (without a prefix or small status): the consumer's activity index;
+//! - nothing (or `sent`): the activity index.
+
+use idem_domain::{CappedCount, Claim, ClaimStatus, Page};
+
+use crate::{
+    StoreError, StoreResult,
+    cursor::{self, PageRequest, paginate},
+    dialect::dispatch,
+    reads::prefix_upper_bound,
+    rows::{ClaimRow, claim_columns, convert},
+    store::Store,
+    ts::Ts,
+};
+
+/// How many keys a prefix search considers at most.
+pub const SEARCH_CANDIDATES: u64 = 10_000;
+
+/// What to look for; every part is optional.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClaimSearch {
+    /// Keys starting with this text, matched literally and byte for byte.
+    pub prefix: Option<String>,
+    pub consumer: Option<String>,
+    pub status: Option<ClaimStatus>,
+    /// How many prefix matches are considered ([`SEARCH_CANDIDATES`]).
+    pub candidates: u64,
+}
+
+impl Default for ClaimSearch {
+    fn default() -> Self {
+        Self {
+            prefix: None,
+            consumer: None,
+            status: None,
+            candidates: SEARCH_CANDIDATES,
+        }
+    }
+}
+
+/// Which time a result page is ordered by (newest first).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum SearchOrder {
+    /// The key's last delivery.
+    Activity,
+    /// When the claim's status last changed.
+    StatusChange,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct SearchResult {
+    pub page: Page<Claim>,
+    pub order: SearchOrder,
+    /// For a prefix search: how many keys match, up to [`SEARCH_CANDIDATES`];
+    /// when capped, the page is the newest among the first matches in key order.
+    pub matches: Option<CappedCount>,
+}
+
+enum Bind {
+    Text(String),
+    Ts(Ts),
+    Int(i64),
+}
+
+/// SQL text with numbered parameters, and what to bind to them.
+#[derive(Default)]
+struct Sql {
+    text: String,
+    binds: Vec<Bind>,
+}
+
+impl Sql {
+    fn param(&mut self, bind: Bind) -> String {
+        self.binds.push(bind);
+        format!("${}", self.binds.len())
+    }
+}
+
+macro_rules! bind_all {
+    ($query:expr, $binds:expr) => {{
+        let mut query = $query;
+        for bind in $binds {
+            query = match bind {
+                Bind::Text(s) => query.bind(s.clone()),
+                Bind::Ts(t) => query.bind(*t),
+                Bind::Int(i) => query.bind(*i),
+            };
+        }
+        query
+    }};
+}
+
+impl Sql {
+    /// `WHERE …` for the search's filters (empty when there are none). The
+    /// status is an enum, so it is spelled as a literal: that is what lets a
+    /// partial index serve it.
+    fn filters(&mut self, search: &ClaimSearch) -> String {
+        let mut filters = Vec::new();
+        if let Some(prefix) = &search.prefix {
+            let lower = self.param(Bind::Text(prefix.clone()));
+            filters.push(format!("idempotency_key >= {lower}"));
+            if let Some(upper) = prefix_upper_bound(prefix) {
+                let upper = self.param(Bind::Text(upper));
+                filters.push(format!("idempotency_key < {upper}"));
+            }
+        }
+        if let Some(consumer) = &search.consumer {
+            let p = self.param(Bind::Text(consumer.clone()));
+            filters.push(format!("consumer = {p}"));
+        }
+        if let Some(status) = search.status {
+            filters.push(format!("status = '{}'", status.as_str()));
+        }
+        if filters.is_empty() {
+            String::new()
+        } else {
+            format!(" WHERE {}", filters.join(" AND "))
+        }
+    }
+}
+
+impl Store {
+    pub async fn search_claims(
+        &self,
+        search: &ClaimSearch,
+        page: &PageRequest,
+    ) -> StoreResult<SearchResult> {
+        let small_status = search.status.filter(|s| *s != ClaimStatus::Sent);
+        let order = if search.prefix.is_none() && small_status.is_some() {
+            SearchOrder::StatusChange
+        } else {
+            SearchOrder::Activity
+        };
+        let (time_column, list) = match order {
+            SearchOrder::Activity => ("last_delivery_at", "keys/activity"),
+            SearchOrder::StatusChange => ("status_at", "keys/status"),
+        };
+
+        let mut sql = Sql::default();
+        let filtered = sql.filters(search);
+        let (source, mut conditions) = if search.prefix.is_some() {
+            // The candidates: the first matches in key order (a range of the key index).
+            let cap = sql.param(Bind::Int(
+                i64::try_from(search.candidates).unwrap_or(i64::MAX),
+            ));
+            let source = format!(
+                "(SELECT {} FROM claims{filtered} ORDER BY idempotency_key, consumer LIMIT {cap}) AS candidates",
+                claim_columns!()
+            );
+            (source, Vec::new())
+        } else {
+            let conditions = filtered
+                .strip_prefix(" WHERE ")
+                .map(|f| vec![f.to_owned()])
+                .unwrap_or_default();
+            ("claims".to_owned(), conditions)
+        };
+        if let Some(after) = &page.after {
+            let (at, consumer, key): (i64, String, String) = cursor::decode(list, after)?;
+            let at = Ts::from_micros(at).ok_or(StoreError::BadCursor)?;
+            let (a, c, k) = (
+                sql.param(Bind::Ts(at)),
+                sql.param(Bind::Text(consumer)),
+                sql.param(Bind::Text(key)),
+            );
+            conditions.push(format!(
+                "({time_column}, consumer, idempotency_key) < ({a}, {c}, {k})"
+            ));
+        }
+        let limit = sql.param(Bind::Int(page.limit + 1));
+        let condition = if conditions.is_empty() {
+            String::new()
+        } else {
+            format!(" WHERE {}", conditions.join(" AND "))
+        };
+        sql.text = format!(
+            "SELECT {} FROM {source}{condition} \
+             ORDER BY {time_column} DESC, consumer DESC, idempotency_key DESC LIMIT {limit}",
+            claim_columns!()
+        );
+        let rows: Vec<ClaimRow> = dispatch!(&self.pools, pool => {
+            bind_all!(sqlx::query_as(&sql.text), &sql.binds).fetch_all(pool).await?
+        });
+        let page = paginate(convert(rows)?, page.limit, list, |c: &Claim| {
+            let at = match order {
+                SearchOrder::Activity => c.last_delivery_at,
+                SearchOrder::StatusChange => c.status_at,
+            };
+            (at.timestamp_micros(), c.consumer.clone(), c.key.clone())
+        });
+
+        let matches = match search.prefix {
+            Some(_) => {
+                let mut count = Sql::default();
+                let filtered = count.filters(search);
+                let cap = count.param(Bind::Int(
+                    i64::try_from(search.candidates.saturating_add(1)).unwrap_or(i64::MAX),
+                ));
+                count.text = format!(
+                    "SELECT COUNT(*) FROM (SELECT 1 FROM claims{filtered} LIMIT {cap}) AS capped"
+                );
+                let counted: i64 = dispatch!(&self.pools, pool => {
+                    bind_all!(sqlx::query_scalar(&count.text), &count.binds).fetch_one(pool).await?
+                });
+                Some(CappedCount::from_limited(
+                    u64::try_from(counted).unwrap_or(0),
+                    search.candidates,
+                ))
+            }
+            None => None,
+        };
+        Ok(SearchResult {
+            page,
+            order,
+            matches,
+        })
+    }
+
+    /// Other claims that record `provider_ref` (at most `limit`).
+    pub async fn claims_with_provider_ref(
+        &self,
+        provider_ref: &str,
+        except: (&str, &str),
+        limit: i64,
+    ) -> StoreResult<Vec<(String, String)>> {
+        const SQL: &str = "SELECT consumer, idempotency_key FROM claims WHERE provider_ref = $1 \
+             AND NOT (consumer = $2 AND idempotency_key = $3) ORDER BY consumer, idempotency_key LIMIT $4";
+        let rows: Vec<(String, String)> = dispatch!(&self.pools, pool => {
+            sqlx::query_as(SQL).bind(provider_ref).bind(except.0).bind(except.1).bind(limit).fetch_all(pool).await?
+        });
+        Ok(rows)
+    }
+}
