@@ -19,7 +19,7 @@ pub struct AppState {
     pub reads: crate::cache::ReadCache,
 }
 
-/// How long one dashboard read serves every viewer of the same list.
+/// How long one dashboard read serves every viewer of the same list, by default.
 pub const READ_CACHE_TTL: std::time::Duration = std::time::Duration::from_secs(2);
 
 impl AppState {
@@ -27,12 +27,13 @@ impl AppState {
         leptos_options: LeptosOptions,
         store: idem_store::Store,
         console: crate::api::ConsoleInfo,
+        read_cache_ttl: std::time::Duration,
     ) -> Self {
         Self {
             leptos_options,
             store,
             console,
-            reads: crate::cache::ReadCache::new(READ_CACHE_TTL, 1024),
+            reads: crate::cache::ReadCache::new(read_cache_ttl, 1024),
         }
     }
 }

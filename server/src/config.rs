@@ -7,6 +7,7 @@
 //! | `IDEM_DEMO` | `1` runs the demo simulator, `0` never does | on for the embedded default when its database is empty or already holds demo data |
 //! | `IDEM_DEMO_SEED` | seed for the simulator's randomness | random |
 //! | `IDEM_DEMO_BACKFILL_HOURS` | history the demo writes on first start | `48` |
+//! | `IDEM_READ_CACHE_MS` | how long one dashboard read serves every viewer (0 turns the cache off) | `2000` |
 //! | `IDEM_LOG_FORMAT` | `json` for JSON lines, else human-readable | text |
 //! | `RUST_LOG` | log filter | `info` |
 //! | `LEPTOS_SITE_ROOT`, `LEPTOS_SITE_PKG_DIR`, `LEPTOS_OUTPUT_NAME`, `LEPTOS_ENV`, `LEPTOS_RELOAD_PORT` | set by cargo-leptos | `target/site`, `pkg`, `idem`, `DEV`, `3001` |
@@ -47,6 +48,7 @@ pub struct Config {
     pub demo_seed: Option<u64>,
     pub demo_backfill: Duration,
     pub log_json: bool,
+    pub read_cache_ttl: Duration,
     pub leptos: LeptosOptions,
 }
 
@@ -102,6 +104,12 @@ impl Config {
             .map(|v| parse("IDEM_DEMO_BACKFILL_HOURS", &v))
             .transpose()?
             .unwrap_or(48);
+        let read_cache_ttl = Duration::from_millis(
+            var("IDEM_READ_CACHE_MS")
+                .map(|v| parse("IDEM_READ_CACHE_MS", &v))
+                .transpose()?
+                .unwrap_or(2000),
+        );
         let log_json = var("IDEM_LOG_FORMAT").is_some_and(|v| v.eq_ignore_ascii_case("json"));
 
         let reload_port = var("LEPTOS_RELOAD_PORT")
@@ -128,6 +136,7 @@ impl Config {
             demo_seed,
             demo_backfill: Duration::from_secs(backfill_hours * 3600),
             log_json,
+            read_cache_ttl,
             leptos,
         })
     }
@@ -143,6 +152,7 @@ impl Config {
             demo_seed: Some(1842),
             demo_backfill: Duration::from_secs(3600),
             log_json: false,
+            read_cache_ttl: idem_app::ssr::READ_CACHE_TTL,
             leptos: LeptosOptions::builder()
                 .output_name("idem")
                 .site_root("target/site")

@@ -5,7 +5,9 @@
 pub mod config;
 pub mod demo;
 pub mod health;
+pub mod plans;
 pub mod preferences;
+pub mod seed;
 pub mod startup;
 pub mod telemetry;
 

@@ -1,13 +1,49 @@
 use std::process::ExitCode;
 
-use idem::{Application, Config, telemetry};
+use clap::{Parser, Subcommand};
+use idem::{Application, Config, seed, telemetry};
+use idem_store::{Store, StoreConfig};
+
+/// Idem, the console for idempotent queue consumers.
+#[derive(Parser)]
+#[command(version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Serve the console (the default). Settings come from the environment; see README.
+    Serve,
+    /// Fill DATABASE_URL with a production-sized synthetic data set (benchmarks, plan checks).
+    Seed {
+        #[arg(long, default_value_t = 1_000_000)]
+        claims: u64,
+        /// Outbox rows (default: a tenth of the claims).
+        #[arg(long)]
+        outbox: Option<u64>,
+        /// Dead letters (default: a hundredth of the claims).
+        #[arg(long)]
+        dead_letters: Option<u64>,
+        #[arg(long, default_value_t = 10)]
+        consumers: u32,
+        #[arg(long, default_value_t = 30)]
+        days: u32,
+        /// Also write per-minute metrics for every consumer and day.
+        #[arg(long)]
+        metrics: bool,
+        #[arg(long, default_value_t = 1842)]
+        seed: u64,
+    },
+    /// Print the plan and time of every dashboard read on DATABASE_URL (Postgres);
+    /// fail if any scans a whole table.
+    Plans,
+}
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    if std::env::args().nth(1).as_deref() == Some("--version") {
-        println!("idem {}", env!("CARGO_PKG_VERSION"));
-        return ExitCode::SUCCESS;
-    }
+    let cli = Cli::parse();
     let config = match Config::from_env() {
         Ok(config) => config,
         Err(err) => {
@@ -15,8 +51,63 @@ async fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    telemetry::init(config.log_json);
+    match cli.command.unwrap_or(Command::Serve) {
+        Command::Serve => serve(config).await,
+        Command::Seed {
+            claims,
+            outbox,
+            dead_letters,
+            consumers,
+            days,
+            metrics,
+            seed,
+        } => {
+            let plan = seed::SeedPlan {
+                claims,
+                outbox: outbox.unwrap_or(claims / 10),
+                dead_letters: dead_letters.unwrap_or(claims / 100),
+                consumers,
+                days,
+                metrics,
+                seed,
+            };
+            let store = match connect(&config.database).await {
+                Ok(store) => store,
+                Err(code) => return code,
+            };
+            eprintln!("seeding {} with {plan:?}", config.database.redacted_url());
+            match seed::run(&store, &plan).await {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(err) => {
+                    eprintln!("idem seed: {}", idem_app::ssr::cause_chain(&err));
+                    ExitCode::FAILURE
+                }
+            }
+        }
+        Command::Plans => match idem::plans::run(config.database.url()).await {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(err) => {
+                eprintln!("idem plans: {err}");
+                ExitCode::FAILURE
+            }
+        },
+    }
+}
 
+async fn connect(config: &StoreConfig) -> Result<Store, ExitCode> {
+    let store = Store::connect(config).map_err(|err| {
+        eprintln!("idem: {err}");
+        ExitCode::FAILURE
+    })?;
+    store.migrate().await.map_err(|err| {
+        eprintln!("idem: {}", idem_app::ssr::cause_chain(&err));
+        ExitCode::FAILURE
+    })?;
+    Ok(store)
+}
+
+async fn serve(config: Config) -> ExitCode {
+    telemetry::init(config.log_json);
     let app = match Application::build(config).await {
         Ok(app) => app,
         Err(err) => {

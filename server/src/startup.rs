@@ -55,7 +55,7 @@ impl Application {
             backend: store.backend().to_owned(),
             zone: "UTC".to_owned(),
         };
-        let state = AppState::new(config.leptos.clone(), store, console);
+        let state = AppState::new(config.leptos.clone(), store, console, config.read_cache_ttl);
         let router = router(state.clone());
         let listener = TcpListener::bind(config.addr)
             .await

@@ -6,6 +6,7 @@
 //! Callers never see `sqlx` types; they get `idem_domain` records and
 //! [`StoreError`].
 
+mod bulk;
 mod consumer;
 mod cursor;
 mod dialect;

@@ -205,8 +205,9 @@ impl Store {
                 let cap = count.param(Bind::Int(
                     i64::try_from(search.candidates.saturating_add(1)).unwrap_or(i64::MAX),
                 ));
+                // Ordered by key so the count walks the key index (the range), never the table.
                 count.text = format!(
-                    "SELECT COUNT(*) FROM (SELECT 1 FROM claims{filtered} LIMIT {cap}) AS capped"
+                    "SELECT COUNT(*) FROM (SELECT 1 FROM claims{filtered} ORDER BY idempotency_key LIMIT {cap}) AS capped"
                 );
                 let counted: i64 = dispatch!(&self.pools, pool => {
                     bind_all!(sqlx::query_scalar(&count.text), &count.binds).fetch_one(pool).await?

@@ -28,6 +28,9 @@ pub struct StoreConfig {
     /// How long a request waits for a connection before it is told the
     /// database is unavailable. Seconds, not half a minute.
     pub acquire_timeout: Duration,
+    /// Extra run-time settings for every Postgres connection (for example
+    /// `auto_explain.*` when checking plans).
+    pub postgres_settings: Vec<(String, String)>,
 }
 
 impl StoreConfig {
@@ -36,6 +39,7 @@ impl StoreConfig {
             url: url.into(),
             max_connections: 10,
             acquire_timeout: Duration::from_secs(3),
+            postgres_settings: Vec::new(),
         }
     }
 
@@ -88,7 +92,18 @@ impl Store {
                 .application_name("idem")
                 // A transaction left open by a crashed request must not hold
                 // locks (or a pool slot on the server) for long.
-                .options([("idle_in_transaction_session_timeout", "15s")]);
+                .options([("idle_in_transaction_session_timeout", "15s")])
+                // Plan every execution with its real parameters. After five runs
+                // Postgres would otherwise reuse a generic plan that does not know
+                // a LIMIT's value or a prefix's range, and a capped count or a
+                // keyset page can turn into a scan of the table.
+                .options([("plan_cache_mode", "force_custom_plan")])
+                .options(
+                    config
+                        .postgres_settings
+                        .iter()
+                        .map(|(k, v)| (k.as_str(), v.as_str())),
+                );
             let pool = PgPoolOptions::new()
                 .max_connections(config.max_connections)
                 .acquire_timeout(config.acquire_timeout)

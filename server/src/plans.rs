@@ -1,0 +1,384 @@
+//! `idem plans`: runs every dashboard read against a (large, seeded)
+//! Postgres database with `auto_explain`, prints each statement's plan and
+//! time, and fails when any of them scans a whole table.
+//!
+//! The plans are those of the real statements with real parameters: the
+//! store's own methods run them, and `auto_explain` sends each executed
+//! statement's plan back as a notice, which this command collects.
+
+use std::{
+    fmt::Write as _,
+    sync::{Arc, Mutex},
+    time::Instant,
+};
+
+use idem_domain::{ClaimStatus, DeadLetterState};
+use idem_store::{ClaimSearch, PageRequest, Store, StoreConfig, StoreError, StoreResult};
+use tracing::{Subscriber, field::Visit};
+use tracing_subscriber::{Layer, layer::Context, prelude::*};
+
+/// Plans collected from Postgres notices.
+#[derive(Clone, Default)]
+struct Notices(Arc<Mutex<Vec<String>>>);
+
+impl Notices {
+    fn take(&self) -> Vec<String> {
+        std::mem::take(&mut *self.0.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+}
+
+struct MessageVisitor<'a>(&'a mut String);
+
+impl Visit for MessageVisitor<'_> {
+    fn record_str(&mut self, field: &tracing::field::Field, value: &str) {
+        if field.name() == "message" {
+            self.0.push_str(value);
+        }
+    }
+    fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+        if field.name() == "message" {
+            let _ = write!(self.0, "{value:?}");
+        }
+    }
+}
+
+impl<S: Subscriber> Layer<S> for Notices {
+    fn on_event(&self, event: &tracing::Event<'_>, _: Context<'_, S>) {
+        if event.metadata().target() == "sqlx::postgres::notice" {
+            let mut message = String::new();
+            event.record(&mut MessageVisitor(&mut message));
+            if message.contains("plan:") {
+                self.0
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push(message);
+            }
+        }
+    }
+}
+
+struct Measured {
+    name: String,
+    millis: f64,
+    scans: Vec<String>,
+    /// Rows read by sequential scans that stop at a LIMIT (the capped counts).
+    bounded_rows: u64,
+    full_scan: bool,
+}
+
+/// A sequential scan is acceptable only under a LIMIT and when it read few
+/// rows: then its cost is the cap's, not the table's.
+const BOUNDED_SCAN_ROWS: u64 = 100_000;
+
+/// For each sequential scan in `plan`: whether it sits under a `Limit`, and
+/// how many rows it read (returned plus removed by its filter).
+fn sequential_scans(plan: &str) -> Vec<(bool, u64)> {
+    let lines: Vec<&str> = plan.lines().collect();
+    let mut found = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        if !line.contains("Seq Scan on") {
+            continue;
+        }
+        let under_limit = lines[..i].iter().any(|l| {
+            l.trim_start()
+                .trim_start_matches("->")
+                .trim_start()
+                .starts_with("Limit")
+        });
+        let number_after = |text: &str, label: &str| -> u64 {
+            text.split(label).nth(1).map_or(0, |rest| {
+                rest.chars()
+                    .take_while(char::is_ascii_digit)
+                    .collect::<String>()
+                    .parse()
+                    .unwrap_or(0)
+            })
+        };
+        let returned = number_after(line.rsplit("actual").next().unwrap_or(""), "rows=");
+        let removed = lines[i + 1..]
+            .iter()
+            .take_while(|l| !l.contains("->"))
+            .find(|l| l.contains("Rows Removed by Filter:"))
+            .map_or(0, |l| number_after(l, "Rows Removed by Filter: "));
+        found.push((under_limit, returned + removed));
+    }
+    found
+}
+
+/// The scan nodes of a plan (`Index Scan using claims_unknown_since on claims`).
+fn scans(plan: &str) -> Vec<String> {
+    plan.lines()
+        .filter(|l| l.contains("Scan") && !l.contains("Query Text"))
+        .map(|l| {
+            let l = l.trim().trim_start_matches("->").trim();
+            l.split("  (").next().unwrap_or(l).to_owned()
+        })
+        .collect()
+}
+
+/// Runs `read` eight times (past the five executions after which Postgres may
+/// switch a prepared statement to a generic plan); keeps the plans of the last
+/// run and the median time of the last five.
+async fn measure<F, Fut, T>(notices: &Notices, name: &str, read: F) -> StoreResult<Measured>
+where
+    F: Fn() -> Fut,
+    Fut: Future<Output = StoreResult<T>>,
+{
+    let mut times = Vec::new();
+    let mut plans = Vec::new();
+    for _ in 0..8 {
+        notices.take();
+        let started = Instant::now();
+        read().await?;
+        times.push(started.elapsed().as_secs_f64() * 1000.0);
+        plans = notices.take();
+    }
+    let mut last: Vec<f64> = times[3..].to_vec();
+    last.sort_by(f64::total_cmp);
+    let best = last[last.len() / 2];
+    let scans: Vec<String> = plans.iter().flat_map(|p| scans(p)).collect();
+    let sequential: Vec<(bool, u64)> = plans.iter().flat_map(|p| sequential_scans(p)).collect();
+    let full_scan = sequential
+        .iter()
+        .any(|(under_limit, rows)| !under_limit || *rows > BOUNDED_SCAN_ROWS);
+    let bounded_rows = sequential.iter().map(|(_, rows)| rows).sum();
+    Ok(Measured {
+        name: name.to_owned(),
+        millis: best,
+        scans,
+        bounded_rows,
+        full_scan,
+    })
+}
+
+/// A cursor `pages` pages into a list (how deep a person could page).
+async fn deep_cursor<F, Fut, T>(pages: usize, mut read: F) -> StoreResult<Option<String>>
+where
+    F: FnMut(PageRequest) -> Fut,
+    Fut: Future<Output = StoreResult<idem_domain::Page<T>>>,
+{
+    let mut cursor = None;
+    for _ in 0..pages {
+        let page = read(PageRequest::new(PageRequest::MAX_LIMIT, cursor.clone())).await?;
+        match page.next {
+            Some(next) => cursor = Some(next),
+            None => break,
+        }
+    }
+    Ok(cursor)
+}
+
+/// Prints a Markdown table of every dashboard read; `Err` when one scans a table.
+pub async fn run(database_url: &str) -> Result<(), String> {
+    let notices = Notices::default();
+    tracing_subscriber::registry().with(notices.clone()).init();
+    let mut config = StoreConfig::new(database_url);
+    config.max_connections = 1;
+    config.postgres_settings = [
+        ("session_preload_libraries", "auto_explain"),
+        ("auto_explain.log_min_duration", "0"),
+        ("auto_explain.log_analyze", "on"),
+        ("auto_explain.log_buffers", "on"),
+        ("auto_explain.log_level", "notice"),
+        ("client_min_messages", "notice"),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v.to_owned()))
+    .collect();
+    if !config.is_postgres() {
+        return Err(
+            "idem plans needs a postgres:// DATABASE_URL (it reads plans with auto_explain)".into(),
+        );
+    }
+    let store = Store::connect(&config).map_err(|e| e.to_string())?;
+    match measure_all(&store, &notices).await {
+        Ok(true) => Err("a dashboard read scans a whole table".into()),
+        Ok(false) => Ok(()),
+        Err(err) => Err(idem_app::ssr::cause_chain(&err)),
+    }
+}
+
+/// Prints the table; `Ok(true)` when a read scans a whole table.
+async fn measure_all(store: &Store, notices: &Notices) -> Result<bool, StoreError> {
+    let first = PageRequest::first(PageRequest::DEFAULT_LIMIT);
+    let sample = store
+        .search_claims(&ClaimSearch::default(), &PageRequest::first(1))
+        .await?
+        .page
+        .items
+        .into_iter()
+        .next();
+    let (consumer, key, provider_ref) = sample
+        .map(|c| (c.consumer, c.key, c.provider_ref.unwrap_or_default()))
+        .unwrap_or_default();
+    let prefix = key.chars().take(12).collect::<String>();
+    let unknown_deep = deep_cursor(25, |p| async move { store.unknown_claims(&p).await }).await?;
+    let dead_deep = deep_cursor(10, |p| async move {
+        store.dead_letters(DeadLetterState::Open, &p).await
+    })
+    .await?;
+    let browse_deep = deep_cursor(25, |p| async move {
+        Ok(store.search_claims(&ClaimSearch::default(), &p).await?.page)
+    })
+    .await?;
+
+    let mut rows = Vec::new();
+    for status in ClaimStatus::ALL {
+        rows.push(
+            measure(
+                notices,
+                &format!("overview: count {status} (capped)"),
+                || store.count_claims(*status, 10_000),
+            )
+            .await?,
+        );
+    }
+    rows.push(
+        measure(notices, "overview: count open dead letters", || {
+            store.count_dead_letters(DeadLetterState::Open, 10_000)
+        })
+        .await?,
+    );
+    rows.push(
+        measure(notices, "overview: count outbox backlog", || {
+            store.count_unpublished_outbox(10_000)
+        })
+        .await?,
+    );
+    rows.push(
+        measure(notices, "/unknown first page", || {
+            store.unknown_claims(&first)
+        })
+        .await?,
+    );
+    let deep = PageRequest::new(PageRequest::DEFAULT_LIMIT, unknown_deep);
+    rows.push(
+        measure(notices, "/unknown page 5,000 rows deep", || {
+            store.unknown_claims(&deep)
+        })
+        .await?,
+    );
+    rows.push(
+        measure(notices, "/dead-letters first page", || {
+            store.dead_letters(DeadLetterState::Open, &first)
+        })
+        .await?,
+    );
+    let deep = PageRequest::new(PageRequest::DEFAULT_LIMIT, dead_deep);
+    rows.push(
+        measure(notices, "/dead-letters page 2,000 rows deep", || {
+            store.dead_letters(DeadLetterState::Open, &deep)
+        })
+        .await?,
+    );
+    rows.push(
+        measure(notices, "/outbox first page", || {
+            store.unpublished_outbox(&first)
+        })
+        .await?,
+    );
+    rows.push(measure(notices, "key page: claim", || store.claim(&consumer, &key)).await?);
+    rows.push(
+        measure(notices, "key page: outbox rows", || {
+            store.outbox_for_key(&consumer, &key)
+        })
+        .await?,
+    );
+    rows.push(
+        measure(notices, "key page: dead letters", || {
+            store.dead_letters_for_key(&consumer, &key)
+        })
+        .await?,
+    );
+    rows.push(
+        measure(notices, "key page: audit entries", || {
+            store.audit_for_key(&consumer, &key)
+        })
+        .await?,
+    );
+    rows.push(
+        measure(notices, "key page: same provider reference", || {
+            store.claims_with_provider_ref(&provider_ref, (&consumer, &key), 5)
+        })
+        .await?,
+    );
+    rows.push(
+        measure(notices, "/keys/{key}: every consumer", || {
+            store.claims_with_key(&key, 50)
+        })
+        .await?,
+    );
+    let searches = [
+        ("/keys newest activity", ClaimSearch::default()),
+        (
+            "/keys?q= (12-character prefix)",
+            ClaimSearch {
+                prefix: Some(prefix.clone()),
+                ..Default::default()
+            },
+        ),
+        (
+            "/keys?q=renewal: (10,000+ matches, capped)",
+            ClaimSearch {
+                prefix: Some("renewal:".into()),
+                ..Default::default()
+            },
+        ),
+        (
+            "/keys?consumer=",
+            ClaimSearch {
+                consumer: Some(consumer.clone()),
+                ..Default::default()
+            },
+        ),
+        (
+            "/keys?status=unknown",
+            ClaimSearch {
+                status: Some(ClaimStatus::Unknown),
+                ..Default::default()
+            },
+        ),
+        (
+            "/keys?status=failed&consumer=",
+            ClaimSearch {
+                status: Some(ClaimStatus::Failed),
+                consumer: Some(consumer.clone()),
+                ..Default::default()
+            },
+        ),
+    ];
+    for (name, search) in searches {
+        rows.push(measure(notices, name, || store.search_claims(&search, &first)).await?);
+    }
+    let deep = PageRequest::new(PageRequest::DEFAULT_LIMIT, browse_deep);
+    let everything = ClaimSearch::default();
+    rows.push(
+        measure(notices, "/keys newest activity, 5,000 rows deep", || {
+            store.search_claims(&everything, &deep)
+        })
+        .await?,
+    );
+
+    println!("| read | median (ms) | scans | verdict |");
+    println!("|---|---:|---|---|");
+    let mut failed = false;
+    for row in &rows {
+        failed |= row.full_scan;
+        let mut scans = row.scans.clone();
+        scans.dedup();
+        let verdict = if row.full_scan {
+            "**scans a table**".to_owned()
+        } else if row.bounded_rows > 0 {
+            format!("bounded: a LIMIT stops it after {} rows", row.bounded_rows)
+        } else {
+            "index".to_owned()
+        };
+        println!(
+            "| {} | {:.2} | {} | {verdict} |",
+            row.name,
+            row.millis,
+            scans.join("; ")
+        );
+    }
+    Ok(failed)
+}
