@@ -8,20 +8,7 @@ use idem::demo::{self, Settings, tour};
 use idem_domain::{ClaimStatus, DeadLetterState, Metric};
 use idem_store::{PageRequest, Store, Ts};
 
-macro_rules! on_both_backends {
-    ($($name:ident),+ $(,)?) => {
-        mod sqlite { $(
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn $name() { super::$name(&idem_store::testing::TestDatabase::sqlite().await.store).await; }
-        )+ }
-        mod postgres { $(
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn $name() { super::$name(&idem_store::testing::TestDatabase::postgres().await.store).await; }
-        )+ }
-    };
-}
-
-on_both_backends!(two_hours_of_demo_history_contain_every_case_of_the_tour);
+idem_store::on_both_backends!(two_hours_of_demo_history_contain_every_case_of_the_tour);
 
 async fn two_hours_of_demo_history_contain_every_case_of_the_tour(store: &Store) {
     let facts = demo::write_history(

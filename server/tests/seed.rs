@@ -4,20 +4,7 @@ use idem::seed::{SeedPlan, run};
 use idem_domain::{ClaimStatus, DeadLetterState};
 use idem_store::{ClaimSearch, PageRequest, Store};
 
-macro_rules! on_both_backends {
-    ($($name:ident),+ $(,)?) => {
-        mod sqlite { $(
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn $name() { super::$name(&idem_store::testing::TestDatabase::sqlite().await.store).await; }
-        )+ }
-        mod postgres { $(
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn $name() { super::$name(&idem_store::testing::TestDatabase::postgres().await.store).await; }
-        )+ }
-    };
-}
-
-on_both_backends!(a_seeded_data_set_has_the_promised_mix_and_reads_back);
+idem_store::on_both_backends!(a_seeded_data_set_has_the_promised_mix_and_reads_back);
 
 async fn a_seeded_data_set_has_the_promised_mix_and_reads_back(store: &Store) {
     let plan = SeedPlan {

@@ -53,6 +53,32 @@ macro_rules! csv_row {
     (@field $out:expr, opt_int, $v:expr) => { if let Some(v) = $v { let _ = write!($out, "{}", v); } };
 }
 
+/// Streams CSV `data` into Postgres with `statement` (a `COPY … FROM STDIN`).
+async fn copy_csv(pool: &sqlx::PgPool, statement: &str, data: String) -> StoreResult<()> {
+    let mut copy = pool.copy_in_raw(statement).await?;
+    copy.send(data.as_bytes()).await?;
+    copy.finish().await?;
+    Ok(())
+}
+
+/// Inserts `rows` into SQLite in one write transaction, as multi-row
+/// `INSERT`s that start with `head` (`INSERT INTO t (a, b) `).
+async fn insert_chunks<'a, T>(
+    pool: &sqlx::SqlitePool,
+    head: &'static str,
+    rows: &'a [T],
+    mut push: impl FnMut(sqlx::query_builder::Separated<'_, 'a, sqlx::Sqlite, &'static str>, &'a T),
+) -> StoreResult<()> {
+    let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
+    for chunk in rows.chunks(SQLITE_ROWS_PER_INSERT) {
+        let mut query = sqlx::QueryBuilder::new(head);
+        query.push_values(chunk, &mut push);
+        query.build().execute(&mut *tx).await?;
+    }
+    tx.commit().await?;
+    Ok(())
+}
+
 impl Store {
     /// Appends claims (none may exist yet under the same primary key).
     pub async fn bulk_insert_claims(&self, claims: &[Claim]) -> StoreResult<()> {
@@ -69,45 +95,35 @@ impl Store {
                         int c.version,
                     );
                 }
-                let mut copy = pool
-                    .copy_in_raw(concat!(
-                        "COPY claims (",
-                        crate::rows::claim_columns!(),
-                        ") FROM STDIN (FORMAT csv)"
-                    ))
-                    .await?;
-                copy.send(data.as_bytes()).await?;
-                copy.finish().await?;
+                const COPY: &str = concat!(
+                    "COPY claims (",
+                    crate::rows::claim_columns!(),
+                    ") FROM STDIN (FORMAT csv)"
+                );
+                copy_csv(pool, COPY, data).await?;
             }
             Dialect::Sqlite(pool) => {
-                let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
-                for chunk in claims.chunks(SQLITE_ROWS_PER_INSERT) {
-                    let mut query = sqlx::QueryBuilder::new(concat!(
-                        "INSERT INTO claims (",
-                        crate::rows::claim_columns!(),
-                        ") "
-                    ));
-                    query.push_values(chunk, |mut row, c| {
-                        row.push_bind(&c.consumer)
-                            .push_bind(&c.key)
-                            .push_bind(c.status.as_str())
-                            .push_bind(Ts(c.status_at))
-                            .push_bind(Ts(c.first_delivery_at))
-                            .push_bind(Ts(c.last_delivery_at))
-                            .push_bind(c.delivery_count)
-                            .push_bind(c.duplicate_count)
-                            .push_bind(c.attempts)
-                            .push_bind(&c.provider_ref)
-                            .push_bind(&c.last_error)
-                            .push_bind(c.outcome_at.map(Ts))
-                            .push_bind(&c.payload_hash)
-                            .push_bind(&c.last_payload_hash)
-                            .push_bind(c.lease_until.map(Ts))
-                            .push_bind(c.version);
-                    });
-                    query.build().execute(&mut *tx).await?;
-                }
-                tx.commit().await?;
+                const INSERT: &str =
+                    concat!("INSERT INTO claims (", crate::rows::claim_columns!(), ") ");
+                insert_chunks(pool, INSERT, claims, |mut row, c| {
+                    row.push_bind(&c.consumer)
+                        .push_bind(&c.key)
+                        .push_bind(c.status.as_str())
+                        .push_bind(Ts(c.status_at))
+                        .push_bind(Ts(c.first_delivery_at))
+                        .push_bind(Ts(c.last_delivery_at))
+                        .push_bind(c.delivery_count)
+                        .push_bind(c.duplicate_count)
+                        .push_bind(c.attempts)
+                        .push_bind(&c.provider_ref)
+                        .push_bind(&c.last_error)
+                        .push_bind(c.outcome_at.map(Ts))
+                        .push_bind(&c.payload_hash)
+                        .push_bind(&c.last_payload_hash)
+                        .push_bind(c.lease_until.map(Ts))
+                        .push_bind(c.version);
+                })
+                .await?;
             }
         }
         Ok(())
@@ -125,23 +141,12 @@ impl Store {
                         text Some(r.origin.as_str()),
                     );
                 }
-                let mut copy = pool
-                    .copy_in_raw(
-                        "COPY outbox (consumer, topic, idempotency_key, payload, created_at, published_at, \
-                         attempts, last_error, origin) FROM STDIN (FORMAT csv)",
-                    )
-                    .await?;
-                copy.send(data.as_bytes()).await?;
-                copy.finish().await?;
+                copy_csv(pool, "COPY outbox (consumer, topic, idempotency_key, payload, created_at, published_at, \
+                         attempts, last_error, origin) FROM STDIN (FORMAT csv)", data).await?;
             }
             Dialect::Sqlite(pool) => {
-                let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
-                for chunk in rows.chunks(SQLITE_ROWS_PER_INSERT) {
-                    let mut query = sqlx::QueryBuilder::new(
-                        "INSERT INTO outbox (consumer, topic, idempotency_key, payload, created_at, published_at, \
-                         attempts, last_error, origin) ",
-                    );
-                    query.push_values(chunk, |mut row, r| {
+                insert_chunks(pool, "INSERT INTO outbox (consumer, topic, idempotency_key, payload, created_at, published_at, \
+                         attempts, last_error, origin) ", rows, |mut row, r| {
                         row.push_bind(&r.consumer)
                             .push_bind(&r.topic)
                             .push_bind(&r.key)
@@ -151,10 +156,8 @@ impl Store {
                             .push_bind(r.attempts)
                             .push_bind(&r.last_error)
                             .push_bind(r.origin.as_str());
-                    });
-                    query.build().execute(&mut *tx).await?;
-                }
-                tx.commit().await?;
+                    })
+                .await?;
             }
         }
         Ok(())
@@ -173,24 +176,13 @@ impl Store {
                         text d.resolved_by.as_deref(), time d.resolved_at,
                     );
                 }
-                let mut copy = pool
-                    .copy_in_raw(
-                        "COPY dead_letters (consumer, queue, idempotency_key, message_id, payload, delivery_count, \
+                copy_csv(pool, "COPY dead_letters (consumer, queue, idempotency_key, message_id, payload, delivery_count, \
                          first_failure_at, dead_lettered_at, last_error, state, resolved_by, resolved_at) \
-                         FROM STDIN (FORMAT csv)",
-                    )
-                    .await?;
-                copy.send(data.as_bytes()).await?;
-                copy.finish().await?;
+                         FROM STDIN (FORMAT csv)", data).await?;
             }
             Dialect::Sqlite(pool) => {
-                let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
-                for chunk in rows.chunks(SQLITE_ROWS_PER_INSERT) {
-                    let mut query = sqlx::QueryBuilder::new(
-                        "INSERT INTO dead_letters (consumer, queue, idempotency_key, message_id, payload, \
-                         delivery_count, first_failure_at, dead_lettered_at, last_error, state, resolved_by, resolved_at) ",
-                    );
-                    query.push_values(chunk, |mut row, d| {
+                insert_chunks(pool, "INSERT INTO dead_letters (consumer, queue, idempotency_key, message_id, payload, \
+                         delivery_count, first_failure_at, dead_lettered_at, last_error, state, resolved_by, resolved_at) ", rows, |mut row, d| {
                         row.push_bind(&d.consumer)
                             .push_bind(&d.queue)
                             .push_bind(&d.key)
@@ -203,10 +195,8 @@ impl Store {
                             .push_bind(d.state.as_str())
                             .push_bind(&d.resolved_by)
                             .push_bind(d.resolved_at.map(Ts));
-                    });
-                    query.build().execute(&mut *tx).await?;
-                }
-                tx.commit().await?;
+                    })
+                .await?;
             }
         }
         Ok(())
@@ -223,28 +213,22 @@ impl Store {
                         text Some(&m.bucket), int m.value,
                     );
                 }
-                let mut copy = pool
-                    .copy_in_raw("COPY consumer_metrics (consumer, metric, minute, bucket, value) FROM STDIN (FORMAT csv)")
-                    .await?;
-                copy.send(data.as_bytes()).await?;
-                copy.finish().await?;
+                copy_csv(pool, "COPY consumer_metrics (consumer, metric, minute, bucket, value) FROM STDIN (FORMAT csv)", data).await?;
             }
             Dialect::Sqlite(pool) => {
-                let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
-                for chunk in samples.chunks(SQLITE_ROWS_PER_INSERT) {
-                    let mut query = sqlx::QueryBuilder::new(
-                        "INSERT INTO consumer_metrics (consumer, metric, minute, bucket, value) ",
-                    );
-                    query.push_values(chunk, |mut row, m| {
+                insert_chunks(
+                    pool,
+                    "INSERT INTO consumer_metrics (consumer, metric, minute, bucket, value) ",
+                    samples,
+                    |mut row, m| {
                         row.push_bind(&m.consumer)
                             .push_bind(m.metric.name())
                             .push_bind(m.at.minute())
                             .push_bind(&m.bucket)
                             .push_bind(m.value);
-                    });
-                    query.build().execute(&mut *tx).await?;
-                }
-                tx.commit().await?;
+                    },
+                )
+                .await?;
             }
         }
         Ok(())
@@ -263,23 +247,12 @@ impl Store {
                         text Some(&a.result), text a.client_addr.as_deref(),
                     );
                 }
-                let mut copy = pool
-                    .copy_in_raw(
-                        "COPY audit_log (action_id, at, actor, actor_role, action, consumer, idempotency_key, target, \
-                         state_before, state_after, reason, result, client_addr) FROM STDIN (FORMAT csv)",
-                    )
-                    .await?;
-                copy.send(data.as_bytes()).await?;
-                copy.finish().await?;
+                copy_csv(pool, "COPY audit_log (action_id, at, actor, actor_role, action, consumer, idempotency_key, target, \
+                         state_before, state_after, reason, result, client_addr) FROM STDIN (FORMAT csv)", data).await?;
             }
             Dialect::Sqlite(pool) => {
-                let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
-                for chunk in rows.chunks(SQLITE_ROWS_PER_INSERT) {
-                    let mut query = sqlx::QueryBuilder::new(
-                        "INSERT INTO audit_log (action_id, at, actor, actor_role, action, consumer, idempotency_key, \
-                         target, state_before, state_after, reason, result, client_addr) ",
-                    );
-                    query.push_values(chunk, |mut row, a| {
+                insert_chunks(pool, "INSERT INTO audit_log (action_id, at, actor, actor_role, action, consumer, idempotency_key, \
+                         target, state_before, state_after, reason, result, client_addr) ", rows, |mut row, a| {
                         row.push_bind(&a.action_id)
                             .push_bind(Ts(a.at))
                             .push_bind(&a.actor)
@@ -293,10 +266,8 @@ impl Store {
                             .push_bind(&a.reason)
                             .push_bind(&a.result)
                             .push_bind(&a.client_addr);
-                    });
-                    query.build().execute(&mut *tx).await?;
-                }
-                tx.commit().await?;
+                    })
+                .await?;
             }
         }
         Ok(())

@@ -11,6 +11,33 @@ use sqlx::{Connection, Executor, PgConnection};
 
 use crate::{Store, StoreConfig};
 
+/// Expands each listed `async fn name(store: &Store)` into two tests,
+/// `sqlite::name` and `postgres::name`, each on a fresh database: the way
+/// every storage-touching test runs on both backends from one body.
+#[macro_export]
+macro_rules! on_both_backends {
+    ($($name:ident),+ $(,)?) => {
+        mod sqlite {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+                async fn $name() {
+                    let db = $crate::testing::TestDatabase::sqlite().await;
+                    super::$name(&db.store).await;
+                }
+            )+
+        }
+        mod postgres {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+                async fn $name() {
+                    let db = $crate::testing::TestDatabase::postgres().await;
+                    super::$name(&db.store).await;
+                }
+            )+
+        }
+    };
+}
+
 /// The environment variable naming the Postgres server tests create databases on.
 pub const TEST_DATABASE_URL: &str = "TEST_DATABASE_URL";
 

@@ -12,31 +12,7 @@ use idem_store::{
 };
 use tokio::sync::Barrier;
 
-/// Expands each test body into `sqlite::name` and `postgres::name`.
-macro_rules! on_both_backends {
-    ($($name:ident),+ $(,)?) => {
-        mod sqlite {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-                async fn $name() {
-                    let db = idem_store::testing::TestDatabase::sqlite().await;
-                    super::$name(&db.store).await;
-                }
-            )+
-        }
-        mod postgres {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-                async fn $name() {
-                    let db = idem_store::testing::TestDatabase::postgres().await;
-                    super::$name(&db.store).await;
-                }
-            )+
-        }
-    };
-}
-
-on_both_backends!(
+idem_store::on_both_backends!(
     concurrent_deliveries_of_one_key_make_exactly_one_claim,
     a_claim_moves_from_pending_to_sent_with_its_provider_reference,
     a_retryable_failure_keeps_the_claim_pending_and_releases_the_lease,
