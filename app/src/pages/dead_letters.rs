@@ -53,6 +53,7 @@ pub fn DeadLettersPage() -> impl IntoView {
                         <td><a href=format!("/dead-letters/{}", d.id)>"#"{d.id}</a></td>
                         <td><KeyLink consumer=d.consumer.clone() key=d.key/></td>
                         <td>{d.consumer}</td>
+                        <td><Time at=d.dead_lettered_at/></td>
                         <td class="num"><Age at=d.dead_lettered_at/></td>
                         <td class="num">{d.delivery_count}</td>
                         <td class="error-text">{d.last_error}</td>
@@ -63,7 +64,7 @@ pub fn DeadLettersPage() -> impl IntoView {
         view! {
             <p class="count-line">{format!("{} dead letters", p.total)}</p>
             <table>
-                <thead><tr><th>"Letter"</th><th>"Key"</th><th>"Consumer"</th><th class="num">"Dead for"</th><th class="num">"Deliveries"</th><th>"Last error"</th></tr></thead>
+                <thead><tr><th>"Letter"</th><th>"Key"</th><th>"Consumer"</th><th>"Dead-lettered"</th><th class="num">"Dead for"</th><th class="num">"Deliveries"</th><th>"Last error"</th></tr></thead>
                 <tbody>{rows}</tbody>
             </table>
             <Pager path="/dead-letters" next=p.page.next on_first_page keep/>

@@ -120,6 +120,7 @@ pub fn OutboxPage() -> impl IntoView {
                         <td>{r.consumer}</td>
                         <td>{r.topic}</td>
                         <td>{r.origin.as_str()}</td>
+                        <td><Time at=r.created_at/></td>
                         <td class="num"><Age at=r.created_at/></td>
                         <td class="num">{r.attempts}</td>
                         <td class="error-text">{r.last_error}</td>
@@ -130,7 +131,7 @@ pub fn OutboxPage() -> impl IntoView {
         view! {
             <p class="count-line">{format!("{} waiting", p.total)}</p>
             <table>
-                <thead><tr><th>"Key"</th><th>"Consumer"</th><th>"Topic"</th><th>"Origin"</th><th class="num">"Waiting"</th><th class="num">"Attempts"</th><th>"Last error"</th></tr></thead>
+                <thead><tr><th>"Key"</th><th>"Consumer"</th><th>"Topic"</th><th>"Origin"</th><th>"Written"</th><th class="num">"Waiting"</th><th class="num">"Attempts"</th><th>"Last error"</th></tr></thead>
                 <tbody>{rows}</tbody>
             </table>
             <Pager path="/outbox" next=p.page.next on_first_page/>
