@@ -20,6 +20,12 @@ pub enum AppError {
     /// text says what was wrong, for the person who typed or pasted it.
     #[error("{0}")]
     BadRequest(String),
+    /// Nobody is signed in.
+    #[error("Sign in to see this.")]
+    Unauthorized,
+    /// The signed-in person's role does not allow this.
+    #[error("Your role ({role}) may not do this; it needs {needed}.")]
+    Forbidden { role: String, needed: String },
     /// The database cannot be reached right now.
     #[error("The database is unavailable right now; try again in a few seconds.")]
     Unavailable,
@@ -37,6 +43,8 @@ impl AppError {
         match self {
             AppError::NotFound(_) => 404,
             AppError::BadRequest(_) => 400,
+            AppError::Unauthorized => 401,
+            AppError::Forbidden { .. } => 403,
             AppError::Unavailable => 503,
             AppError::Internal { .. } => 500,
             AppError::Transport(_) => 502,
@@ -48,6 +56,8 @@ impl AppError {
         match self {
             AppError::NotFound(_) => "Not found",
             AppError::BadRequest(_) => "Bad request",
+            AppError::Unauthorized => "Sign in",
+            AppError::Forbidden { .. } => "Not allowed",
             AppError::Unavailable => "Database unavailable",
             AppError::Internal { .. } => "Server error",
             AppError::Transport(_) => "Server unreachable",

@@ -8,6 +8,7 @@
 //! behind `#[cfg(feature = "ssr")]`; the WASM never links it.
 
 pub mod api;
+pub mod auth;
 #[cfg(feature = "ssr")]
 pub mod cache;
 mod components;
@@ -30,6 +31,8 @@ use crate::{components::Layout, pages::*};
 
 /// The HTML document around the app (server only renders it).
 pub fn shell(options: LeptosOptions) -> impl IntoView {
+    #[cfg(feature = "ssr")]
+    ssr::content_security_policy();
     view! {
         <!DOCTYPE html>
         <html lang="en">
@@ -74,6 +77,7 @@ pub fn App() -> impl IntoView {
                     <Route path=StaticSegment("dead-letters") view=DeadLettersPage ssr=data.clone()/>
                     <Route path=(StaticSegment("dead-letters"), ParamSegment("id")) view=DeadLetterPage ssr=data.clone()/>
                     <Route path=StaticSegment("outbox") view=OutboxPage ssr=data.clone()/>
+                    <Route path=StaticSegment("login") view=LoginPage ssr=data.clone()/>
                     <Route path=StaticSegment("slo") view=SloPage/>
                     <Route path=StaticSegment("audit") view=AuditPage/>
                 </Routes>

@@ -38,6 +38,49 @@ impl AppState {
     }
 }
 
+/// The person the auth middleware signed in for this request.
+pub fn current_user() -> Option<crate::auth::CurrentUser> {
+    use_context::<http::request::Parts>()?
+        .extensions
+        .get::<crate::auth::CurrentUser>()
+        .cloned()
+}
+
+/// The signed-in person, if their role includes `needed`: every server
+/// function starts here. Anyone else is refused (deny by default); the auth
+/// middleware refuses them before this too.
+pub fn require(needed: idem_domain::Role) -> Result<crate::auth::CurrentUser, AppError> {
+    let user = current_user().ok_or(AppError::Unauthorized)?;
+    if user.role.includes(needed) {
+        Ok(user)
+    } else {
+        Err(AppError::Forbidden {
+            role: user.role.to_string(),
+            needed: needed.to_string(),
+        })
+    }
+}
+
+/// Sets this page's Content-Security-Policy: scripts only from Idem itself
+/// and the inline hydration scripts that carry this response's nonce, WASM
+/// allowed to compile, nothing framed, no base or plugin tricks.
+pub fn content_security_policy() {
+    let (Some(nonce), Some(response)) = (
+        leptos::nonce::use_nonce(),
+        use_context::<leptos_axum::ResponseOptions>(),
+    ) else {
+        return;
+    };
+    let policy = format!(
+        "default-src 'self'; script-src 'self' 'nonce-{nonce}' 'wasm-unsafe-eval'; style-src 'self'; \
+         img-src 'self' data:; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; \
+         base-uri 'none'; object-src 'none'"
+    );
+    if let Ok(value) = http::HeaderValue::from_str(&policy) {
+        response.insert_header(http::header::CONTENT_SECURITY_POLICY, value);
+    }
+}
+
 /// The value of one cookie of the current request, if it has one.
 pub fn cookie(name: &str) -> Option<String> {
     let parts = use_context::<http::request::Parts>()?;

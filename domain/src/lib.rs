@@ -16,5 +16,5 @@ pub use count::CappedCount;
 pub use key::{ConsumerName, IdempotencyKey, KeyError, decode_segment, encode_segment};
 pub use metric::{FIFO_DEDUPE_WINDOW_SECONDS, Metric, MetricKind, le_label};
 pub use record::{AuditEntry, Claim, DeadLetter, OutboxRow, Page};
-pub use status::{ClaimStatus, DeadLetterState, OutboxOrigin, UnknownValue};
+pub use status::{ClaimStatus, DeadLetterState, OutboxOrigin, Role, UnknownValue};
 pub use zone::{ZoneInfo, ZoneSpan};

@@ -104,6 +104,25 @@ text_enum! {
     }
 }
 
+text_enum! {
+    /// What a person signed in to Idem may do. Each role includes the ones before it.
+    Role, "role" {
+        /// Reads everything.
+        Viewer => "viewer",
+        /// Also replays dead letters and resolves unknown outcomes.
+        Operator => "operator",
+        /// Also manages users.
+        Admin => "admin",
+    }
+}
+
+impl Role {
+    /// Whether this role may do what `needed` may.
+    pub fn includes(self, needed: Role) -> bool {
+        self >= needed
+    }
+}
+
 impl ClaimStatus {
     /// The words an operator reads next to the status badge.
     pub const fn meaning(self) -> &'static str {
@@ -131,6 +150,14 @@ mod tests {
         for origin in OutboxOrigin::ALL {
             assert_eq!(origin.as_str().parse::<OutboxOrigin>(), Ok(*origin));
         }
+    }
+
+    #[test]
+    fn each_role_includes_the_ones_before_it() {
+        assert!(Role::Admin.includes(Role::Operator) && Role::Admin.includes(Role::Viewer));
+        assert!(Role::Operator.includes(Role::Viewer) && !Role::Operator.includes(Role::Admin));
+        assert!(!Role::Viewer.includes(Role::Operator));
+        assert_eq!("operator".parse::<Role>(), Ok(Role::Operator));
     }
 
     #[test]

@@ -1,4 +1,7 @@
 import { expect, test, type Page } from "@playwright/test";
+import { signIn } from "./helpers";
+
+test.beforeEach(async ({ page }) => signIn(page, "viewer"));
 
 async function waitForDemo(page: Page) {
   await expect(async () => {

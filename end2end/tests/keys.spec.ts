@@ -1,18 +1,7 @@
 import { expect, test, type Page } from "@playwright/test";
+import { expectHydrated, signIn, watchConsole } from "./helpers";
 
-// Every page must hydrate without errors in the console.
-function watchConsole(page: Page): string[] {
-  const errors: string[] = [];
-  page.on("console", (message) => {
-    if (message.type() === "error") errors.push(message.text());
-  });
-  page.on("pageerror", (error) => errors.push(error.message));
-  return errors;
-}
-
-async function expectHydrated(page: Page) {
-  await expect(page.locator("html")).toHaveAttribute("data-hydrated", "true");
-}
+test.beforeEach(async ({ page }) => signIn(page, "viewer"));
 
 // The demo writes its history in the background; wait until the overview lists something.
 async function openOverviewWithUnknowns(page: Page) {

@@ -7,6 +7,11 @@
 //! | `IDEM_DEMO` | `1` runs the demo simulator, `0` never does | on for the embedded default when its database is empty or already holds demo data |
 //! | `IDEM_DEMO_SEED` | seed for the simulator's randomness | random |
 //! | `IDEM_DEMO_BACKFILL_HOURS` | history the demo writes on first start | `48` |
+//! | `IDEM_PUBLIC_URL` | where people reach Idem; `https://…` makes cookies Secure | `http://` + the listen address |
+//! | `IDEM_SESSION_IDLE_MINUTES` | a session unused this long ends | `30` |
+//! | `IDEM_SESSION_ABSOLUTE_HOURS` | a session ends this long after sign-in | `12` |
+//! | `IDEM_TRUSTED_PROXIES` | proxies whose `X-Forwarded-For` is believed (addresses or networks, comma-separated) | none |
+//! | `IDEM_HASH_CONCURRENCY` | password hashes computed at once | `2` |
 //! | `IDEM_READ_CACHE_MS` | how long one dashboard read serves every viewer (0 turns the cache off) | `2000` |
 //! | `IDEM_LOG_FORMAT` | `json` for JSON lines, else human-readable | text |
 //! | `RUST_LOG` | log filter | `info` |
@@ -16,6 +21,8 @@ use std::{net::SocketAddr, time::Duration};
 
 use idem_store::{DEFAULT_DATABASE_URL, StoreConfig};
 use leptos::prelude::LeptosOptions;
+
+use crate::auth::{AuthSettings, TrustedProxies};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -49,6 +56,7 @@ pub struct Config {
     pub demo_backfill: Duration,
     pub log_json: bool,
     pub read_cache_ttl: Duration,
+    pub auth: AuthSettings,
     pub leptos: LeptosOptions,
 }
 
@@ -110,6 +118,37 @@ impl Config {
                 .transpose()?
                 .unwrap_or(2000),
         );
+        let public_url = var("IDEM_PUBLIC_URL").unwrap_or_else(|| format!("http://{addr}"));
+        let public_url = url::Url::parse(&public_url).map_err(|e| ConfigError::Invalid {
+            name: "IDEM_PUBLIC_URL",
+            value: public_url.clone(),
+            reason: e.to_string(),
+        })?;
+        let minutes = |name: &'static str, default: u64| -> Result<Duration, ConfigError> {
+            Ok(Duration::from_secs(
+                60 * var(name)
+                    .map(|v| parse(name, &v))
+                    .transpose()?
+                    .unwrap_or(default),
+            ))
+        };
+        let trusted = var("IDEM_TRUSTED_PROXIES").unwrap_or_default();
+        let auth = AuthSettings {
+            public_url,
+            idle_timeout: minutes("IDEM_SESSION_IDLE_MINUTES", 30)?,
+            absolute_timeout: minutes("IDEM_SESSION_ABSOLUTE_HOURS", 12)? * 60,
+            trusted_proxies: TrustedProxies::parse(&trusted).map_err(|reason| {
+                ConfigError::Invalid {
+                    name: "IDEM_TRUSTED_PROXIES",
+                    value: trusted.clone(),
+                    reason,
+                }
+            })?,
+            hash_concurrency: var("IDEM_HASH_CONCURRENCY")
+                .map(|v| parse("IDEM_HASH_CONCURRENCY", &v))
+                .transpose()?
+                .unwrap_or(2),
+        };
         let log_json = var("IDEM_LOG_FORMAT").is_some_and(|v| v.eq_ignore_ascii_case("json"));
 
         let reload_port = var("LEPTOS_RELOAD_PORT")
@@ -137,6 +176,7 @@ impl Config {
             demo_backfill: Duration::from_secs(backfill_hours * 3600),
             log_json,
             read_cache_ttl,
+            auth,
             leptos,
         })
     }
@@ -153,6 +193,13 @@ impl Config {
             demo_backfill: Duration::from_secs(3600),
             log_json: false,
             read_cache_ttl: idem_app::ssr::READ_CACHE_TTL,
+            auth: AuthSettings {
+                public_url: url::Url::parse("http://127.0.0.1").expect("a valid URL"),
+                idle_timeout: Duration::from_secs(30 * 60),
+                absolute_timeout: Duration::from_secs(12 * 3600),
+                trusted_proxies: TrustedProxies::default(),
+                hash_concurrency: 2,
+            },
             leptos: LeptosOptions::builder()
                 .output_name("idem")
                 .site_root("target/site")

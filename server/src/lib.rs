@@ -2,6 +2,8 @@
 //! and the demo simulator. `main.rs` only parses arguments and calls in here,
 //! so tests build the same [`Application`] on port 0.
 
+pub mod accounts;
+pub mod auth;
 pub mod config;
 pub mod demo;
 pub mod health;

@@ -1,7 +1,8 @@
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use idem::{Application, Config, seed, telemetry};
+use idem::{Application, Config, accounts, seed, telemetry};
+use idem_domain::Role;
 use idem_store::{Store, StoreConfig};
 
 /// Idem, the console for idempotent queue consumers.
@@ -39,6 +40,41 @@ enum Command {
     /// Print the plan and time of every dashboard read on DATABASE_URL (Postgres);
     /// fail if any scans a whole table.
     Plans,
+    /// Manage accounts (passwords are read from standard input or a prompt).
+    User {
+        #[command(subcommand)]
+        command: UserCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum UserCommand {
+    /// Create an account.
+    Add {
+        name: String,
+        #[arg(long, value_parser = parse_role)]
+        role: Role,
+    },
+    /// Change an account's role (ends its sessions).
+    Role {
+        name: String,
+        #[arg(value_parser = parse_role)]
+        role: Role,
+    },
+    /// Set a new password (ends the account's sessions).
+    ResetPassword { name: String },
+    /// Disable an account (ends its sessions).
+    Disable { name: String },
+    /// Enable a disabled account.
+    Enable { name: String },
+    /// List accounts.
+    List,
+}
+
+fn parse_role(value: &str) -> Result<Role, String> {
+    value
+        .parse()
+        .map_err(|e: idem_domain::UnknownValue| e.to_string())
 }
 
 #[tokio::main]
@@ -80,6 +116,46 @@ async fn main() -> ExitCode {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(err) => {
                     eprintln!("idem seed: {}", idem_app::ssr::cause_chain(&err));
+                    ExitCode::FAILURE
+                }
+            }
+        }
+        Command::User { command } => {
+            let store = match connect(&config.database).await {
+                Ok(store) => store,
+                Err(code) => return code,
+            };
+            let done = match command {
+                UserCommand::Add { name, role } => match accounts::read_password() {
+                    Ok(password) => accounts::add(&store, &name, role, password)
+                        .await
+                        .map(|()| format!("created {name} ({role})")),
+                    Err(err) => Err(err),
+                },
+                UserCommand::Role { name, role } => accounts::set_role(&store, &name, role)
+                    .await
+                    .map(|()| format!("{name} is now {role}; their sessions ended")),
+                UserCommand::ResetPassword { name } => match accounts::read_password() {
+                    Ok(password) => accounts::reset_password(&store, &name, password)
+                        .await
+                        .map(|()| format!("new password set for {name}; their sessions ended")),
+                    Err(err) => Err(err),
+                },
+                UserCommand::Disable { name } => accounts::set_disabled(&store, &name, true)
+                    .await
+                    .map(|()| format!("{name} is disabled; their sessions ended")),
+                UserCommand::Enable { name } => accounts::set_disabled(&store, &name, false)
+                    .await
+                    .map(|()| format!("{name} is enabled")),
+                UserCommand::List => accounts::list(&store).await,
+            };
+            match done {
+                Ok(message) => {
+                    println!("{}", message.trim_end());
+                    ExitCode::SUCCESS
+                }
+                Err(err) => {
+                    eprintln!("idem user: {err}");
                     ExitCode::FAILURE
                 }
             }

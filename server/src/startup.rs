@@ -14,6 +14,7 @@ use tokio::{net::TcpListener, sync::watch};
 use tower_http::trace::TraceLayer;
 
 use crate::{
+    auth::{self, AuthContext},
     config::{Config, DemoSetting},
     demo, health, preferences,
 };
@@ -22,6 +23,8 @@ use crate::{
 pub enum StartError {
     #[error(transparent)]
     Store(#[from] StoreError),
+    #[error("cannot create the demo accounts: {0}")]
+    DemoAccounts(String),
     #[error("cannot listen on {addr}")]
     Bind {
         addr: SocketAddr,
@@ -35,6 +38,7 @@ pub struct Application {
     listener: TcpListener,
     router: Router,
     state: AppState,
+    auth: std::sync::Arc<AuthContext>,
     demo: Option<demo::Settings>,
 }
 
@@ -54,9 +58,14 @@ impl Application {
             demo: demo.is_some() || store.meta(DEMO_DATA).await?.is_some(),
             backend: store.backend().to_owned(),
             zone: "UTC".to_owned(),
+            user: None,
         };
+        let auth = AuthContext::new(config.auth.clone(), store.clone());
+        if demo.is_some() {
+            ensure_demo_accounts(&auth).await?;
+        }
         let state = AppState::new(config.leptos.clone(), store, console, config.read_cache_ttl);
-        let router = router(state.clone());
+        let router = router(state.clone(), auth.clone());
         let listener = TcpListener::bind(config.addr)
             .await
             .map_err(|source| StartError::Bind {
@@ -67,6 +76,7 @@ impl Application {
             listener,
             router,
             state,
+            auth,
             demo,
         })
     }
@@ -95,17 +105,57 @@ impl Application {
                 stop_rx.clone(),
             ))
         });
-        let serve = axum::serve(self.listener, self.router).with_graceful_shutdown(async move {
+        let sweeper = tokio::spawn(sweep_expired_sessions(self.auth.clone(), stop_rx.clone()));
+        let service = self
+            .router
+            .into_make_service_with_connect_info::<SocketAddr>();
+        let serve = axum::serve(self.listener, service).with_graceful_shutdown(async move {
             shutdown.await;
             let _ = stop_tx.send(true);
         });
         let served = serve.await;
+        sweeper.abort();
         if let Some(task) = demo_task {
             // The simulator stops at its next step; it never holds a transaction across one.
             let _ = tokio::time::timeout(Duration::from_secs(10), task).await;
         }
         self.state.store.close().await;
         served
+    }
+}
+
+/// In demo mode (only then), `viewer`, `operator` and `admin` exist, each
+/// with its own name as password.
+async fn ensure_demo_accounts(auth: &AuthContext) -> Result<(), StartError> {
+    for role in idem_domain::Role::ALL {
+        let name = role.as_str();
+        if auth.store.user_by_name(name).await?.is_none() {
+            let hash = auth
+                .passwords
+                .hash(name.to_owned())
+                .await
+                .map_err(|e| StartError::DemoAccounts(e.to_string()))?;
+            auth.store.create_user(name, *role, Some(&hash)).await?;
+        }
+    }
+    println!("\n  Demo accounts (password = name): viewer, operator, admin");
+    Ok(())
+}
+
+/// Deletes expired sessions every ten minutes (they are refused anyway).
+async fn sweep_expired_sessions(
+    auth: std::sync::Arc<AuthContext>,
+    mut stop: watch::Receiver<bool>,
+) {
+    let sessions = auth::DbSessionStore::new(&auth.store);
+    loop {
+        if let Err(err) = sessions.delete_expired().await {
+            tracing::warn!(error = %err, "could not delete expired sessions");
+        }
+        tokio::select! {
+            () = tokio::time::sleep(Duration::from_secs(600)) => {}
+            _ = stop.changed() => return,
+        }
     }
 }
 
@@ -143,13 +193,15 @@ fn route_list() -> Vec<AxumRouteListing> {
 
 /// The whole HTTP surface: health probes, the pages and their server
 /// functions, and the static assets cargo-leptos built.
-pub fn router(state: AppState) -> Router {
+pub fn router(state: AppState, auth: std::sync::Arc<AuthContext>) -> Router {
     let routes = route_list();
     let context_state = state.clone();
     Router::new()
         .route("/livez", get(health::livez))
         .route("/readyz", get(health::readyz))
         .route("/preferences/zone", post(preferences::set_zone))
+        .route("/login", post(auth::login).with_state(auth.clone()))
+        .route("/logout", post(auth::logout).with_state(auth.clone()))
         .leptos_routes_with_context(
             &state,
             routes,
@@ -160,6 +212,19 @@ pub fn router(state: AppState) -> Router {
             },
         )
         .fallback(leptos_axum::file_and_error_handler::<AppState, _>(shell))
+        .layer(axum::middleware::from_fn_with_state(
+            auth.clone(),
+            auth::guard,
+        ))
+        .layer(auth.session_layer())
+        .layer(axum::middleware::from_fn_with_state(
+            auth.clone(),
+            auth::csrf,
+        ))
+        .layer(axum::middleware::from_fn_with_state(
+            auth.clone(),
+            auth::security_headers,
+        ))
         .layer(TraceLayer::new_for_http())
         .with_state(state)
 }

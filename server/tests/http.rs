@@ -1,8 +1,10 @@
 //! The server over real HTTP: each test starts Idem on port 0 with its own
-//! database and talks to it with an HTTP client.
+//! database and talks to it with an HTTP client, signed in as a viewer.
+
+mod common;
 
 use chrono::{TimeDelta, Utc};
-use idem::{Application, Config};
+use common::{spawn_app, text, visible};
 use idem_app::links::key_href;
 use idem_domain::OutboxOrigin;
 use idem_store::{
@@ -12,77 +14,6 @@ use proptest::{
     strategy::{Strategy, ValueTree},
     test_runner::TestRunner,
 };
-
-struct TestApp {
-    base: String,
-    store: Store,
-    client: reqwest::Client,
-    _db: TestDatabase,
-}
-
-impl TestApp {
-    async fn get(&self, path: &str) -> (u16, String) {
-        self.get_with_cookie(path, None).await
-    }
-
-    async fn get_with_cookie(&self, path: &str, cookie: Option<&str>) -> (u16, String) {
-        let mut request = self.client.get(format!("{}{path}", self.base));
-        if let Some(cookie) = cookie {
-            request = request.header("cookie", cookie);
-        }
-        let response = request.send().await.expect("the server answers");
-        let status = response.status().as_u16();
-        (status, response.text().await.unwrap())
-    }
-}
-
-async fn spawn_app(db: TestDatabase) -> TestApp {
-    let app = Application::build(Config::for_tests(&db.url))
-        .await
-        .expect("Idem starts");
-    let base = format!("http://{}", app.local_addr());
-    let store = app.store().clone();
-    tokio::spawn(app.run_until_stopped(std::future::pending()));
-    let client = reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .unwrap();
-    TestApp {
-        base,
-        store,
-        client,
-        _db: db,
-    }
-}
-
-/// The markup with its escapes undone (for finding a key with `<` or `&` in it).
-fn text(html: &str) -> String {
-    html.replace("&lt;", "<")
-        .replace("&gt;", ">")
-        .replace("&quot;", "\"")
-        .replace("&#x27;", "'")
-        .replace("&#39;", "'")
-        .replace("&amp;", "&")
-}
-
-/// What a person reads: tags and hydration markers removed, escapes undone,
-/// whitespace collapsed.
-fn visible(html: &str) -> String {
-    let mut out = String::with_capacity(html.len());
-    let mut in_tag = false;
-    for c in html.chars() {
-        match c {
-            '<' => in_tag = true,
-            '>' if in_tag => {
-                in_tag = false;
-                out.push(' ');
-            }
-            c if !in_tag => out.push(c),
-            _ => {}
-        }
-    }
-    text(&out).split_whitespace().collect::<Vec<_>>().join(" ")
-}
 
 async fn claim(store: &Store, consumer: &str, key: &str, outcome: Option<Outcome<'_>>) {
     let now = Ts::now();
@@ -579,13 +510,16 @@ async fn the_viewer_zone_changes_the_times_and_only_known_zones_and_local_paths_
         Some(Outcome::Unknown { error: "timeout" }),
     )
     .await;
-    let form = |tz: &str, next: &str| {
-        app.client
-            .post(format!("{}/preferences/zone", app.base))
-            .form(&[("tz", tz), ("next", next)])
-            .send()
-    };
-    let response = form("Asia/Kolkata", "/unknown").await.unwrap();
+    let (_, utc) = app.get("/unknown").await;
+    assert!(visible(&utc).contains(" UTC"));
+
+    let response = app
+        .post_form(
+            &app.client,
+            "/preferences/zone",
+            &[("tz", "Asia/Kolkata"), ("next", "/unknown")],
+        )
+        .await;
     assert_eq!(response.status().as_u16(), 303);
     assert_eq!(response.headers()["location"], "/unknown");
     let cookie = response.headers()["set-cookie"]
@@ -597,9 +531,7 @@ async fn the_viewer_zone_changes_the_times_and_only_known_zones_and_local_paths_
         .to_owned();
     assert_eq!(cookie, "idem_tz=Asia/Kolkata");
 
-    let (_, utc) = app.get("/unknown").await;
-    let (_, ist) = app.get_with_cookie("/unknown", Some(&cookie)).await;
-    assert!(visible(&utc).contains(" UTC"));
+    let (_, ist) = app.get("/unknown").await;
     assert!(
         visible(&ist).contains(" IST"),
         "times are shown in the chosen zone"
@@ -609,15 +541,21 @@ async fn the_viewer_zone_changes_the_times_and_only_known_zones_and_local_paths_
         "the zone is named on screen"
     );
 
-    assert_eq!(
-        form("Mars/Olympus_Mons", "/")
-            .await
-            .unwrap()
-            .status()
-            .as_u16(),
-        400
-    );
-    let away = form("UTC", "//evil.example/").await.unwrap();
+    let unknown_zone = app
+        .post_form(
+            &app.client,
+            "/preferences/zone",
+            &[("tz", "Mars/Olympus_Mons"), ("next", "/")],
+        )
+        .await;
+    assert_eq!(unknown_zone.status().as_u16(), 400);
+    let away = app
+        .post_form(
+            &app.client,
+            "/preferences/zone",
+            &[("tz", "UTC"), ("next", "//evil.example/")],
+        )
+        .await;
     assert_eq!(
         away.headers()["location"],
         "/",

@@ -6,6 +6,7 @@
 //! Callers never see `sqlx` types; they get `idem_domain` records and
 //! [`StoreError`].
 
+mod audit;
 mod bulk;
 mod consumer;
 mod cursor;
@@ -19,7 +20,9 @@ mod search;
 mod store;
 pub mod testing;
 mod ts;
+mod users;
 
+pub use audit::NewAuditEntry;
 pub use consumer::{Claimed, Delivery, NewDeadLetter, NewOutboxRow, Outcome};
 pub use cursor::PageRequest;
 pub use error::{StoreError, StoreResult};
@@ -29,3 +32,4 @@ pub use reads::KEY_PAGE_ROWS;
 pub use search::{ClaimSearch, SEARCH_CANDIDATES, SearchOrder, SearchResult};
 pub use store::{DEFAULT_DATABASE_URL, Store, StoreConfig, Tx};
 pub use ts::Ts;
+pub use users::{PasswordHash, UserRecord};

@@ -145,6 +145,20 @@ impl Store {
         convert(rows)
     }
 
+    /// The newest audit entries, newest first.
+    pub async fn latest_audit(&self, limit: i64) -> StoreResult<Vec<idem_domain::AuditEntry>> {
+        use crate::rows::{AuditRow, audit_columns};
+        const SQL: &str = concat!(
+            "SELECT ",
+            audit_columns!(),
+            " FROM audit_log ORDER BY at DESC, id DESC LIMIT $1"
+        );
+        let rows: Vec<AuditRow> = dispatch!(&self.pools, pool => {
+            sqlx::query_as(SQL).bind(limit).fetch_all(pool).await?
+        });
+        convert(rows)
+    }
+
     /// How many claims are in `status`, counting no further than `cap`.
     /// `pending`, `failed` and `unknown` are counted from their partial
     /// indexes; `sent` is the bulk of the table, so its first `cap + 1` rows

@@ -110,10 +110,11 @@ async fn story(
 
 /// One key's story. Both arguments are URL path segments exactly as they
 /// appear in the address bar (percent-encoded); they are decoded once, here.
-#[server(input = server_fn::codec::GetUrl)]
+#[server(prefix = "/api/read", input = server_fn::codec::GetUrl)]
 pub async fn get_key_story(consumer: String, key: String) -> Result<KeyStory, AppError> {
     use idem_domain::{ConsumerName, IdempotencyKey};
     crate::ssr::serve(async move {
+        crate::ssr::require(idem_domain::Role::Viewer)?;
         let consumer = ConsumerName::from_segment(&consumer)?;
         let key = IdempotencyKey::from_segment(&key)?;
         let store = crate::ssr::state()?.store;
@@ -128,10 +129,11 @@ pub async fn get_key_story(consumer: String, key: String) -> Result<KeyStory, Ap
 
 /// The key of a link that names no consumer (a path segment, as in
 /// [`get_key_story`]).
-#[server(input = server_fn::codec::GetUrl)]
+#[server(prefix = "/api/read", input = server_fn::codec::GetUrl)]
 pub async fn lookup_key(key: String) -> Result<KeyLookup, AppError> {
     use idem_domain::IdempotencyKey;
     crate::ssr::serve(async move {
+        crate::ssr::require(idem_domain::Role::Viewer)?;
         let key = IdempotencyKey::from_segment(&key)?;
         let store = crate::ssr::state()?.store;
         let mut claims = store.claims_with_key(key.as_str(), MATCH_LIMIT).await?;
@@ -159,12 +161,13 @@ pub async fn lookup_key(key: String) -> Result<KeyLookup, AppError> {
 /// Key search: exact and prefix (matched literally: `%` and `_` are ordinary
 /// characters), filtered by consumer and status, newest activity first,
 /// keyset-paginated.
-#[server(input = server_fn::codec::GetUrl)]
+#[server(prefix = "/api/read", input = server_fn::codec::GetUrl)]
 pub async fn search_keys(query: KeyQuery) -> Result<SearchResults, AppError> {
     use idem_domain::{ClaimStatus, ConsumerName, IdempotencyKey};
     use idem_store::{ClaimSearch, PageRequest, SearchOrder};
 
     crate::ssr::serve(async move {
+        crate::ssr::require(idem_domain::Role::Viewer)?;
         let prefix = match query.q.as_str() {
             "" => None,
             q => Some(IdempotencyKey::parse(q)?.to_string()),

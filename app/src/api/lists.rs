@@ -54,10 +54,11 @@ fn page_request(cursor: Option<String>) -> idem_store::PageRequest {
 }
 
 /// Unknown outcomes, oldest first.
-#[server(input = server_fn::codec::GetUrl)]
+#[server(prefix = "/api/read", input = server_fn::codec::GetUrl)]
 pub async fn list_unknown(cursor: Option<String>) -> Result<ListPage<Claim>, AppError> {
     use idem_domain::ClaimStatus;
     crate::ssr::serve(async move {
+        crate::ssr::require(idem_domain::Role::Viewer)?;
         cached_page(format!("unknown\u{0}{cursor:?}"), |store| async move {
             let page = store.unknown_claims(&page_request(cursor)).await?;
             Ok((
@@ -73,13 +74,14 @@ pub async fn list_unknown(cursor: Option<String>) -> Result<ListPage<Claim>, App
 }
 
 /// Dead letters in one state (`open` by default), oldest first.
-#[server(input = server_fn::codec::GetUrl)]
+#[server(prefix = "/api/read", input = server_fn::codec::GetUrl)]
 pub async fn list_dead_letters(
     state: Option<String>,
     cursor: Option<String>,
 ) -> Result<ListPage<DeadLetter>, AppError> {
     use idem_domain::DeadLetterState;
     crate::ssr::serve(async move {
+        crate::ssr::require(idem_domain::Role::Viewer)?;
         let state = match state.as_deref() {
             None | Some("") => DeadLetterState::Open,
             Some(state) => state
@@ -102,9 +104,10 @@ pub async fn list_dead_letters(
 }
 
 /// One dead letter (the id as it appears in the URL).
-#[server(input = server_fn::codec::GetUrl)]
+#[server(prefix = "/api/read", input = server_fn::codec::GetUrl)]
 pub async fn get_dead_letter(id: String) -> Result<DeadLetterDetail, AppError> {
     crate::ssr::serve(async move {
+        crate::ssr::require(idem_domain::Role::Viewer)?;
         let id: i64 = id.parse().map_err(|_| {
             AppError::BadRequest(format!("“{id}” is not a dead letter id (a whole number)."))
         })?;
@@ -124,9 +127,10 @@ pub async fn get_dead_letter(id: String) -> Result<DeadLetterDetail, AppError> {
 }
 
 /// Unpublished outbox rows, oldest first.
-#[server(input = server_fn::codec::GetUrl)]
+#[server(prefix = "/api/read", input = server_fn::codec::GetUrl)]
 pub async fn list_outbox(cursor: Option<String>) -> Result<ListPage<OutboxRow>, AppError> {
     crate::ssr::serve(async move {
+        crate::ssr::require(idem_domain::Role::Viewer)?;
         cached_page(format!("outbox\u{0}{cursor:?}"), |store| async move {
             let page = store.unpublished_outbox(&page_request(cursor)).await?;
             Ok((

@@ -17,7 +17,7 @@ pub use keys::{
 pub use lists::{
     DeadLetterDetail, ListPage, get_dead_letter, list_dead_letters, list_outbox, list_unknown,
 };
-pub use overview::{Overview, StatusCount, get_console_info, get_overview};
+pub use overview::{Overview, StatusCount, get_console_info, get_login_info, get_overview};
 
 /// Facts about this console that every page shows.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -28,6 +28,17 @@ pub struct ConsoleInfo {
     pub backend: String,
     /// The zone the viewer's times are shown in (an IANA name).
     pub zone: String,
+    /// Who is signed in (nobody on the sign-in page).
+    pub user: Option<crate::auth::CurrentUser>,
+}
+
+/// What the sign-in page needs to say.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LoginInfo {
+    /// Demo mode's accounts (each with its own name as password); empty otherwise.
+    pub demo_accounts: Vec<String>,
+    /// Whether any account exists yet (a new install has none).
+    pub any_accounts: bool,
 }
 
 /// The objective for resolving an unknown outcome (the SLO issue makes it configurable).

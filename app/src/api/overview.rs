@@ -24,19 +24,41 @@ pub struct StatusCount {
     pub count: CappedCount,
 }
 
-#[server(input = server_fn::codec::GetUrl)]
+#[server(prefix = "/api/public", input = server_fn::codec::GetUrl)]
 pub async fn get_console_info() -> Result<ConsoleInfo, AppError> {
     crate::ssr::serve(async {
         let state = crate::ssr::state()?;
         Ok(ConsoleInfo {
             zone: crate::ssr::viewer_zone().name,
+            user: crate::ssr::current_user(),
             ..state.console
         })
     })
     .await
 }
 
-#[server(input = server_fn::codec::GetUrl)]
+#[server(prefix = "/api/public", input = server_fn::codec::GetUrl)]
+pub async fn get_login_info() -> Result<super::LoginInfo, AppError> {
+    crate::ssr::serve(async {
+        let state = crate::ssr::state()?;
+        let demo_accounts = if state.console.demo {
+            idem_domain::Role::ALL
+                .iter()
+                .map(|r| r.as_str().to_owned())
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let any_accounts = !state.store.users().await?.is_empty();
+        Ok(super::LoginInfo {
+            demo_accounts,
+            any_accounts,
+        })
+    })
+    .await
+}
+
+#[server(prefix = "/api/read", input = server_fn::codec::GetUrl)]
 pub async fn get_overview() -> Result<Overview, AppError> {
     use chrono::Utc;
     use idem_domain::DeadLetterState;
@@ -45,6 +67,7 @@ pub async fn get_overview() -> Result<Overview, AppError> {
     use super::{ATTENTION_ROWS, COUNT_CAP};
 
     crate::ssr::serve(async {
+        crate::ssr::require(idem_domain::Role::Viewer)?;
         let state = crate::ssr::state()?;
         let store = state.store;
         let overview = state

@@ -69,9 +69,18 @@ pub fn Layout(children: Children) -> impl IntoView {
                         "a small fleet of fake consumers. Nothing here is real."
                     </p>
                 });
+                let account = info.user.map(|user| view! {
+                    <form class="account" method="post" action="/logout">
+                        <span>"Signed in as " <strong>{user.username}</strong> " (" {user.role.as_str()} ") "</span>
+                        <button type="submit" class="link-button">"Sign out"</button>
+                    </form>
+                });
                 Some(view! {
                     {banner}
-                    <ZoneSwitch current=info.zone/>
+                    <div class="subbar">
+                        {account}
+                        <ZoneSwitch current=info.zone/>
+                    </div>
                 })
             })}
         </Suspense>

@@ -4,6 +4,7 @@
 mod dead_letters;
 mod key;
 mod lists;
+mod login;
 mod not_found;
 mod overview;
 mod planned;
@@ -12,6 +13,7 @@ mod search;
 pub use dead_letters::{DeadLetterPage, DeadLettersPage};
 pub use key::{KeyLookupPage, KeyPage};
 pub use lists::{OutboxPage, UnknownPage};
+pub use login::LoginPage;
 pub use not_found::NotFoundPage;
 pub use overview::OverviewPage;
 pub use planned::{AuditPage, SloPage};

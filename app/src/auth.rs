@@ -1,0 +1,69 @@
+//! Who is signed in, as pages and server functions see it.
+//!
+//! The server's auth middleware authenticates every request (session cookie)
+//! and puts a [`CurrentUser`] into the request; server functions read it with
+//! [`require`](crate::ssr::require), which refuses by default.
+
+use idem_domain::Role;
+use serde::{Deserialize, Serialize};
+
+/// A signed-in person. Holds nothing secret.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CurrentUser {
+    pub id: i64,
+    pub username: String,
+    pub role: Role,
+}
+
+/// Where each kind of server function lives: the auth middleware grants
+/// `/api/read` to viewers, `/api/act` to operators, `/api/admin` to admins,
+/// `/api/public` to anyone, and refuses every other `/api` path.
+pub mod prefix {
+    pub const PUBLIC: &str = "/api/public";
+    pub const READ: &str = "/api/read";
+    pub const ACT: &str = "/api/act";
+    pub const ADMIN: &str = "/api/admin";
+}
+
+/// The role a path under `/api` needs; `None` when the path is open to
+/// anyone, `Err(())` when no rule covers it (refused).
+#[allow(clippy::result_unit_err)]
+pub fn role_for_api_path(path: &str) -> Result<Option<Role>, ()> {
+    let under = |p: &str| {
+        path.strip_prefix(p)
+            .is_some_and(|rest| rest.starts_with('/'))
+    };
+    if under(prefix::PUBLIC) {
+        Ok(None)
+    } else if under(prefix::READ) {
+        Ok(Some(Role::Viewer))
+    } else if under(prefix::ACT) {
+        Ok(Some(Role::Operator))
+    } else if under(prefix::ADMIN) {
+        Ok(Some(Role::Admin))
+    } else {
+        Err(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn api_paths_need_the_role_of_their_prefix_and_unknown_ones_are_refused() {
+        assert_eq!(role_for_api_path("/api/public/get_login_info123"), Ok(None));
+        assert_eq!(
+            role_for_api_path("/api/read/get_overview123"),
+            Ok(Some(Role::Viewer))
+        );
+        assert_eq!(
+            role_for_api_path("/api/act/replay123"),
+            Ok(Some(Role::Operator))
+        );
+        assert_eq!(role_for_api_path("/api/admin/users"), Ok(Some(Role::Admin)));
+        assert_eq!(role_for_api_path("/api/get_overview123"), Err(()));
+        assert_eq!(role_for_api_path("/api/readers/x"), Err(()));
+        assert_eq!(role_for_api_path("/api/read"), Err(()));
+    }
+}

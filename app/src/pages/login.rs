@@ -1,0 +1,68 @@
+use leptos::prelude::*;
+use leptos_meta::Title;
+use leptos_router::hooks::use_location;
+
+use crate::{
+    api::{LoginInfo, get_login_info},
+    components::Loaded,
+    links,
+};
+
+/// `/login?next=…`: a plain form (it works without JavaScript) that posts to
+/// the server's `/login`, which signs in and sends the person on to `next`.
+#[component]
+pub fn LoginPage() -> impl IntoView {
+    let location = use_location();
+    let search = location.search.get_untracked();
+    let next = links::query_param(&search, "next")
+        .map(|n| links::safe_next(&n))
+        .unwrap_or_else(|| "/".into());
+    let failed = links::query_param(&search, "failed").is_some();
+    let info = Resource::new(|| (), |_| get_login_info());
+    let render = |info: LoginInfo| {
+        let demo = (!info.demo_accounts.is_empty()).then(|| {
+            let accounts = info
+                .demo_accounts
+                .iter()
+                .map(|a| view! { <li><code>{a.clone()}</code> " / " <code>{a.clone()}</code></li> })
+                .collect_view();
+            view! {
+                <section class="notice" aria-labelledby="demo-accounts">
+                    <h2 id="demo-accounts">"Demo accounts"</h2>
+                    <p>"This is the demo. Each account's password is its name:"</p>
+                    <ul>{accounts}</ul>
+                </section>
+            }
+        });
+        let empty = (!info.any_accounts).then(|| {
+            view! {
+                <section class="notice">
+                    <h2>"No accounts yet"</h2>
+                    <p>"Create the first administrator on the server:"</p>
+                    <pre>"idem user add alice --role admin"</pre>
+                </section>
+            }
+        });
+        view! { {demo} {empty} }
+    };
+    view! {
+        <Title text="Sign in"/>
+        <div class="login">
+            <h1>"Sign in to Idem"</h1>
+            {failed.then(|| view! {
+                <p class="error-panel" role="alert">
+                    "Sign-in failed. Check the name and password, or wait a few minutes and try again."
+                </p>
+            })}
+            <form method="post" action="/login" class="login-form">
+                <input type="hidden" name="next" value=next/>
+                <label for="login-username">"Name"</label>
+                <input id="login-username" name="username" autocomplete="username" required maxlength="128" autofocus/>
+                <label for="login-password">"Password"</label>
+                <input id="login-password" name="password" type="password" autocomplete="current-password" required maxlength="1024"/>
+                <button type="submit">"Sign in"</button>
+            </form>
+            <Loaded resource=info render/>
+        </div>
+    }
+}

@@ -1,0 +1,127 @@
+//! `idem user …`: accounts, from the command line of the server's own binary.
+//! Passwords come from standard input or a prompt, never from an argument
+//! (arguments show up in `ps` and shell history).
+
+use std::io::{BufRead, IsTerminal};
+
+use idem_domain::{ConsumerName, Role};
+use idem_store::Store;
+
+use crate::auth::{Passwords, password::MAX_PASSWORD_BYTES};
+
+/// The shortest password accepted for a new account.
+pub const MIN_PASSWORD_CHARS: usize = 12;
+
+#[derive(Debug, thiserror::Error)]
+pub enum AccountError {
+    #[error("{0}")]
+    Invalid(String),
+    #[error("no user named {0:?}")]
+    NoSuchUser(String),
+    #[error("a user named {0:?} already exists")]
+    Exists(String),
+    #[error(transparent)]
+    Store(#[from] idem_store::StoreError),
+    #[error("{0}")]
+    Password(#[from] crate::auth::password::PasswordError),
+    #[error("cannot read the password: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+fn valid_name(name: &str) -> Result<String, AccountError> {
+    let name = ConsumerName::parse(name.trim())
+        .map_err(|e| AccountError::Invalid(format!("invalid user name: {e}")))?;
+    Ok(name.to_string())
+}
+
+/// Reads a new password: a prompt (typed twice, not echoed) on a terminal,
+/// else the first line of standard input.
+pub fn read_password() -> Result<String, AccountError> {
+    let password = if std::io::stdin().is_terminal() {
+        let first = rpassword::prompt_password("New password: ")?;
+        let second = rpassword::prompt_password("Again: ")?;
+        if first != second {
+            return Err(AccountError::Invalid("the two passwords differ".into()));
+        }
+        first
+    } else {
+        let mut line = String::new();
+        std::io::stdin().lock().read_line(&mut line)?;
+        line.trim_end_matches(['\r', '\n']).to_owned()
+    };
+    if password.chars().count() < MIN_PASSWORD_CHARS {
+        return Err(AccountError::Invalid(format!(
+            "a password needs at least {MIN_PASSWORD_CHARS} characters"
+        )));
+    }
+    if password.len() > MAX_PASSWORD_BYTES {
+        return Err(AccountError::Invalid(format!(
+            "a password may have at most {MAX_PASSWORD_BYTES} bytes"
+        )));
+    }
+    Ok(password)
+}
+
+pub async fn add(
+    store: &Store,
+    name: &str,
+    role: Role,
+    password: String,
+) -> Result<(), AccountError> {
+    let name = valid_name(name)?;
+    let hash = Passwords::new(1).hash(password).await?;
+    match store.create_user(&name, role, Some(&hash)).await? {
+        Some(_) => Ok(()),
+        None => Err(AccountError::Exists(name)),
+    }
+}
+
+pub async fn set_role(store: &Store, name: &str, role: Role) -> Result<(), AccountError> {
+    store
+        .set_role(name, role)
+        .await?
+        .then_some(())
+        .ok_or_else(|| AccountError::NoSuchUser(name.into()))
+}
+
+pub async fn reset_password(
+    store: &Store,
+    name: &str,
+    password: String,
+) -> Result<(), AccountError> {
+    let hash = Passwords::new(1).hash(password).await?;
+    store
+        .set_password(name, &hash)
+        .await?
+        .then_some(())
+        .ok_or_else(|| AccountError::NoSuchUser(name.into()))
+}
+
+pub async fn set_disabled(store: &Store, name: &str, disabled: bool) -> Result<(), AccountError> {
+    store
+        .set_disabled(name, disabled)
+        .await?
+        .then_some(())
+        .ok_or_else(|| AccountError::NoSuchUser(name.into()))
+}
+
+/// `name  role  enabled|disabled`, one user a line.
+pub async fn list(store: &Store) -> Result<String, AccountError> {
+    let users = store.users().await?;
+    let width = users
+        .iter()
+        .map(|u| u.username.chars().count())
+        .max()
+        .unwrap_or(4)
+        .max(4);
+    let mut out = format!("{:width$}  {:8}  state\n", "name", "role");
+    for u in users {
+        out.push_str(&format!(
+            "{:width$}  {:8}  {}\n",
+            u.username,
+            u.role.as_str(),
+            if u.disabled { "disabled" } else { "enabled" }
+        ));
+    }
+    Ok(out)
+}

@@ -1,0 +1,141 @@
+//! Authenticates every request and refuses by default.
+
+use std::{net::SocketAddr, sync::Arc};
+
+use axum::{
+    extract::{ConnectInfo, Request, State},
+    http::{Method, StatusCode},
+    middleware::Next,
+    response::{IntoResponse, Redirect, Response},
+};
+use idem_app::auth::{CurrentUser, role_for_api_path};
+use idem_store::NewAuditEntry;
+use tower_sessions::Session;
+
+use super::{AuthContext, EPOCH, LOGIN_AT, USER_ID};
+
+/// Reachable without signing in.
+fn is_public(method: &Method, path: &str) -> bool {
+    matches!(
+        path,
+        "/livez" | "/readyz" | "/favicon.ico" | "/preferences/zone" | "/logout"
+    ) || (path == "/login" && matches!(*method, Method::GET | Method::HEAD | Method::POST))
+        || path.starts_with("/pkg/")
+}
+
+/// The session's user, if the session is valid: the user exists, is enabled,
+/// has not changed standing since sign-in, and the session is younger than
+/// the absolute timeout. An invalid session is destroyed.
+async fn authenticate(ctx: &AuthContext, session: &Session) -> Result<Option<CurrentUser>, ()> {
+    let Some(user_id) = session.get::<i64>(USER_ID).await.map_err(|_| ())? else {
+        return Ok(None);
+    };
+    let epoch = session.get::<i64>(EPOCH).await.map_err(|_| ())?;
+    let login_at = session
+        .get::<i64>(LOGIN_AT)
+        .await
+        .map_err(|_| ())?
+        .unwrap_or(0);
+    let user = ctx.store.user_by_id(user_id).await.map_err(|_| ())?;
+    let age = chrono::Utc::now().timestamp() - login_at;
+    let valid = user.as_ref().filter(|u| {
+        !u.disabled
+            && Some(u.session_epoch) == epoch
+            && age >= 0
+            && (age as u64) <= ctx.settings.absolute_timeout.as_secs()
+    });
+    match valid {
+        Some(u) => Ok(Some(CurrentUser {
+            id: u.id,
+            username: u.username.clone(),
+            role: u.role,
+        })),
+        None => {
+            session.flush().await.map_err(|_| ())?;
+            Ok(None)
+        }
+    }
+}
+
+pub async fn guard(
+    State(ctx): State<Arc<AuthContext>>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    session: Session,
+    mut req: Request,
+    next: Next,
+) -> Response {
+    let user = match authenticate(&ctx, &session).await {
+        Ok(user) => user,
+        Err(()) => {
+            tracing::warn!("session or user lookup failed");
+            return (
+                StatusCode::SERVICE_UNAVAILABLE,
+                [("retry-after", "5")],
+                "Sign-in is temporarily unavailable; try again in a few seconds.\n",
+            )
+                .into_response();
+        }
+    };
+    if let Some(user) = &user {
+        req.extensions_mut().insert(user.clone());
+    }
+    let (method, path) = (req.method().clone(), req.uri().path().to_owned());
+    if is_public(&method, &path) {
+        return next.run(req).await;
+    }
+
+    let needed = if path.starts_with("/api/") {
+        match role_for_api_path(&path) {
+            Ok(None) => return next.run(req).await,
+            Ok(Some(role)) => Some(role),
+            // No rule covers this server function: refused, whoever asks.
+            Err(()) => None,
+        }
+    } else {
+        Some(idem_domain::Role::Viewer)
+    };
+
+    let Some(user) = user else {
+        if !path.starts_with("/api/") && matches!(method, Method::GET | Method::HEAD) {
+            let target = req.uri().path_and_query().map_or("/", |pq| pq.as_str());
+            let next = idem_app::links::safe_next(target);
+            return Redirect::to(&idem_app::links::with_query("/login", &[("next", &next)]))
+                .into_response();
+        }
+        return (StatusCode::UNAUTHORIZED, "Sign in first.\n").into_response();
+    };
+    match needed {
+        Some(role) if user.role.includes(role) => next.run(req).await,
+        _ => {
+            let client = ctx
+                .settings
+                .trusted_proxies
+                .client(peer, req.headers())
+                .to_string();
+            let audited = ctx
+                .store
+                .append_audit(&NewAuditEntry {
+                    actor: &user.username,
+                    actor_role: user.role.as_str(),
+                    action: "denied",
+                    target: Some(&path),
+                    result: "forbidden",
+                    client_addr: Some(&client),
+                    ..Default::default()
+                })
+                .await;
+            if let Err(err) = audited {
+                tracing::error!(error = %idem_app::ssr::cause_chain(&err), "could not audit a denied request");
+            }
+            let needed = needed.map_or("no role (nothing grants it)".to_owned(), |r| r.to_string());
+            (
+                StatusCode::FORBIDDEN,
+                format!(
+                    "Your role ({}) may not do this; it needs {needed}.\n",
+                    user.role
+                ),
+            )
+                .into_response()
+        }
+    }
+}

@@ -1,0 +1,103 @@
+//! Who may do what: password sign-in, database-backed sessions, the guard
+//! that authenticates every request and refuses by default, cross-site
+//! request checks and security headers.
+//!
+//! Order of layers, outermost first: security headers → CSRF check →
+//! session cookie → guard → routes. Every rule is enforced here, on the
+//! server; pages only hide what a person may not use.
+
+mod client;
+mod csrf;
+mod guard;
+mod headers;
+mod login;
+pub mod password;
+mod sessions;
+
+use std::{sync::Arc, time::Duration};
+
+use idem_store::Store;
+use tower_sessions::{Expiry, SessionManagerLayer, cookie::SameSite};
+
+pub use client::TrustedProxies;
+pub use csrf::csrf;
+pub use guard::guard;
+pub use headers::security_headers;
+pub use login::{login, logout};
+pub use password::Passwords;
+pub use sessions::DbSessionStore;
+
+/// Session keys.
+const USER_ID: &str = "user_id";
+const EPOCH: &str = "epoch";
+const LOGIN_AT: &str = "login_at";
+
+/// Settings that decide how sign-in and sessions behave.
+#[derive(Debug, Clone)]
+pub struct AuthSettings {
+    /// Where people reach Idem. `https://…` makes cookies `Secure` (and
+    /// `__Host-` prefixed) and turns on HSTS; its origin is what a
+    /// state-changing request without `Sec-Fetch-Site` must come from.
+    pub public_url: url::Url,
+    /// A session unused this long ends (reads count as use).
+    pub idle_timeout: Duration,
+    /// A session ends this long after sign-in, however busy.
+    pub absolute_timeout: Duration,
+    pub trusted_proxies: TrustedProxies,
+    /// Password hashes computed at once.
+    pub hash_concurrency: usize,
+}
+
+impl AuthSettings {
+    pub fn secure(&self) -> bool {
+        self.public_url.scheme() == "https"
+    }
+
+    /// `scheme://host[:port]`, as browsers send it in `Origin`.
+    pub fn origin(&self) -> String {
+        self.public_url.origin().ascii_serialization()
+    }
+
+    pub fn cookie_name(&self) -> &'static str {
+        if self.secure() {
+            "__Host-idem_session"
+        } else {
+            "idem_session"
+        }
+    }
+}
+
+/// What the auth layers and handlers share.
+pub struct AuthContext {
+    pub settings: AuthSettings,
+    pub store: Store,
+    pub passwords: Passwords,
+}
+
+impl AuthContext {
+    pub fn new(settings: AuthSettings, store: Store) -> Arc<Self> {
+        let passwords = Passwords::new(settings.hash_concurrency);
+        Arc::new(AuthContext {
+            settings,
+            store,
+            passwords,
+        })
+    }
+
+    /// The session cookie: HttpOnly, `SameSite=Lax` (Strict would drop the
+    /// session when someone follows an alert link from chat), `Secure` and
+    /// `__Host-` when served over HTTPS, refreshed on every request so the
+    /// idle timeout counts reads.
+    pub fn session_layer(&self) -> SessionManagerLayer<DbSessionStore> {
+        let idle = time::Duration::try_from(self.settings.idle_timeout)
+            .unwrap_or(time::Duration::minutes(30));
+        SessionManagerLayer::new(DbSessionStore::new(&self.store))
+            .with_name(self.settings.cookie_name())
+            .with_http_only(true)
+            .with_same_site(SameSite::Lax)
+            .with_secure(self.settings.secure())
+            .with_path("/")
+            .with_expiry(Expiry::OnInactivity(idle))
+            .with_always_save(true)
+    }
+}

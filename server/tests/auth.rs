@@ -1,0 +1,785 @@
+//! Authentication and the hardened session, over real HTTP: every rule is
+//! checked on the server.
+
+mod common;
+
+use std::{
+    sync::{Arc, Mutex, OnceLock},
+    time::Duration,
+};
+
+use common::{TestApp, get, new_client, spawn_bare, spawn_with, visible};
+use idem_domain::Role;
+use idem_store::testing::TestDatabase;
+
+/// Log lines of this test binary, to check what errors write (and never write).
+fn logs() -> Arc<Mutex<Vec<u8>>> {
+    static LOGS: OnceLock<Arc<Mutex<Vec<u8>>>> = OnceLock::new();
+    LOGS.get_or_init(|| {
+        let buffer = Arc::new(Mutex::new(Vec::new()));
+        let writer = buffer.clone();
+        let _ = tracing_subscriber::fmt()
+            .with_ansi(false)
+            .with_writer(move || Writer(writer.clone()))
+            .try_init();
+        buffer
+    })
+    .clone()
+}
+
+struct Writer(Arc<Mutex<Vec<u8>>>);
+impl std::io::Write for Writer {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+async fn app() -> TestApp {
+    logs();
+    spawn_with(|_| {}, TestDatabase::sqlite().await).await
+}
+
+fn location(response: &reqwest::Response) -> String {
+    response
+        .headers()
+        .get("location")
+        .map(|l| l.to_str().unwrap().to_owned())
+        .unwrap_or_default()
+}
+
+fn session_cookie(response: &reqwest::Response, name: &str) -> Option<String> {
+    response
+        .headers()
+        .get_all("set-cookie")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .find(|c| c.starts_with(&format!("{name}=")))
+        .map(str::to_owned)
+}
+
+async fn sign_in_with(
+    app: &TestApp,
+    client: &reqwest::Client,
+    name: &str,
+    password: &str,
+    next: &str,
+) -> reqwest::Response {
+    app.post_form(
+        client,
+        "/login",
+        &[("username", name), ("password", password), ("next", next)],
+    )
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_anonymous_deep_link_goes_through_sign_in_and_lands_on_that_page_and_query() {
+    let app = app().await;
+    let client = new_client();
+    let deep = "/keys/orders/refund:EU%2F2026%2F%C3%98-1842?from=alert#ignored";
+    let response = client.get(app.url(deep)).send().await.unwrap();
+    assert_eq!(response.status().as_u16(), 303);
+    let to_login = location(&response);
+    assert_eq!(
+        to_login,
+        "/login?next=%2Fkeys%2Forders%2Frefund%3AEU%252F2026%252F%25C3%2598-1842%3Ffrom%3Dalert"
+    );
+    let next = idem_app::links::query_param(to_login.split_once('?').unwrap().1, "next").unwrap();
+
+    let response = sign_in_with(&app, &client, "viewer", "viewer-password", &next).await;
+    assert_eq!(response.status().as_u16(), 303);
+    assert_eq!(
+        location(&response),
+        "/keys/orders/refund:EU%2F2026%2F%C3%98-1842?from=alert"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_sign_in_next_is_followed_only_to_a_local_path() {
+    let app = app().await;
+    for hostile in [
+        "//evil.example/",
+        "/\\evil.example",
+        "https://evil.example/",
+        "javascript:alert(1)",
+        "/%2F%2Fevil.example",
+        "/%5Cevil.example",
+        "%2F%2Fevil.example",
+        "/\tevil",
+        "",
+        &format!("/{}", "a".repeat(5000)),
+    ] {
+        let response =
+            sign_in_with(&app, &new_client(), "viewer", "viewer-password", hostile).await;
+        assert_eq!(response.status().as_u16(), 303, "{hostile:?}");
+        assert_eq!(location(&response), "/", "{hostile:?}");
+    }
+    let response = sign_in_with(
+        &app,
+        &new_client(),
+        "viewer",
+        "viewer-password",
+        "/unknown?cursor=x",
+    )
+    .await;
+    assert_eq!(location(&response), "/unknown?cursor=x");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_session_cookie_is_http_only_and_lax_and_over_https_secure_with_a_host_prefix() {
+    let app = app().await;
+    let response = sign_in_with(&app, &new_client(), "viewer", "viewer-password", "/").await;
+    let cookie = session_cookie(&response, "idem_session").expect("a session cookie");
+    for attribute in ["HttpOnly", "SameSite=Lax", "Path=/"] {
+        assert!(cookie.contains(attribute), "{cookie}");
+    }
+    assert!(!cookie.contains("Secure"), "plain HTTP: {cookie}");
+
+    let secure = spawn_with(
+        |c| c.auth.public_url = url::Url::parse("https://idem.example.com").unwrap(),
+        TestDatabase::sqlite().await,
+    )
+    .await;
+    secure.create_user("alice", Role::Viewer).await;
+    let response = sign_in_with(&secure, &new_client(), "alice", "alice-password", "/").await;
+    let cookie =
+        session_cookie(&response, "__Host-idem_session").expect("a __Host- cookie over HTTPS");
+    for attribute in ["Secure", "HttpOnly", "SameSite=Lax", "Path=/"] {
+        assert!(cookie.contains(attribute), "{cookie}");
+    }
+    assert!(
+        !cookie.contains("Domain"),
+        "__Host- cookies carry no Domain"
+    );
+    assert!(response.headers().contains_key("strict-transport-security"));
+}
+
+fn cookie_value(set_cookie: &str) -> String {
+    set_cookie.split(';').next().unwrap().to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn signing_in_issues_a_new_session_id_and_the_old_one_stops_working() {
+    let app = app().await;
+    app.create_user("olga", Role::Operator).await;
+    let client = new_client();
+    let first = sign_in_with(&app, &client, "viewer", "viewer-password", "/").await;
+    let before = cookie_value(&session_cookie(&first, "idem_session").unwrap());
+    let second = sign_in_with(&app, &client, "olga", "olga-password", "/").await;
+    let after = cookie_value(&session_cookie(&second, "idem_session").unwrap());
+    assert_ne!(before, after, "the id is rotated at sign-in");
+
+    let stale = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let response = stale
+        .get(app.url("/unknown"))
+        .header("cookie", &before)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        response.status().as_u16(),
+        303,
+        "the pre-sign-in id is no longer a session"
+    );
+    let response = stale
+        .get(app.url("/unknown"))
+        .header("cookie", &after)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 200);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn signing_out_destroys_the_session_on_the_server() {
+    let app = app().await;
+    let client = new_client();
+    let response = sign_in_with(&app, &client, "viewer", "viewer-password", "/").await;
+    let cookie = cookie_value(&session_cookie(&response, "idem_session").unwrap());
+    let out = app.post_form(&client, "/logout", &[]).await;
+    assert_eq!(
+        (out.status().as_u16(), location(&out)),
+        (303, "/login".to_owned())
+    );
+
+    let replay = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let response = replay
+        .get(app.url("/"))
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        response.status().as_u16(),
+        303,
+        "a copied cookie does not outlive sign-out"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idle_session_ends_but_reading_pages_keeps_it_alive() {
+    let app = spawn_with(
+        |c| c.auth.idle_timeout = Duration::from_secs(3),
+        TestDatabase::sqlite().await,
+    )
+    .await;
+    for _ in 0..4 {
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        assert_eq!(app.get("/unknown").await.0, 200, "reads count as activity");
+    }
+    tokio::time::sleep(Duration::from_millis(4500)).await;
+    let response = app.client.get(app.url("/unknown")).send().await.unwrap();
+    assert_eq!(response.status().as_u16(), 303, "idle past the timeout");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_ends_at_the_absolute_timeout_however_busy() {
+    let app = spawn_with(
+        |c| c.auth.absolute_timeout = Duration::from_secs(3),
+        TestDatabase::sqlite().await,
+    )
+    .await;
+    assert_eq!(app.get("/unknown").await.0, 200);
+    for _ in 0..3 {
+        tokio::time::sleep(Duration::from_millis(1000)).await;
+        let _ = app.get("/unknown").await;
+    }
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let response = app.client.get(app.url("/unknown")).send().await.unwrap();
+    assert_eq!(response.status().as_u16(), 303);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn changing_a_role_or_disabling_a_user_ends_their_sessions() {
+    let app = app().await;
+    assert_eq!(app.get("/").await.0, 200);
+    app.store.set_role("viewer", Role::Operator).await.unwrap();
+    assert_eq!(
+        app.client
+            .get(app.url("/"))
+            .send()
+            .await
+            .unwrap()
+            .status()
+            .as_u16(),
+        303
+    );
+
+    let again = app.sign_in("viewer").await;
+    assert_eq!(get(&again, &app.url("/")).await.0, 200);
+    app.store.set_disabled("viewer", true).await.unwrap();
+    assert_eq!(
+        again
+            .get(app.url("/"))
+            .send()
+            .await
+            .unwrap()
+            .status()
+            .as_u16(),
+        303
+    );
+    let refused = sign_in_with(&app, &new_client(), "viewer", "viewer-password", "/").await;
+    assert!(
+        location(&refused).starts_with("/login?failed=1"),
+        "a disabled user cannot sign in"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cross_site_post_is_refused_and_a_same_origin_post_accepted() {
+    let app = app().await;
+    let form = [
+        ("username", "viewer"),
+        ("password", "viewer-password"),
+        ("next", "/"),
+    ];
+    let post = |headers: &[(&'static str, &'static str)]| {
+        let mut request = new_client().post(app.url("/login")).form(&form);
+        for (k, v) in headers {
+            request = request.header(*k, *v);
+        }
+        request.send()
+    };
+    assert_eq!(
+        post(&[("sec-fetch-site", "cross-site")])
+            .await
+            .unwrap()
+            .status()
+            .as_u16(),
+        403
+    );
+    assert_eq!(
+        post(&[("sec-fetch-site", "same-site")])
+            .await
+            .unwrap()
+            .status()
+            .as_u16(),
+        403
+    );
+    assert_eq!(
+        post(&[("origin", "https://evil.example")])
+            .await
+            .unwrap()
+            .status()
+            .as_u16(),
+        403
+    );
+    assert_eq!(
+        post(&[]).await.unwrap().status().as_u16(),
+        403,
+        "no proof of origin at all"
+    );
+    assert_eq!(
+        post(&[("sec-fetch-site", "same-origin")])
+            .await
+            .unwrap()
+            .status()
+            .as_u16(),
+        303
+    );
+    // Without Sec-Fetch-Site, an Origin equal to the public origin is enough.
+    assert_eq!(
+        post(&[("origin", "http://127.0.0.1")])
+            .await
+            .unwrap()
+            .status()
+            .as_u16(),
+        303
+    );
+    // Sign-out is a state change too.
+    let out = app
+        .client
+        .post(app.url("/logout"))
+        .header("sec-fetch-site", "cross-site")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(out.status().as_u16(), 403);
+    assert_eq!(app.get("/").await.0, 200, "still signed in");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_server_function_refuses_anonymous_callers_and_callers_without_its_role() {
+    let app = app().await;
+    app.create_user("olga", Role::Operator).await;
+    app.create_user("ada", Role::Admin).await;
+    let operator = app.sign_in("olga").await;
+    let admin = app.sign_in("ada").await;
+    let anonymous = new_client();
+
+    let functions = leptos::server_fn::axum::server_fn_paths().collect::<Vec<_>>();
+    assert!(functions.len() >= 9, "{functions:?}");
+    for (path, method) in functions {
+        let needed = idem_app::auth::role_for_api_path(path).unwrap_or_else(|()| {
+            panic!("{path} is under no authorization rule: it would be refused to everyone")
+        });
+        let call = |client: &reqwest::Client| {
+            client
+                .request(method.clone(), app.url(path))
+                .header("sec-fetch-site", "same-origin")
+                .send()
+        };
+        let status = |r: reqwest::Response| r.status().as_u16();
+        match needed {
+            None => assert_ne!(
+                status(call(&anonymous).await.unwrap()),
+                401,
+                "{path} is public"
+            ),
+            Some(role) => {
+                assert_eq!(
+                    status(call(&anonymous).await.unwrap()),
+                    401,
+                    "{path} anonymous"
+                );
+                for (client, who) in [
+                    (&app.client, Role::Viewer),
+                    (&operator, Role::Operator),
+                    (&admin, Role::Admin),
+                ] {
+                    let got = status(call(client).await.unwrap());
+                    if who.includes(role) {
+                        assert!(got != 401 && got != 403, "{path} as {who}: {got}");
+                    } else {
+                        assert_eq!(got, 403, "{path} as {who}");
+                    }
+                }
+            }
+        }
+    }
+
+    // A path no rule covers is refused even to an admin (deny by default),
+    // and a viewer calling an operator action is refused and audited.
+    let call = |client: &reqwest::Client, path: &str| {
+        client
+            .post(app.url(path))
+            .header("sec-fetch-site", "same-origin")
+            .send()
+    };
+    assert_eq!(
+        call(&admin, "/api/new_function_without_a_rule")
+            .await
+            .unwrap()
+            .status()
+            .as_u16(),
+        403
+    );
+    assert_eq!(
+        call(&app.client, "/api/act/replay_dead_letter")
+            .await
+            .unwrap()
+            .status()
+            .as_u16(),
+        403
+    );
+    let audit = app.store.latest_audit(10).await.unwrap();
+    assert!(
+        audit.iter().any(|e| e.action == "denied"
+            && e.actor == "viewer"
+            && e.target.as_deref() == Some("/api/act/replay_dead_letter")),
+        "{audit:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn repeated_failures_lock_the_account_and_then_the_address_with_one_generic_message() {
+    let app = app().await;
+    app.create_user("bob", Role::Viewer).await;
+    for _ in 0..5 {
+        let r = sign_in_with(&app, &new_client(), "viewer", "wrong", "/").await;
+        assert!(location(&r).starts_with("/login?failed=1"));
+    }
+    let locked = sign_in_with(&app, &new_client(), "viewer", "viewer-password", "/").await;
+    assert!(
+        location(&locked).starts_with("/login?failed=1"),
+        "the account is locked for a while, even with the right password"
+    );
+    let page = get(&new_client(), &app.url(&location(&locked))).await.1;
+    assert!(visible(&page).contains(
+        "Sign-in failed. Check the name and password, or wait a few minutes and try again."
+    ));
+
+    // Another account from the same address still works until the address limit.
+    assert_eq!(
+        location(&sign_in_with(&app, &new_client(), "bob", "bob-password", "/").await),
+        "/"
+    );
+    // Unknown names count against the address; X-Forwarded-For from an untrusted peer is ignored.
+    for i in 0..15 {
+        let forged = new_client()
+            .post(app.url("/login"))
+            .header("sec-fetch-site", "same-origin")
+            .header("x-forwarded-for", format!("198.51.100.{i}"))
+            .form(&[
+                ("username", format!("nobody-{i}").as_str()),
+                ("password", "x"),
+                ("next", "/"),
+            ])
+            .send()
+            .await
+            .unwrap();
+        assert!(location(&forged).starts_with("/login?failed=1"));
+    }
+    let address_locked = sign_in_with(&app, &new_client(), "bob", "bob-password", "/").await;
+    assert!(
+        location(&address_locked).starts_with("/login?failed=1"),
+        "20 failures from this address lock it"
+    );
+
+    let audit = app.store.latest_audit(50).await.unwrap();
+    assert!(
+        audit
+            .iter()
+            .any(|e| e.action == "login" && e.result == "failed" && e.actor == "viewer")
+    );
+    assert!(
+        audit
+            .iter()
+            .any(|e| e.action == "login" && e.result == "throttled")
+    );
+    assert!(
+        audit
+            .iter()
+            .any(|e| e.action == "login" && e.result == "ok" && e.actor == "bob")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn forwarded_for_from_a_trusted_proxy_names_the_client() {
+    let app = spawn_with(
+        |c| c.auth.trusted_proxies = idem::auth::TrustedProxies::parse("127.0.0.1").unwrap(),
+        TestDatabase::sqlite().await,
+    )
+    .await;
+    let attempt = |ip: &'static str, name: &'static str, password: &'static str| {
+        new_client()
+            .post(app.url("/login"))
+            .header("sec-fetch-site", "same-origin")
+            .header("x-forwarded-for", ip)
+            .form(&[("username", name), ("password", password), ("next", "/")])
+            .send()
+    };
+    for i in 0..20 {
+        let name: &'static str = Box::leak(format!("nobody-{i}").into_boxed_str());
+        attempt("198.51.100.1", name, "x").await.unwrap();
+    }
+    let other_client = attempt("198.51.100.2", "viewer", "viewer-password")
+        .await
+        .unwrap();
+    assert_eq!(
+        location(&other_client),
+        "/",
+        "another client behind the same proxy is not locked"
+    );
+    let audit = app.store.latest_audit(5).await.unwrap();
+    assert_eq!(audit[0].client_addr.as_deref(), Some("198.51.100.2"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pages_carry_security_headers_and_the_csp_nonce_is_the_hydration_scripts_nonce() {
+    let app = app().await;
+    let response = app.client.get(app.url("/")).send().await.unwrap();
+    let header = |name: &str| {
+        response
+            .headers()
+            .get(name)
+            .map(|v| v.to_str().unwrap().to_owned())
+            .unwrap_or_default()
+    };
+    let csp = header("content-security-policy");
+    for directive in [
+        "frame-ancestors 'none'",
+        "base-uri 'none'",
+        "object-src 'none'",
+        "'wasm-unsafe-eval'",
+    ] {
+        assert!(csp.contains(directive), "{csp}");
+    }
+    assert_eq!(header("x-content-type-options"), "nosniff");
+    assert_eq!(header("referrer-policy"), "same-origin");
+    assert_eq!(header("cache-control"), "no-store");
+    assert!(
+        !response.headers().contains_key("strict-transport-security"),
+        "no HSTS over plain HTTP"
+    );
+    let nonce = csp
+        .split("'nonce-")
+        .nth(1)
+        .and_then(|rest| rest.split('\'').next())
+        .expect("a nonce")
+        .to_owned();
+    let html = response.text().await.unwrap();
+    assert!(
+        html.contains(&format!(r#"<script type="module" nonce="{nonce}">"#)),
+        "the hydration script carries the nonce"
+    );
+
+    let other = app.client.get(app.url("/")).send().await.unwrap();
+    let other_csp = other.headers()["content-security-policy"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    assert!(!other_csp.contains(&nonce), "a fresh nonce per response");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_query_shows_a_reference_and_logs_the_cause_without_secrets() {
+    let db = TestDatabase::sqlite().await;
+    let url = db.url.clone();
+    let app = spawn_with(|_| {}, db).await;
+    // Break the schema under the running server.
+    let pool = sqlx::SqlitePool::connect(&url).await.unwrap();
+    sqlx::query("ALTER TABLE dead_letters RENAME TO dead_letters_gone")
+        .execute(&pool)
+        .await
+        .unwrap();
+
+    let (status, html) = app.get("/dead-letters").await;
+    assert_eq!(status, 500);
+    let page = visible(&html);
+    assert!(
+        page.contains("Something went wrong on the server. Reference: "),
+        "{page}"
+    );
+    assert!(
+        !page.contains("no such table") && !page.contains("dead_letters_gone"),
+        "internals stay off the page"
+    );
+    let reference = page
+        .split("Reference: ")
+        .nth(1)
+        .unwrap()
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .to_owned();
+    let logged = String::from_utf8(logs().lock().unwrap().clone()).unwrap();
+    let line = logged
+        .lines()
+        .find(|l| l.contains(&reference))
+        .expect("the reference is in the log");
+    assert!(
+        line.contains("no such table"),
+        "the log has the cause: {line}"
+    );
+    assert!(
+        !logged.contains("viewer-password"),
+        "no password in the logs"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sessions_live_in_postgres_too() {
+    logs();
+    let app = spawn_with(|_| {}, TestDatabase::postgres().await).await;
+    assert_eq!(app.get("/unknown").await.0, 200);
+    let client = new_client();
+    let response = sign_in_with(&app, &client, "viewer", "viewer-password", "/").await;
+    let cookie = cookie_value(&session_cookie(&response, "idem_session").unwrap());
+    assert_eq!(get(&client, &app.url("/")).await.0, 200);
+    app.post_form(&client, "/logout", &[]).await;
+    let replay = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let response = replay
+        .get(app.url("/"))
+        .header("cookie", &cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 303);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn demo_mode_and_only_demo_mode_has_the_three_demo_accounts() {
+    logs();
+    let quiet = spawn_with(|_| {}, TestDatabase::sqlite().await).await;
+    let names: Vec<String> = quiet
+        .store
+        .users()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|u| u.username)
+        .collect();
+    assert_eq!(
+        names,
+        ["viewer"],
+        "outside demo mode only the accounts someone created exist"
+    );
+
+    let demo = spawn_bare(
+        |c| {
+            c.demo = idem::config::DemoSetting::On;
+            c.demo_backfill = Duration::ZERO;
+        },
+        TestDatabase::sqlite().await,
+    )
+    .await;
+    for name in ["viewer", "operator", "admin"] {
+        let response = sign_in_with(&demo, &new_client(), name, name, "/").await;
+        assert_eq!(location(&response), "/", "{name} / {name}");
+    }
+    let login_page = get(&new_client(), &demo.url("/login")).await.1;
+    assert!(visible(&login_page).contains("Demo accounts"));
+}
+
+fn idem(database_url: &str, args: &[&str], stdin: &str) -> std::process::Output {
+    use std::io::Write;
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_idem"))
+        .args(args)
+        .env("DATABASE_URL", database_url)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("the idem binary runs");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_command_line_manages_accounts_and_never_takes_a_password_as_an_argument() {
+    logs();
+    let db = TestDatabase::sqlite().await;
+    let url = db.url.clone();
+    let ok = |out: &std::process::Output| {
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    };
+
+    ok(&idem(
+        &url,
+        &["user", "add", "alice", "--role", "admin"],
+        "a long enough secret\n",
+    ));
+    let refused = idem(
+        &url,
+        &[
+            "user",
+            "add",
+            "mallory",
+            "--role",
+            "viewer",
+            "--password",
+            "x",
+        ],
+        "",
+    );
+    assert!(!refused.status.success(), "there is no --password argument");
+    let short = idem(
+        &url,
+        &["user", "add", "shorty", "--role", "viewer"],
+        "short\n",
+    );
+    assert!(
+        !short.status.success()
+            && String::from_utf8_lossy(&short.stderr).contains("at least 12 characters")
+    );
+    let taken = idem(
+        &url,
+        &["user", "add", "alice", "--role", "viewer"],
+        "another long secret\n",
+    );
+    assert!(String::from_utf8_lossy(&taken.stderr).contains("already exists"));
+
+    let app = spawn_with(|_| {}, db).await;
+    let response = sign_in_with(&app, &new_client(), "alice", "a long enough secret", "/").await;
+    assert_eq!(location(&response), "/");
+
+    ok(&idem(&url, &["user", "role", "alice", "operator"], ""));
+    ok(&idem(
+        &url,
+        &["user", "reset-password", "alice"],
+        "a brand new secret!\n",
+    ));
+    let response = sign_in_with(&app, &new_client(), "alice", "a brand new secret!", "/").await;
+    assert_eq!(location(&response), "/");
+    ok(&idem(&url, &["user", "disable", "alice"], ""));
+    let list = idem(&url, &["user", "list"], "");
+    let listed = String::from_utf8_lossy(&list.stdout).to_string();
+    assert!(
+        listed.contains("alice") && listed.contains("operator") && listed.contains("disabled"),
+        "{listed}"
+    );
+    assert!(!listed.contains("argon2"), "hashes are never printed");
+}
