@@ -224,6 +224,13 @@ async fn signing_out_destroys_the_session_on_the_server() {
         303,
         "a copied cookie does not outlive sign-out"
     );
+    let audit = app.store.latest_audit(5).await.unwrap();
+    assert!(
+        audit
+            .iter()
+            .any(|e| e.action == "logout" && e.actor == "viewer" && e.result == "ok"),
+        "{audit:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
