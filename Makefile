@@ -5,6 +5,11 @@ SHELL := bash
 .SHELLFLAGS := -euo pipefail -c
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 
+# One set of compiler flags for every cargo command (tests, lints and the
+# cargo-leptos builds), so they share one set of compiled dependencies.
+# `erase_components` is Leptos's faster-compiling debug mode.
+export RUSTFLAGS ?= --cfg erase_components
+
 # Where the browser tests' server listens (a port of its own, so a running
 # `make run` on 3000 does not collide).
 E2E_ADDR ?= 127.0.0.1:3917
@@ -46,5 +51,5 @@ e2e:
 	env -u TEST_DATABASE_URL \
 	  LEPTOS_SITE_ADDR=$(E2E_ADDR) \
 	  DATABASE_URL="sqlite://$$db/idem.db" \
-	  IDEM_DEMO=1 IDEM_DEMO_BACKFILL_HOURS=2 \
+	  IDEM_DEMO=1 IDEM_DEMO_BACKFILL_HOURS=6 \
 	  cargo leptos end-to-end

@@ -114,7 +114,9 @@ pub async fn spawn_app(db: TestDatabase) -> TestApp {
 
 /// The markup with its escapes undone (for finding a key with `<` or `&` in it).
 pub fn text(html: &str) -> String {
-    html.replace("&lt;", "<")
+    // `<!>` are Leptos's hydration markers, not content.
+    html.replace("<!>", "")
+        .replace("&lt;", "<")
         .replace("&gt;", ">")
         .replace("&quot;", "\"")
         .replace("&#x27;", "'")
