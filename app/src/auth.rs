@@ -15,6 +15,10 @@ pub struct CurrentUser {
     pub role: Role,
 }
 
+/// The client's address (after trusted proxies), put in the request by the guard.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClientAddr(pub String);
+
 /// Where each kind of server function lives: the auth middleware grants
 /// `/api/read` to viewers, `/api/act` to operators, `/api/admin` to admins,
 /// `/api/public` to anyone, and refuses every other `/api` path.

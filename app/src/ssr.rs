@@ -17,6 +17,8 @@ pub struct AppState {
     pub console: crate::api::ConsoleInfo,
     /// Dashboard reads shared between requests for a moment (live refresh).
     pub reads: crate::cache::ReadCache,
+    /// How long consumers keep claims (a replay of an older key may not be deduplicated).
+    pub claim_retention: chrono::TimeDelta,
 }
 
 /// How long one dashboard read serves every viewer of the same list, by default.
@@ -34,6 +36,7 @@ impl AppState {
             store,
             console,
             reads: crate::cache::ReadCache::new(read_cache_ttl, 1024),
+            claim_retention: chrono::TimeDelta::days(30),
         }
     }
 }
@@ -79,6 +82,68 @@ pub fn content_security_policy() {
     if let Ok(value) = http::HeaderValue::from_str(&policy) {
         response.insert_header(http::header::CONTENT_SECURITY_POLICY, value);
     }
+}
+
+/// The client's address as the guard determined it (trusted proxies applied).
+pub fn client_addr() -> Option<String> {
+    let parts = use_context::<http::request::Parts>()?;
+    parts
+        .extensions
+        .get::<crate::auth::ClientAddr>()
+        .map(|c| c.0.clone())
+}
+
+/// A fresh action id for a confirmation form.
+pub fn new_action_id() -> String {
+    let bytes: [u8; 12] = rand::random();
+    bytes.iter().fold(String::with_capacity(24), |mut s, b| {
+        let _ = write!(s, "{b:02x}");
+        s
+    })
+}
+
+/// An action's answer. From a plain form post (no JavaScript) the person is
+/// sent back to the page the form was on, with the outcome in the address;
+/// from the page's own code the outcome is returned as data.
+pub fn answer_form(
+    outcome: idem_domain::action::ActionOutcome,
+) -> idem_domain::action::ActionOutcome {
+    // A browser's own form post asks for HTML; the page's fetch does not.
+    let plain_form = use_context::<http::request::Parts>().is_some_and(|parts| {
+        parts
+            .headers
+            .get(http::header::ACCEPT)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.contains("text/html"))
+    });
+    if plain_form {
+        let referer = use_context::<http::request::Parts>()
+            .and_then(|p| {
+                p.headers
+                    .get(http::header::REFERER)
+                    .and_then(|v| v.to_str().ok())
+                    .map(str::to_owned)
+            })
+            .and_then(|r| url::Url::parse(&r).ok())
+            .map(|u| {
+                let query: Vec<(String, String)> = u
+                    .query_pairs()
+                    .filter(|(k, _)| k != "outcome")
+                    .map(|(k, v)| (k.into_owned(), v.into_owned()))
+                    .collect();
+                let pairs: Vec<(&str, &str)> = query
+                    .iter()
+                    .map(|(k, v)| (k.as_str(), v.as_str()))
+                    .collect();
+                crate::links::with_query(u.path(), &pairs)
+            })
+            .unwrap_or_else(|| "/".to_owned());
+        let back = crate::links::safe_next(&referer);
+        let encoded = crate::links::encode_outcome(&outcome);
+        let separator = if back.contains('?') { '&' } else { '?' };
+        leptos_axum::redirect(&format!("{back}{separator}outcome={encoded}"));
+    }
+    outcome
 }
 
 /// The value of one cookie of the current request, if it has one.

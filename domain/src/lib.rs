@@ -4,6 +4,7 @@
 //! framework. A value of a type from this crate has already been checked, so
 //! code that receives an [`IdempotencyKey`] never re-validates it.
 
+pub mod action;
 mod count;
 mod key;
 mod metric;

@@ -94,4 +94,6 @@ pub struct AuditEntry {
     pub reason: Option<String>,
     pub result: String,
     pub client_addr: Option<String>,
+    /// Seconds from the item becoming actionable to this action.
+    pub recovery_seconds: Option<f64>,
 }

@@ -674,6 +674,7 @@ mod tests {
             reason: Some("provider fixed".into()),
             result: "ok".into(),
             client_addr: None,
+            recovery_seconds: None,
         };
         let story = assemble(
             Sources {

@@ -12,6 +12,7 @@
 //! | `IDEM_SESSION_ABSOLUTE_HOURS` | a session ends this long after sign-in | `12` |
 //! | `IDEM_TRUSTED_PROXIES` | proxies whose `X-Forwarded-For` is believed (addresses or networks, comma-separated) | none |
 //! | `IDEM_HASH_CONCURRENCY` | password hashes computed at once | `2` |
+//! | `IDEM_CLAIM_RETENTION_DAYS` | how long consumers keep claims; replaying an older key is flagged | `30` |
 //! | `IDEM_READ_CACHE_MS` | how long one dashboard read serves every viewer (0 turns the cache off) | `2000` |
 //! | `IDEM_LOG_FORMAT` | `json` for JSON lines, else human-readable | text |
 //! | `RUST_LOG` | log filter | `info` |
@@ -56,6 +57,7 @@ pub struct Config {
     pub demo_backfill: Duration,
     pub log_json: bool,
     pub read_cache_ttl: Duration,
+    pub claim_retention: chrono::TimeDelta,
     pub auth: AuthSettings,
     pub leptos: LeptosOptions,
 }
@@ -118,6 +120,12 @@ impl Config {
                 .transpose()?
                 .unwrap_or(2000),
         );
+        let claim_retention = chrono::TimeDelta::days(
+            var("IDEM_CLAIM_RETENTION_DAYS")
+                .map(|v| parse("IDEM_CLAIM_RETENTION_DAYS", &v))
+                .transpose()?
+                .unwrap_or(30),
+        );
         let public_url = var("IDEM_PUBLIC_URL").unwrap_or_else(|| format!("http://{addr}"));
         let public_url = url::Url::parse(&public_url).map_err(|e| ConfigError::Invalid {
             name: "IDEM_PUBLIC_URL",
@@ -176,6 +184,7 @@ impl Config {
             demo_backfill: Duration::from_secs(backfill_hours * 3600),
             log_json,
             read_cache_ttl,
+            claim_retention,
             auth,
             leptos,
         })
@@ -193,6 +202,7 @@ impl Config {
             demo_backfill: Duration::from_secs(3600),
             log_json: false,
             read_cache_ttl: idem_app::ssr::READ_CACHE_TTL,
+            claim_retention: chrono::TimeDelta::days(30),
             auth: AuthSettings {
                 public_url: url::Url::parse("http://127.0.0.1").expect("a valid URL"),
                 idle_timeout: Duration::from_secs(30 * 60),

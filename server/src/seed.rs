@@ -258,6 +258,7 @@ pub async fn run(store: &Store, plan: &SeedPlan) -> StoreResult<()> {
                     reason: Some("checked with the provider".into()),
                     result: "ok".into(),
                     client_addr: None,
+                    recovery_seconds: None,
                 }
             })
             .collect();

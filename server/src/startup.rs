@@ -64,7 +64,8 @@ impl Application {
         if demo.is_some() {
             ensure_demo_accounts(&auth).await?;
         }
-        let state = AppState::new(config.leptos.clone(), store, console, config.read_cache_ttl);
+        let mut state = AppState::new(config.leptos.clone(), store, console, config.read_cache_ttl);
+        state.claim_retention = config.claim_retention;
         let router = router(state.clone(), auth.clone());
         let listener = TcpListener::bind(config.addr)
             .await

@@ -90,6 +90,19 @@ async fn two_hours_of_demo_history_contain_every_case_of_the_tour(store: &Store)
             .starts_with("429 Too Many Requests")
     );
 
+    let shipped = one(tour::DEAD_LETTER_ALREADY_SENT).await;
+    assert_eq!(
+        shipped.status,
+        ClaimStatus::Sent,
+        "published again after the dead letter, and sent"
+    );
+    let open = store
+        .dead_letters_for_key("order-events", tour::DEAD_LETTER_ALREADY_SENT)
+        .await
+        .unwrap();
+    assert_eq!(open.len(), 1);
+    assert_eq!(open[0].state, DeadLetterState::Open);
+
     // The relay published what the consumers wrote to the outbox.
     let backlog = store
         .unpublished_outbox(&PageRequest::first(200))

@@ -6,6 +6,7 @@
 //! Callers never see `sqlx` types; they get `idem_domain` records and
 //! [`StoreError`].
 
+mod actions;
 mod audit;
 mod bulk;
 mod consumer;
@@ -22,6 +23,7 @@ pub mod testing;
 mod ts;
 mod users;
 
+pub use actions::{Actor, DiscardRequest, MAX_TEXT, ReplayRequest, ResolveRequest};
 pub use audit::NewAuditEntry;
 pub use consumer::{Claimed, Delivery, NewDeadLetter, NewOutboxRow, Outcome};
 pub use cursor::PageRequest;

@@ -171,7 +171,7 @@ where
 macro_rules! audit_columns {
     () => {
         "id, action_id, at, actor, actor_role, action, consumer, idempotency_key, target, \
-         state_before, state_after, reason, result, client_addr"
+         state_before, state_after, reason, result, client_addr, recovery_seconds"
     };
 }
 pub(crate) use audit_columns;
@@ -192,6 +192,7 @@ pub(crate) struct AuditRow {
     reason: Option<String>,
     result: String,
     client_addr: Option<String>,
+    recovery_seconds: Option<f64>,
 }
 
 impl TryFrom<AuditRow> for idem_domain::AuditEntry {
@@ -212,6 +213,7 @@ impl TryFrom<AuditRow> for idem_domain::AuditEntry {
             reason: row.reason,
             result: row.result,
             client_addr: row.client_addr,
+            recovery_seconds: row.recovery_seconds,
         })
     }
 }

@@ -144,3 +144,18 @@ impl Drop for TestDatabase {
         .join();
     }
 }
+
+/// Runs one statement outside Idem's API (tests that break or probe the
+/// schema on purpose): `sqlite` on SQLite, `postgres` on Postgres.
+pub async fn execute_raw(store: &Store, sqlite: &str, postgres: &str) -> Result<u64, sqlx::Error> {
+    match &store.pools {
+        crate::dialect::Dialect::Sqlite(pool) => sqlx::raw_sql(sqlite)
+            .execute(pool)
+            .await
+            .map(|r| r.rows_affected()),
+        crate::dialect::Dialect::Postgres(pool) => sqlx::raw_sql(postgres)
+            .execute(pool)
+            .await
+            .map(|r| r.rows_affected()),
+    }
+}

@@ -15,6 +15,12 @@ pub struct KeyStory {
     pub dead_letters: Vec<DeadLetter>,
     pub audit: Vec<AuditEntry>,
     pub story: Story,
+    /// The signed-in person may act (operator or admin).
+    pub can_act: bool,
+    /// A fresh id for the action forms this page shows.
+    pub action_id: String,
+    /// The replay verdict of each open dead letter.
+    pub verdicts: Vec<(i64, idem_domain::action::Verdict)>,
 }
 
 /// What a link carrying only a key finds.
@@ -85,6 +91,19 @@ async fn story(
         None => Vec::new(),
     };
     let clock = crate::ssr::clock(chrono::Utc::now());
+    let retention = crate::ssr::state()?.claim_retention;
+    let verdicts = dead_letters
+        .iter()
+        .filter(|d| d.state == idem_domain::DeadLetterState::Open)
+        .map(|d| {
+            (
+                d.id,
+                idem_domain::action::Verdict::of(claim.as_ref(), retention, clock.as_of),
+            )
+        })
+        .collect();
+    let can_act =
+        crate::ssr::current_user().is_some_and(|u| u.role.includes(idem_domain::Role::Operator));
     let story = assemble(
         Sources {
             claim: claim.as_ref(),
@@ -105,6 +124,9 @@ async fn story(
         dead_letters,
         audit,
         story,
+        can_act,
+        action_id: crate::ssr::new_action_id(),
+        verdicts,
     }))
 }
 

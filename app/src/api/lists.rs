@@ -18,6 +18,11 @@ pub struct DeadLetterDetail {
     pub clock: Clock,
     pub dead_letter: DeadLetter,
     pub claim: Option<Claim>,
+    pub verdict: idem_domain::action::Verdict,
+    /// The signed-in person may act (operator or admin).
+    pub can_act: bool,
+    /// A fresh id for the action forms this page shows.
+    pub action_id: String,
 }
 
 /// Reads one page of a list through the shared read cache, then shows it in
@@ -117,10 +122,18 @@ pub async fn get_dead_letter(id: String) -> Result<DeadLetterDetail, AppError> {
             .await?
             .ok_or_else(|| AppError::NotFound(format!("There is no dead letter {id}.")))?;
         let claim = store.claim(&dead_letter.consumer, &dead_letter.key).await?;
+        let clock = crate::ssr::clock(chrono::Utc::now());
+        let retention = crate::ssr::state()?.claim_retention;
+        let verdict = idem_domain::action::Verdict::of(claim.as_ref(), retention, clock.as_of);
+        let can_act = crate::ssr::current_user()
+            .is_some_and(|u| u.role.includes(idem_domain::Role::Operator));
         Ok(DeadLetterDetail {
-            clock: crate::ssr::clock(chrono::Utc::now()),
+            clock,
             dead_letter,
             claim,
+            verdict,
+            can_act,
+            action_id: crate::ssr::new_action_id(),
         })
     })
     .await

@@ -4,6 +4,7 @@
 //! or repeated read is harmless). Every function validates its input on the
 //! server and answers with [`AppError`](crate::error::AppError).
 
+mod actions;
 mod keys;
 mod lists;
 mod overview;
@@ -11,6 +12,10 @@ mod overview;
 use idem_domain::CappedCount;
 use serde::{Deserialize, Serialize};
 
+pub use actions::{
+    DiscardDeadLetter, ReplayDeadLetter, ResolveUnknown, discard_dead_letter, replay_dead_letter,
+    resolve_unknown,
+};
 pub use keys::{
     KeyLookup, KeyQuery, KeyStory, SearchResults, get_key_story, lookup_key, search_keys,
 };
@@ -41,11 +46,11 @@ pub struct LoginInfo {
     pub any_accounts: bool,
 }
 
-/// The objective for resolving an unknown outcome (the SLO issue makes it configurable).
-pub const UNKNOWN_RESOLUTION_SLO_SECONDS: i64 = 15 * 60;
-
 /// How far the dashboard counts before it says "10,000+".
 pub const COUNT_CAP: u64 = CappedCount::DEFAULT_CAP;
 
 /// How many rows the overview's "needs attention" lists show.
 pub const ATTENTION_ROWS: u32 = 10;
+
+/// The objective for resolving an unknown outcome (the SLO issue makes it configurable).
+pub const UNKNOWN_RESOLUTION_SLO_SECONDS: i64 = 15 * 60;

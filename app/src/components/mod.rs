@@ -1,6 +1,7 @@
 //! Pieces every page uses: the shell, status badges, key links, times, error
 //! panels and the loading wrapper.
 
+pub mod actions;
 mod layout;
 mod refresh;
 mod widgets;

@@ -4,8 +4,11 @@ use leptos_meta::Title;
 use leptos_router::hooks::use_location;
 
 use super::lists::{Pager, use_cursor};
+use idem_domain::action::Verdict;
+
 use crate::{
     api::{DeadLetterDetail, ListPage, get_dead_letter, list_dead_letters},
+    components::actions::{ActionAnswer, ActionIds, DiscardForm, ReplayForm},
     components::{Age, KeyLink, LiveRefresh, Loaded, StatusBadge, Time, provide_clock},
     links,
 };
@@ -95,11 +98,30 @@ pub fn DeadLetterPage() -> impl IntoView {
             get_dead_letter(id).await
         },
     );
+    ActionIds::provide();
+    let reload = Callback::new(move |()| data.refetch());
     view! {
         <Title text="Dead letter"/>
-        <Loaded resource=data render=|d: DeadLetterDetail| {
+        <ActionAnswer/>
+        <Loaded resource=data render={move |d: DeadLetterDetail| {
             provide_clock(d.clock);
             let dl = d.dead_letter;
+            let actions = (d.can_act && dl.state == DeadLetterState::Open).then(|| {
+                let discard = (d.verdict == Verdict::AlreadySent).then(|| view! {
+                    <DiscardForm dead_letter_id=dl.id action_id=d.action_id.clone() reload/>
+                });
+                view! {
+                    <ReplayForm dead_letter=dl.clone() verdict=d.verdict.clone() action_id=d.action_id.clone() reload/>
+                    {discard}
+                }
+            });
+            let closed = dl.resolved_by.clone().map(|by| view! {
+                <p class="notice">
+                    {format!("{} by {by}", dl.state)}
+                    {dl.resolved_at.map(|at| view! { " at " <Time at/> })}
+                    "."
+                </p>
+            });
             let claim = match d.claim {
                 Some(c) => view! {
                     <p>"The key's claim is " <StatusBadge status=c.status/> " — " {c.status.meaning()} "."</p>
@@ -122,9 +144,11 @@ pub fn DeadLetterPage() -> impl IntoView {
                     <dt>"Last error"</dt><dd class="error-text">{dl.last_error}</dd>
                 </dl>
                 {claim}
+                {closed}
+                {actions}
                 <h2>"Payload"</h2>
                 <pre class="payload">{dl.payload}</pre>
             }
-        }/>
+        }}/>
     }
 }

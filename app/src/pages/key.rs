@@ -6,8 +6,11 @@ use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::hooks::use_location;
 
+use idem_domain::action::Verdict;
+
 use crate::{
     api::{KeyLookup, KeyStory, get_key_story, lookup_key},
+    components::actions::{ActionAnswer, ActionIds, DiscardForm, ReplayForm, ResolveForm},
     components::{Age, Loaded, StatusBadge, Time, provide_clock},
     links,
 };
@@ -36,9 +39,12 @@ pub fn KeyPage() -> impl IntoView {
         },
     );
     let search = key_in(&location.pathname.get_untracked(), 1);
+    ActionIds::provide();
+    let reload = Callback::new(move |()| story.refetch());
     view! {
         <Title text="Key"/>
-        <Loaded resource=story search render=|s: KeyStory| view! { <Story s/> }/>
+        <ActionAnswer/>
+        <Loaded resource=story search render={move |s: KeyStory| view! { <Story s reload/> }}/>
     }
 }
 
@@ -57,13 +63,16 @@ pub fn KeyLookupPage() -> impl IntoView {
         },
     );
     let search = key_in(&location.pathname.get_untracked(), 0);
+    ActionIds::provide();
+    let reload = Callback::new(move |()| lookup.refetch());
     view! {
         <Title text="Key"/>
+        <ActionAnswer/>
         <Loaded
             resource=lookup
             search
-            render={|l: KeyLookup| match l {
-                KeyLookup::One(s) => view! { <Story s=*s/> }.into_any(),
+            render={move |l: KeyLookup| match l {
+                KeyLookup::One(s) => view! { <Story s=*s reload/> }.into_any(),
                 KeyLookup::Several { clock, key, claims } => {
                     provide_clock(clock);
                     view! { <Chooser key claims/> }.into_any()
@@ -99,7 +108,7 @@ fn Chooser(key: String, claims: Vec<Claim>) -> impl IntoView {
 }
 
 #[component]
-fn Story(s: KeyStory) -> impl IntoView {
+fn Story(s: KeyStory, reload: Callback<()>) -> impl IntoView {
     let as_of = s.clock.as_of;
     provide_clock(s.clock);
     let claim = s.claim.clone().map(|c| view! { <ClaimDetails c/> });
@@ -146,9 +155,34 @@ fn Story(s: KeyStory) -> impl IntoView {
             .iter()
             .map(|a| view! { <li>{a.describe()}</li> })
             .collect_view();
+        let forms = s.can_act.then(|| {
+            let resolve = s
+                .claim
+                .clone()
+                .filter(|c| c.status == idem_domain::ClaimStatus::Unknown)
+                .map(|claim| view! { <ResolveForm claim action_id=s.action_id.clone() reload/> });
+            let dead_letters = s
+                .dead_letters
+                .iter()
+                .filter_map(|dl| {
+                    let verdict = s.verdicts.iter().find(|(id, _)| *id == dl.id)?.1.clone();
+                    let discard = (verdict == Verdict::AlreadySent).then(|| {
+                        view! { <DiscardForm dead_letter_id=dl.id action_id=s.action_id.clone() reload/> }
+                    });
+                    Some(view! {
+                        <ReplayForm dead_letter=dl.clone() verdict action_id=s.action_id.clone() reload/>
+                        {discard}
+                    })
+                })
+                .collect_view();
+            view! { {resolve} {dead_letters} }
+        });
+        let viewer_note = (!s.can_act)
+            .then(|| view! { <p class="lede">"An operator can do these from this page."</p> });
         view! {
             <ul class="actions">{items}</ul>
-            <p class="lede">"The buttons for these arrive with the admin actions; until then, this page says what would apply."</p>
+            {viewer_note}
+            {forms}
         }
         .into_any()
     };

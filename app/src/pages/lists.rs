@@ -57,6 +57,7 @@ pub fn UnknownPage() -> impl IntoView {
             .into_iter()
             .map(|c| {
                 let breached = (as_of - c.status_at).num_seconds() > UNKNOWN_RESOLUTION_SLO_SECONDS;
+                let resolve = format!("{}#resolve", links::key_href(&c.consumer, &c.key));
                 view! {
                     <tr class:breach=breached>
                         <td><KeyLink consumer=c.consumer.clone() key=c.key/></td>
@@ -69,6 +70,7 @@ pub fn UnknownPage() -> impl IntoView {
                         </td>
                         <td class="num">{c.attempts}</td>
                         <td class="error-text">{c.last_error}</td>
+                        <td><a href=resolve rel="external">"Resolve"</a></td>
                     </tr>
                 }
             })
@@ -81,7 +83,7 @@ pub fn UnknownPage() -> impl IntoView {
                 "; older ones are marked ⚠"
             </p>
             <table>
-                <thead><tr><th>"Key"</th><th>"Consumer"</th><th>"Unknown since"</th><th class="num">"For"</th><th class="num">"Attempts"</th><th>"Last error"</th></tr></thead>
+                <thead><tr><th>"Key"</th><th>"Consumer"</th><th>"Unknown since"</th><th class="num">"For"</th><th class="num">"Attempts"</th><th>"Last error"</th><th><span class="visually-hidden">"Action"</span></th></tr></thead>
                 <tbody>{rows}</tbody>
             </table>
             <Pager path="/unknown" next=p.page.next on_first_page/>

@@ -79,6 +79,13 @@ pub async fn guard(
     if let Some(user) = &user {
         req.extensions_mut().insert(user.clone());
     }
+    let client = ctx
+        .settings
+        .trusted_proxies
+        .client(peer, req.headers())
+        .to_string();
+    req.extensions_mut()
+        .insert(idem_app::auth::ClientAddr(client.clone()));
     let (method, path) = (req.method().clone(), req.uri().path().to_owned());
     if is_public(&method, &path) {
         return next.run(req).await;

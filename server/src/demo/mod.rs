@@ -48,8 +48,11 @@ pub mod tour {
     pub const WEBHOOK_DUPLICATE: &str = "pay_7f3";
     /// Reminder account whose worker crashes after the provider accepted.
     pub const CRASHED_ACCOUNT: &str = "account-2210";
-    /// Order event rate limited three times, then dead-lettered.
+    /// Order event rate limited three times, then dead-lettered; a replay succeeds.
     pub const DEAD_LETTERED: &str = "refund:EU/2026/Ø-1842";
+    /// Order event dead-lettered, then delivered again by its publisher and
+    /// sent: an open dead letter whose key is already sent.
+    pub const DEAD_LETTER_ALREADY_SENT: &str = "ship:EU/2026/K-2210";
     /// Order event whose response is lost.
     pub const LOST_RESPONSE: &str = "return:DK/2026/Ø-PO #7 50%";
 }
@@ -296,8 +299,8 @@ impl Simulation {
         // Rate limited three times: dead-lettered, key kept.
         let refund = flows::order_event("refund", "EU/2026/Ø-1842");
         debug_assert_eq!(refund.key, tour::DEAD_LETTERED);
-        self.scripts.insert(
-            refund.key.clone(),
+        // …and a replay of it goes through.
+        let three_429s_then_accepted = |reference: &str| {
             VecDeque::from([
                 Call::RateLimited {
                     retry_after_seconds: 20,
@@ -308,13 +311,42 @@ impl Simulation {
                 Call::RateLimited {
                     retry_after_seconds: 30,
                 },
-            ]),
+                Call::Accepted {
+                    provider_ref: reference.to_owned(),
+                },
+            ])
+        };
+        self.scripts.insert(
+            refund.key.clone(),
+            three_429s_then_accepted("ful_replayed01"),
         );
         self.schedule(
             minutes(30),
             Event::Publish {
                 fact: refund,
                 retry: false,
+            },
+        );
+
+        // Dead-lettered, then published again and sent: the dead letter is safe to discard.
+        let shipped = flows::order_event("ship", "EU/2026/K-2210");
+        debug_assert_eq!(shipped.key, tour::DEAD_LETTER_ALREADY_SENT);
+        self.scripts.insert(
+            shipped.key.clone(),
+            three_429s_then_accepted("ful_second01"),
+        );
+        self.schedule(
+            minutes(45),
+            Event::Publish {
+                fact: shipped.clone(),
+                retry: false,
+            },
+        );
+        self.schedule(
+            minutes(60),
+            Event::Publish {
+                fact: shipped,
+                retry: true,
             },
         );
 

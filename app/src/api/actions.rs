@@ -1,0 +1,145 @@
+//! The operator actions, as server functions under `/api/act` (operators
+//! only; the guard refuses everyone else before these run, and each checks
+//! again). They are `POST`s that work from a plain form: without JavaScript
+//! the answer is a redirect back to the page with the outcome in the address.
+
+use idem_domain::action::ActionOutcome;
+use leptos::prelude::*;
+
+use crate::error::AppError;
+
+#[cfg(feature = "ssr")]
+mod server {
+    use idem_store::Actor;
+
+    use crate::{auth::CurrentUser, error::AppError};
+
+    pub struct Acting {
+        pub user: CurrentUser,
+        pub client: Option<String>,
+    }
+
+    impl Acting {
+        pub fn actor(&self) -> Actor<'_> {
+            Actor {
+                name: &self.user.username,
+                role: self.user.role.as_str(),
+                client_addr: self.client.as_deref(),
+            }
+        }
+    }
+
+    /// The operator, or the reason they may not act.
+    pub fn operator() -> Result<Acting, AppError> {
+        let user = crate::ssr::require(idem_domain::Role::Operator)?;
+        let client = crate::ssr::client_addr();
+        Ok(Acting { user, client })
+    }
+
+    /// An action id as the form carried it: a short token, nothing else.
+    pub fn action_id(id: &str) -> Result<&str, AppError> {
+        let ok = (8..=64).contains(&id.len())
+            && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-');
+        ok.then_some(id).ok_or_else(|| {
+            AppError::BadRequest(
+                "The form's action id is missing or malformed; reload the page.".into(),
+            )
+        })
+    }
+}
+
+/// Replays one dead letter through the outbox with the same key.
+#[server(prefix = "/api/act")]
+pub async fn replay_dead_letter(
+    id: i64,
+    action_id: String,
+    #[server(default)] override_verdict: Option<String>,
+    #[server(default)] reason: String,
+) -> Result<ActionOutcome, AppError> {
+    crate::ssr::serve(async move {
+        let acting = server::operator()?;
+        let state = crate::ssr::state()?;
+        let outcome = state
+            .store
+            .replay_dead_letter(&idem_store::ReplayRequest {
+                dead_letter_id: id,
+                action_id: server::action_id(&action_id)?,
+                actor: acting.actor(),
+                override_verdict: override_verdict.is_some(),
+                reason: Some(&reason),
+                retention: state.claim_retention,
+            })
+            .await?;
+        Ok(crate::ssr::answer_form(outcome))
+    })
+    .await
+}
+
+/// Discards one dead letter whose key is already sent.
+#[server(prefix = "/api/act")]
+pub async fn discard_dead_letter(
+    id: i64,
+    action_id: String,
+    #[server(default)] reason: String,
+) -> Result<ActionOutcome, AppError> {
+    crate::ssr::serve(async move {
+        let acting = server::operator()?;
+        let state = crate::ssr::state()?;
+        let outcome = state
+            .store
+            .discard_dead_letter(&idem_store::DiscardRequest {
+                dead_letter_id: id,
+                action_id: server::action_id(&action_id)?,
+                actor: acting.actor(),
+                reason: &reason,
+            })
+            .await?;
+        Ok(crate::ssr::answer_form(outcome))
+    })
+    .await
+}
+
+/// Resolves one unknown outcome: `sent` (with the provider reference),
+/// `failed-retry` (and retry through the outbox, same key) or `failed`.
+#[server(prefix = "/api/act")]
+pub async fn resolve_unknown(
+    consumer: String,
+    key: String,
+    version: i64,
+    action_id: String,
+    outcome: String,
+    #[server(default)] provider_ref: String,
+    #[server(default)] reason: String,
+) -> Result<ActionOutcome, AppError> {
+    use idem_domain::{ConsumerName, IdempotencyKey, action::Resolution};
+    crate::ssr::serve(async move {
+        let acting = server::operator()?;
+        let consumer = ConsumerName::parse(consumer)?;
+        let key = IdempotencyKey::parse(key)?;
+        let resolution = match outcome.as_str() {
+            "sent" => Resolution::Sent { provider_ref },
+            "failed-retry" => Resolution::FailedRetry,
+            "failed" => Resolution::FailedPermanently,
+            other => {
+                return Err(AppError::BadRequest(format!(
+                    "“{other}” is not a resolution (sent, failed-retry or failed)."
+                )));
+            }
+        };
+        let state = crate::ssr::state()?;
+        let outcome = state
+            .store
+            .resolve_unknown(&idem_store::ResolveRequest {
+                consumer: consumer.as_str(),
+                key: key.as_str(),
+                version,
+                resolution,
+                action_id: server::action_id(&action_id)?,
+                actor: acting.actor(),
+                reason: Some(&reason),
+            })
+            .await?;
+        Ok(crate::ssr::answer_form(outcome))
+    })
+    .await
+}

@@ -1,0 +1,89 @@
+import { expect, test, type Page } from "@playwright/test";
+import { signIn } from "./helpers";
+
+const orders = "order-events";
+const keyPage = (key: string) => `/keys/${encodeURIComponent(orders)}/${encodeURIComponent(key)}`;
+
+async function openKey(page: Page, key: string) {
+  await expect(async () => {
+    const response = await page.goto(keyPage(key));
+    expect(response?.status()).toBe(200);
+  }).toPass({ timeout: 45_000 });
+}
+
+test("an operator replays a dead letter and watches the key reach sent", async ({ page }) => {
+  await signIn(page, "operator");
+  await openKey(page, "refund:EU/2026/Ø-1842");
+  const form = page.locator(".action-form", { hasText: "Replay dead letter" });
+  await expect(form.locator(".verdict")).toContainText("Safe to replay");
+  await form.getByRole("button", { name: "Replay with the same key" }).click();
+  await expect(page.locator(".outcome.done")).toContainText("replayed through outbox row");
+  // The demo's relay publishes the replay and its consumer processes it.
+  await expect(async () => {
+    await page.reload();
+    await expect(page.locator("#claim-heading .badge")).toHaveText("sent", { timeout: 1_000 });
+  }).toPass({ timeout: 30_000 });
+  await expect(page.locator(".timeline")).toContainText("operator (operator) replay: open → replayed");
+});
+
+test("replaying a dead letter whose key is sent is blocked until overridden with a reason", async ({ page }) => {
+  await signIn(page, "operator");
+  await openKey(page, "ship:EU/2026/K-2210");
+  const form = page.locator(".action-form", { hasText: "Replay dead letter" });
+  await expect(form.locator(".verdict")).toContainText("Blocked: the effect already happened");
+  await form.getByRole("button", { name: "Replay with the same key" }).click();
+  await expect(page.locator(".outcome.refused")).toContainText("To replay anyway, tick the override and give a reason");
+  await form.getByLabel("Replay anyway (override the verdict)").check();
+  await form.getByLabel("Reason (required for an override)").fill("the consumer's claims were restored from an old backup");
+  await form.getByRole("button", { name: "Replay with the same key" }).click();
+  await expect(page.locator(".outcome.done")).toBeVisible();
+  await expect(page.locator(".timeline")).toContainText("override (Blocked: the effect already happened)");
+});
+
+test("an operator resolves an unknown outcome as sent with the provider reference", async ({ page }) => {
+  await signIn(page, "operator");
+  await openKey(page, "return:DK/2026/Ø-PO #7 50%");
+  const form = page.locator("#resolve");
+  await form.getByLabel("acted: mark sent, with its reference").check();
+  await form.getByLabel("Provider reference").fill("ful_confirmed_by_phone");
+  await form.getByRole("button", { name: "Record the outcome" }).click();
+  await expect(page.locator(".outcome.done")).toContainText("sent (provider reference ful_confirmed_by_phone");
+  await expect(page.locator("#claim-heading .badge")).toHaveText("sent");
+});
+
+test("a double-clicked confirm button has one effect", async ({ page }) => {
+  await signIn(page, "operator");
+  await page.goto("/unknown");
+  const first = page.locator("table tbody tr").first();
+  const key = (await first.locator("a.key").innerText()).trim();
+  await first.getByRole("link", { name: "Resolve" }).click();
+  await expect(page.locator("h1 code.key")).toHaveText(key);
+  const form = page.locator("#resolve");
+  await form.getByLabel("did not act: mark failed and retry").check();
+  await form.getByRole("button", { name: "Record the outcome" }).dblclick();
+  await expect(page.locator(".outcome.done")).toBeVisible();
+  await page.reload();
+  await expect(page.locator(".timeline .event.audit")).toHaveCount(1);
+  // One retry queued through the outbox, not two.
+  await expect(page.locator("#outbox-heading + table tbody tr", { hasText: "resolution" })).toHaveCount(1);
+});
+
+test.describe("without JavaScript", () => {
+  test.use({ javaScriptEnabled: false });
+
+  test("the forms still work: a plain post, then the page with the outcome", async ({ page }) => {
+    await signIn(page, "operator");
+    await page.goto("/unknown");
+    const link = page.locator("table tbody tr a.key").first();
+    const key = (await link.innerText()).trim();
+    await page.locator("table tbody tr").first().getByRole("link", { name: "Resolve" }).click();
+    const form = page.locator("#resolve");
+    await form.getByLabel("did not act, and it must not be retried: mark failed").check();
+    await form.getByLabel("Reason (required for “failed” without a retry)").fill("the provider confirmed it rejected the request");
+    await form.getByRole("button", { name: "Record the outcome" }).click();
+    await expect(page.locator(".outcome.done")).toContainText("Outcome resolved: failed");
+    await expect(page.locator("h1 code.key")).toHaveText(key);
+    await expect(page.locator("#claim-heading .badge")).toHaveText("failed");
+    expect(page.url()).toContain("outcome=");
+  });
+});
