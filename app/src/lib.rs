@@ -78,7 +78,8 @@ pub fn App() -> impl IntoView {
                     <Route path=(StaticSegment("dead-letters"), ParamSegment("id")) view=DeadLetterPage ssr=data.clone()/>
                     <Route path=StaticSegment("outbox") view=OutboxPage ssr=data.clone()/>
                     <Route path=StaticSegment("login") view=LoginPage ssr=data.clone()/>
-                    <Route path=StaticSegment("slo") view=SloPage/>
+                    <Route path=StaticSegment("slo") view=SloPage ssr=data.clone()/>
+                    <Route path=(StaticSegment("slo"), ParamSegment("name")) view=SloDetailPage ssr=data.clone()/>
                     <Route path=StaticSegment("audit") view=AuditPage/>
                 </Routes>
             </Layout>

@@ -19,6 +19,8 @@ pub struct AppState {
     pub reads: crate::cache::ReadCache,
     /// How long consumers keep claims (a replay of an older key may not be deduplicated).
     pub claim_retention: chrono::TimeDelta,
+    /// The SLOs in force (from `IDEM_SLO_FILE` or the built-in defaults).
+    pub slos: std::sync::Arc<idem_domain::slo::SloSet>,
 }
 
 /// How long one dashboard read serves every viewer of the same list, by default.
@@ -37,6 +39,7 @@ impl AppState {
             console,
             reads: crate::cache::ReadCache::new(read_cache_ttl, 1024),
             claim_retention: chrono::TimeDelta::days(30),
+            slos: std::sync::Arc::default(),
         }
     }
 }

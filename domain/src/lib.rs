@@ -9,6 +9,7 @@ mod count;
 mod key;
 mod metric;
 mod record;
+pub mod slo;
 mod status;
 pub mod story;
 mod zone;

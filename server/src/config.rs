@@ -14,6 +14,8 @@
 //! | `IDEM_HASH_CONCURRENCY` | password hashes computed at once | `2` |
 //! | `IDEM_CLAIM_RETENTION_DAYS` | how long consumers keep claims; replaying an older key is flagged | `30` |
 //! | `IDEM_READ_CACHE_MS` | how long one dashboard read serves every viewer (0 turns the cache off) | `2000` |
+//! | `IDEM_SLO_FILE` | a TOML file of SLOs (see `slo_config`) | the built-in defaults |
+//! | `IDEM_METRICS_TOKEN` | bearer token a Prometheus scrape of `/metrics` must send; unset turns the export off | unset |
 //! | `IDEM_LOG_FORMAT` | `json` for JSON lines, else human-readable | text |
 //! | `RUST_LOG` | log filter | `info` |
 //! | `LEPTOS_SITE_ROOT`, `LEPTOS_SITE_PKG_DIR`, `LEPTOS_OUTPUT_NAME`, `LEPTOS_ENV`, `LEPTOS_RELOAD_PORT` | set by cargo-leptos | `target/site`, `pkg`, `idem`, `DEV`, `3001` |
@@ -58,6 +60,10 @@ pub struct Config {
     pub log_json: bool,
     pub read_cache_ttl: Duration,
     pub claim_retention: chrono::TimeDelta,
+    /// `IDEM_SLO_FILE`; `None` uses the built-in SLOs.
+    pub slo_file: Option<std::path::PathBuf>,
+    /// `IDEM_METRICS_TOKEN`: `/metrics` is off without it.
+    pub metrics_token: Option<crate::metrics::MetricsToken>,
     pub auth: AuthSettings,
     pub leptos: LeptosOptions,
 }
@@ -185,6 +191,8 @@ impl Config {
             log_json,
             read_cache_ttl,
             claim_retention,
+            slo_file: var("IDEM_SLO_FILE").map(Into::into),
+            metrics_token: var("IDEM_METRICS_TOKEN").map(crate::metrics::MetricsToken::new),
             auth,
             leptos,
         })
@@ -203,6 +211,8 @@ impl Config {
             log_json: false,
             read_cache_ttl: idem_app::ssr::READ_CACHE_TTL,
             claim_retention: chrono::TimeDelta::days(30),
+            slo_file: None,
+            metrics_token: None,
             auth: AuthSettings {
                 public_url: url::Url::parse("http://127.0.0.1").expect("a valid URL"),
                 idle_timeout: Duration::from_secs(30 * 60),

@@ -7,9 +7,11 @@ pub mod auth;
 pub mod config;
 pub mod demo;
 pub mod health;
+pub mod metrics;
 pub mod plans;
 pub mod preferences;
 pub mod seed;
+pub mod slo_config;
 pub mod startup;
 pub mod telemetry;
 

@@ -305,6 +305,8 @@ pub async fn run(store: &Store, plan: &SeedPlan) -> StoreResult<()> {
         }
         rows += batch.len() as u64;
         store.bulk_insert_metrics(&batch).await?;
+        // History written behind the rollup's watermark: roll it all up again.
+        store.reset_rollups().await?;
         eprintln!(
             "  metric rows: {rows} ({:.0} s)",
             started.elapsed().as_secs_f64()

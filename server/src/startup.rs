@@ -23,6 +23,8 @@ use crate::{
 pub enum StartError {
     #[error(transparent)]
     Store(#[from] StoreError),
+    #[error(transparent)]
+    Slo(#[from] crate::slo_config::SloConfigError),
     #[error("cannot create the demo accounts: {0}")]
     DemoAccounts(String),
     #[error("cannot listen on {addr}")]
@@ -46,6 +48,7 @@ impl Application {
     /// Connects to the database and applies migrations (a failure stops
     /// start-up with the reason), decides whether the demo runs, and binds.
     pub async fn build(config: Config) -> Result<Application, StartError> {
+        let slos = crate::slo_config::load(config.slo_file.as_deref())?;
         let store = Store::connect(&config.database)?;
         store.migrate().await?;
         tracing::info!(database = %config.database.redacted_url(), backend = store.backend(), "database ready");
@@ -66,7 +69,12 @@ impl Application {
         }
         let mut state = AppState::new(config.leptos.clone(), store, console, config.read_cache_ttl);
         state.claim_retention = config.claim_retention;
-        let router = router(state.clone(), auth.clone());
+        state.slos = std::sync::Arc::new(slos);
+        let metrics = crate::metrics::MetricsState {
+            app: state.clone(),
+            token: config.metrics_token.clone().map(std::sync::Arc::new),
+        };
+        let router = router(state.clone(), auth.clone(), metrics);
         let listener = TcpListener::bind(config.addr)
             .await
             .map_err(|source| StartError::Bind {
@@ -99,14 +107,22 @@ impl Application {
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<()> {
         let (stop_tx, stop_rx) = watch::channel(false);
+        // Without a demo the sender is dropped at once, which lets rollups start.
+        let (history_tx, history_rx) = tokio::sync::oneshot::channel();
         let demo_task = self.demo.map(|settings| {
             tokio::spawn(demo::run(
                 self.state.store.clone(),
                 settings,
                 stop_rx.clone(),
+                history_tx,
             ))
         });
         let sweeper = tokio::spawn(sweep_expired_sessions(self.auth.clone(), stop_rx.clone()));
+        let rollups = tokio::spawn(maintain_rollups(
+            self.state.store.clone(),
+            history_rx,
+            stop_rx.clone(),
+        ));
         let service = self
             .router
             .into_make_service_with_connect_info::<SocketAddr>();
@@ -116,6 +132,8 @@ impl Application {
         });
         let served = serve.await;
         sweeper.abort();
+        // A rollup step is one short transaction; stopping mid-way loses nothing.
+        rollups.abort();
         if let Some(task) = demo_task {
             // The simulator stops at its next step; it never holds a transaction across one.
             let _ = tokio::time::timeout(Duration::from_secs(10), task).await;
@@ -160,6 +178,31 @@ async fn sweep_expired_sessions(
     }
 }
 
+/// Rolls up settled hours of consumer metrics every minute, once the demo's
+/// history (if any) is written. The upsert is idempotent, so a second
+/// replica doing the same work costs time, not correctness.
+async fn maintain_rollups(
+    store: Store,
+    history_written: tokio::sync::oneshot::Receiver<()>,
+    mut stop: watch::Receiver<bool>,
+) {
+    tokio::select! {
+        _ = history_written => {}
+        _ = stop.changed() => return,
+    }
+    loop {
+        match store.roll_up_hours(idem_store::Ts::now()).await {
+            Ok(0) => {}
+            Ok(hours) => tracing::debug!(hours, "consumer metrics rolled up"),
+            Err(err) => tracing::warn!(error = %err, "could not roll up consumer metrics"),
+        }
+        tokio::select! {
+            () = tokio::time::sleep(Duration::from_secs(60)) => {}
+            _ = stop.changed() => return,
+        }
+    }
+}
+
 async fn decide_demo(config: &Config, store: &Store) -> Result<Option<demo::Settings>, StoreError> {
     let run = match config.demo {
         DemoSetting::On => true,
@@ -194,12 +237,17 @@ fn route_list() -> Vec<AxumRouteListing> {
 
 /// The whole HTTP surface: health probes, the pages and their server
 /// functions, and the static assets cargo-leptos built.
-pub fn router(state: AppState, auth: std::sync::Arc<AuthContext>) -> Router {
+pub fn router(
+    state: AppState,
+    auth: std::sync::Arc<AuthContext>,
+    metrics: crate::metrics::MetricsState,
+) -> Router {
     let routes = route_list();
     let context_state = state.clone();
     Router::new()
         .route("/livez", get(health::livez))
         .route("/readyz", get(health::readyz))
+        .route("/metrics", get(crate::metrics::export).with_state(metrics))
         .route("/preferences/zone", post(preferences::set_zone))
         .route("/login", post(auth::login).with_state(auth.clone()))
         .route("/logout", post(auth::logout).with_state(auth.clone()))

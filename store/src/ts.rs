@@ -40,6 +40,35 @@ impl Ts {
             .duration_trunc(TimeDelta::minutes(1))
             .unwrap_or(self.0))
     }
+
+    /// The start of the hour this instant falls in (hourly rollups are keyed by it).
+    pub fn hour(self) -> Self {
+        Ts(self.0.duration_trunc(TimeDelta::hours(1)).unwrap_or(self.0))
+    }
+
+    /// The first hour boundary at or after this instant.
+    pub fn next_hour(self) -> Self {
+        let floor = self.hour();
+        if floor == self {
+            floor
+        } else {
+            floor + TimeDelta::hours(1)
+        }
+    }
+}
+
+impl std::ops::Add<TimeDelta> for Ts {
+    type Output = Ts;
+    fn add(self, rhs: TimeDelta) -> Ts {
+        Ts(self.0 + rhs)
+    }
+}
+
+impl std::ops::Sub<TimeDelta> for Ts {
+    type Output = Ts;
+    fn sub(self, rhs: TimeDelta) -> Ts {
+        Ts(self.0 - rhs)
+    }
 }
 
 impl From<DateTime<Utc>> for Ts {

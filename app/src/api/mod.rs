@@ -8,6 +8,7 @@ mod actions;
 mod keys;
 mod lists;
 mod overview;
+mod slo;
 
 use idem_domain::CappedCount;
 use serde::{Deserialize, Serialize};
@@ -22,7 +23,12 @@ pub use keys::{
 pub use lists::{
     DeadLetterDetail, ListPage, get_dead_letter, list_dead_letters, list_outbox, list_unknown,
 };
+#[cfg(feature = "ssr")]
+pub use overview::load_overview;
 pub use overview::{Overview, StatusCount, get_console_info, get_login_info, get_overview};
+#[cfg(feature = "ssr")]
+pub use slo::load_slo_board;
+pub use slo::{SloBoard, get_slo, get_slos};
 
 /// Facts about this console that every page shows.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -46,11 +52,11 @@ pub struct LoginInfo {
     pub any_accounts: bool,
 }
 
+/// The objective for resolving an unknown outcome (the SLO issue makes it configurable).
+pub const UNKNOWN_RESOLUTION_SLO_SECONDS: i64 = 15 * 60;
+
 /// How far the dashboard counts before it says "10,000+".
 pub const COUNT_CAP: u64 = CappedCount::DEFAULT_CAP;
 
 /// How many rows the overview's "needs attention" lists show.
 pub const ATTENTION_ROWS: u32 = 10;
-
-/// The objective for resolving an unknown outcome (the SLO issue makes it configurable).
-pub const UNKNOWN_RESOLUTION_SLO_SECONDS: i64 = 15 * 60;

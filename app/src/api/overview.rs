@@ -60,59 +60,65 @@ pub async fn get_login_info() -> Result<super::LoginInfo, AppError> {
 
 #[server(prefix = "/api/read", input = server_fn::codec::GetUrl)]
 pub async fn get_overview() -> Result<Overview, AppError> {
-    use chrono::Utc;
-    use idem_domain::DeadLetterState;
-    use idem_store::PageRequest;
-
-    use super::{ATTENTION_ROWS, COUNT_CAP};
-
     crate::ssr::serve(async {
         crate::ssr::require(idem_domain::Role::Viewer)?;
-        let state = crate::ssr::state()?;
-        let store = state.store;
-        let overview = state
-            .reads
-            .get_or_load("overview".into(), || async {
-                let first = PageRequest::first(ATTENTION_ROWS);
-                let mut statuses = Vec::with_capacity(ClaimStatus::ALL.len());
-                for status in ClaimStatus::ALL {
-                    let count = store.count_claims(*status, COUNT_CAP).await?;
-                    statuses.push(StatusCount {
-                        status: *status,
-                        count,
-                    });
-                }
-                let unknown_count = statuses
-                    .iter()
-                    .find(|s| s.status == ClaimStatus::Unknown)
-                    .map_or(
-                        CappedCount {
-                            value: 0,
-                            capped: false,
-                        },
-                        |s| s.count,
-                    );
-                Ok::<_, AppError>(Overview {
-                    clock: Clock::utc(Utc::now()),
-                    statuses,
-                    unknown: store.unknown_claims(&first).await?.items,
-                    unknown_count,
-                    dead_letters: store
-                        .dead_letters(DeadLetterState::Open, &first)
-                        .await?
-                        .items,
-                    dead_letter_count: store
-                        .count_dead_letters(DeadLetterState::Open, COUNT_CAP)
-                        .await?,
-                    outbox: store.unpublished_outbox(&first).await?.items,
-                    outbox_count: store.count_unpublished_outbox(COUNT_CAP).await?,
-                })
-            })
-            .await?;
+        let overview = load_overview(&crate::ssr::state()?).await?;
         Ok(Overview {
             clock: crate::ssr::clock(overview.clock.as_of),
             ..overview
         })
     })
     .await
+}
+
+/// The overview's reads (clock in UTC), shared by every viewer and by
+/// `/metrics` for the read cache's lifetime.
+#[cfg(feature = "ssr")]
+pub async fn load_overview(state: &crate::ssr::AppState) -> Result<Overview, AppError> {
+    use chrono::Utc;
+    use idem_domain::DeadLetterState;
+    use idem_store::PageRequest;
+
+    use super::{ATTENTION_ROWS, COUNT_CAP};
+
+    let store = state.store.clone();
+    state
+        .reads
+        .get_or_load("overview".into(), || async {
+            let first = PageRequest::first(ATTENTION_ROWS);
+            let mut statuses = Vec::with_capacity(ClaimStatus::ALL.len());
+            for status in ClaimStatus::ALL {
+                let count = store.count_claims(*status, COUNT_CAP).await?;
+                statuses.push(StatusCount {
+                    status: *status,
+                    count,
+                });
+            }
+            let unknown_count = statuses
+                .iter()
+                .find(|s| s.status == ClaimStatus::Unknown)
+                .map_or(
+                    CappedCount {
+                        value: 0,
+                        capped: false,
+                    },
+                    |s| s.count,
+                );
+            Ok::<_, AppError>(Overview {
+                clock: Clock::utc(Utc::now()),
+                statuses,
+                unknown: store.unknown_claims(&first).await?.items,
+                unknown_count,
+                dead_letters: store
+                    .dead_letters(DeadLetterState::Open, &first)
+                    .await?
+                    .items,
+                dead_letter_count: store
+                    .count_dead_letters(DeadLetterState::Open, COUNT_CAP)
+                    .await?,
+                outbox: store.unpublished_outbox(&first).await?.items,
+                outbox_count: store.count_unpublished_outbox(COUNT_CAP).await?,
+            })
+        })
+        .await
 }

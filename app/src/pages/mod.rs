@@ -9,6 +9,7 @@ mod not_found;
 mod overview;
 mod planned;
 mod search;
+mod slo;
 
 pub use dead_letters::{DeadLetterPage, DeadLettersPage};
 pub use key::{KeyLookupPage, KeyPage};
@@ -16,5 +17,6 @@ pub use lists::{OutboxPage, UnknownPage};
 pub use login::LoginPage;
 pub use not_found::NotFoundPage;
 pub use overview::OverviewPage;
-pub use planned::{AuditPage, SloPage};
+pub use planned::AuditPage;
 pub use search::SearchPage;
+pub use slo::{SloDetailPage, SloPage};

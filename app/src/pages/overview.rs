@@ -17,6 +17,7 @@ pub fn OverviewPage() -> impl IntoView {
             <LiveRefresh on_tick=Callback::new(move |()| data.refetch())/>
         </div>
         <Loaded resource=data render=|o: Overview| view! { <OverviewBody o/> }/>
+        <super::slo::SloTiles/>
     }
 }
 

@@ -5,18 +5,6 @@ use leptos::prelude::*;
 use leptos_meta::Title;
 
 #[component]
-pub fn SloPage() -> impl IntoView {
-    view! {
-        <Title text="SLOs"/>
-        <h1>"Service level objectives"</h1>
-        <p class="notice">
-            "Not built yet. This page will show each SLO — duplicate-claim rate, queue and outbox age, "
-            "unknown outcomes resolved in time, recovery — with its error budget and burn-rate alerts."
-        </p>
-    }
-}
-
-#[component]
 pub fn AuditPage() -> impl IntoView {
     view! {
         <Title text="Audit"/>

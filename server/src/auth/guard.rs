@@ -19,7 +19,8 @@ fn is_public(method: &Method, path: &str) -> bool {
     matches!(
         path,
         "/livez" | "/readyz" | "/favicon.ico" | "/preferences/zone" | "/logout"
-    ) || (path == "/login" && matches!(*method, Method::GET | Method::HEAD | Method::POST))
+    ) || (path == "/metrics" && matches!(*method, Method::GET | Method::HEAD))
+        || (path == "/login" && matches!(*method, Method::GET | Method::HEAD | Method::POST))
         || path.starts_with("/pkg/")
 }
 

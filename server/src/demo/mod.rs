@@ -74,7 +74,14 @@ const STALL: TimeDelta = TimeDelta::seconds(50);
 
 /// Runs the simulation until `stop` turns true: history first (when
 /// `settings.backfill` is not zero), then live.
-pub async fn run(store: Store, settings: Settings, mut stop: watch::Receiver<bool>) {
+/// `history_written` is told once the backfilled history is in the database
+/// (hourly rollups wait for it, so they do not seal hours still being written).
+pub async fn run(
+    store: Store,
+    settings: Settings,
+    mut stop: watch::Receiver<bool>,
+    history_written: tokio::sync::oneshot::Sender<()>,
+) {
     let started = Utc::now();
     tracing::info!(
         seed = settings.seed,
@@ -96,6 +103,8 @@ pub async fn run(store: Store, settings: Settings, mut stop: watch::Receiver<boo
             "demo history written"
         );
     }
+    sim.flush().await;
+    let _ = history_written.send(());
     while !*stop.borrow() {
         let Some(at) = sim.next_at() else { break };
         let wait = (at - Utc::now()).to_std().unwrap_or_default();

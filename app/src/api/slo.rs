@@ -1,0 +1,94 @@
+//! SLOs evaluated against the consumers' metrics and the audit log.
+
+use idem_domain::slo::SloStatus;
+use leptos::prelude::*;
+use serde::{Deserialize, Serialize};
+
+use crate::{error::AppError, format::Clock};
+
+/// Every SLO, evaluated now, worst first.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SloBoard {
+    pub clock: Clock,
+    /// Where the SLOs come from: a file's path, or "built-in defaults".
+    pub source: String,
+    pub statuses: Vec<SloStatus>,
+}
+
+#[server(prefix = "/api/read", input = server_fn::codec::GetUrl)]
+pub async fn get_slos() -> Result<SloBoard, AppError> {
+    crate::ssr::serve(async {
+        crate::ssr::require(idem_domain::Role::Viewer)?;
+        let board = load_slo_board(&crate::ssr::state()?).await?;
+        Ok(SloBoard {
+            clock: crate::ssr::clock(board.clock.as_of),
+            ..board
+        })
+    })
+    .await
+}
+
+/// One SLO by name (`/slo/{name}`); the board holds just that one.
+#[server(prefix = "/api/read", input = server_fn::codec::GetUrl)]
+pub async fn get_slo(name: String) -> Result<SloBoard, AppError> {
+    crate::ssr::serve(async move {
+        crate::ssr::require(idem_domain::Role::Viewer)?;
+        let state = crate::ssr::state()?;
+        let mut board = load_slo_board(&state).await?;
+        board.clock = crate::ssr::clock(board.clock.as_of);
+        board.statuses.retain(|s| s.slo.name == name);
+        if board.statuses.is_empty() {
+            return Err(AppError::NotFound(format!(
+                "There is no SLO named “{name}” (SLOs come from {}).",
+                board.source
+            )));
+        }
+        Ok(board)
+    })
+    .await
+}
+
+/// Every SLO evaluated (clock in UTC), shared by every viewer and by
+/// `/metrics` for the read cache's lifetime.
+#[cfg(feature = "ssr")]
+pub async fn load_slo_board(state: &crate::ssr::AppState) -> Result<SloBoard, AppError> {
+    let (store, slos) = (state.store.clone(), state.slos.clone());
+    state
+        .reads
+        .get_or_load("slos".into(), || ssr::evaluate(store, slos))
+        .await
+}
+
+#[cfg(feature = "ssr")]
+mod ssr {
+    use std::collections::HashMap;
+
+    use chrono::{TimeDelta, Utc};
+    use idem_domain::slo::{SloSet, SloStatus, worst_first};
+    use idem_store::{Store, Ts};
+
+    use super::SloBoard;
+    use crate::{error::AppError, format::Clock};
+
+    pub async fn evaluate(store: Store, set: std::sync::Arc<SloSet>) -> Result<SloBoard, AppError> {
+        let now = Utc::now();
+        let until = Ts::from(now);
+        let mut statuses = Vec::with_capacity(set.slos.len());
+        for slo in &set.slos {
+            let mut events = HashMap::new();
+            for span in slo.spans() {
+                let from = until - TimeDelta::seconds(span.as_seconds());
+                events.insert(span, store.indicator_events(&slo.sli, from, until).await?);
+            }
+            statuses.push(SloStatus::evaluate(slo, |span| {
+                events.get(&span).copied().unwrap_or_default()
+            }));
+        }
+        worst_first(&mut statuses);
+        Ok(SloBoard {
+            clock: Clock::utc(now),
+            source: set.source.clone(),
+            statuses,
+        })
+    }
+}

@@ -1,0 +1,242 @@
+//! `/slo` and `/slo/{name}`: each objective with its SLI, error budget,
+//! burn rates and alert state, worst first.
+
+use idem_domain::slo::{AlertState, Events, TierReading};
+use leptos::prelude::*;
+use leptos_meta::Title;
+use leptos_router::hooks::use_location;
+
+use crate::{
+    api::{SloBoard, get_slo, get_slos},
+    components::{LiveRefresh, Loaded},
+    links,
+};
+
+/// `/slo`: every SLO, worst first.
+#[component]
+pub fn SloPage() -> impl IntoView {
+    let data = Resource::new(|| (), |()| get_slos());
+    let render = move |board: SloBoard| {
+        let rows = board
+            .statuses
+            .into_iter()
+            .map(|s| {
+                let href = format!("/slo/{}", s.slo.name);
+                let burns = s
+                    .tiers
+                    .iter()
+                    .map(|t| view! { <td class="num">{burn(t.long_burn)}</td> })
+                    .collect_view();
+                view! {
+                    <tr class=format!("slo-row {}", alert_class(s.alert))>
+                        <td><a href=href>{s.slo.name.clone()}</a></td>
+                        <td><AlertBadge state=s.alert/></td>
+                        <td class="num">{percent(s.slo.objective.get())}</td>
+                        <td class="num">{s.sli.map_or_else(|| "no data".to_owned(), percent)}</td>
+                        <td><BudgetBar remaining=s.budget_remaining/></td>
+                        {burns}
+                        <td class="num">{events_text(s.window)}</td>
+                    </tr>
+                }
+            })
+            .collect_view();
+        view! {
+            <p class="count-line">{format!("Objectives from {}; each over its own rolling window.", board.source)}</p>
+            <table class="slo-table">
+                <thead>
+                    <tr>
+                        <th>"SLO"</th><th>"State"</th><th class="num">"Objective"</th><th class="num">"SLI"</th>
+                        <th>"Budget remaining"</th>
+                        <th class="num" title="Burn rate over the last hour">"Burn 1h"</th>
+                        <th class="num" title="Burn rate over the last 6 hours">"Burn 6h"</th>
+                        <th class="num" title="Burn rate over the last day">"Burn 1d"</th>
+                        <th class="num" title="Burn rate over the last 3 days">"Burn 3d"</th>
+                        <th class="num">"Valid events"</th>
+                    </tr>
+                </thead>
+                <tbody>{rows}</tbody>
+            </table>
+            <p class="hint">
+                "Burn rate 1× spends exactly the error budget over the window. A tier pages (or opens a ticket) "
+                "only when both its long and its short window burn faster than its threshold."
+            </p>
+        }
+    };
+    view! {
+        <Title text="SLOs"/>
+        <div class="page-head">
+            <h1>"Service level objectives"</h1>
+            <LiveRefresh on_tick=Callback::new(move |()| data.refetch())/>
+        </div>
+        <Loaded resource=data render/>
+    }
+}
+
+/// `/slo/{name}`: one SLO in depth, with its alert tiers.
+#[component]
+pub fn SloDetailPage() -> impl IntoView {
+    let location = use_location();
+    let data = Resource::new(
+        move || location.pathname.get(),
+        |path| async move {
+            let name = links::raw_segments(&path, "/slo/")
+                .first()
+                .map(|s| s.to_string())
+                .unwrap_or_default();
+            get_slo(name).await
+        },
+    );
+    let render = move |board: SloBoard| {
+        let Some(s) = board.statuses.into_iter().next() else {
+            return view! { <p>"No such SLO."</p> }.into_any();
+        };
+        let tiers = s
+            .tiers
+            .iter()
+            .map(|t| view! { <TierRow tier=t.clone()/> })
+            .collect_view();
+        view! {
+            <Title text=format!("SLO {}", s.slo.name)/>
+            <div class="page-head">
+                <h1>{s.slo.name.clone()}</h1>
+                <AlertBadge state=s.alert/>
+            </div>
+            <p class="lede">{s.slo.description.clone()}</p>
+            <dl class="facts">
+                <dt>"Counts"</dt><dd>{s.slo.sli.describe()}</dd>
+                <dt>"Objective"</dt><dd>{format!("{} over {}", percent(s.slo.objective.get()), s.slo.window)}</dd>
+                <dt>"Error budget"</dt><dd>{percent(s.slo.objective.error_budget())}" of valid events"</dd>
+                <dt>"SLI"</dt><dd>{s.sli.map_or_else(|| "no data in the window".to_owned(), percent)}" ("{events_text(s.window)}")"</dd>
+                <dt>"Budget remaining"</dt><dd><BudgetBar remaining=s.budget_remaining/></dd>
+                <dt>"Minimum events to alert"</dt><dd>{s.slo.min_events}</dd>
+                <dt>"Defined in"</dt><dd>{board.source}</dd>
+            </dl>
+            <h2>"Alert tiers"</h2>
+            <table>
+                <thead>
+                    <tr>
+                        <th>"Tier"</th><th>"Windows"</th><th class="num">"Threshold"</th>
+                        <th class="num">"Burn (long)"</th><th class="num">"Burn (short)"</th>
+                        <th class="num">"Events (long)"</th><th>"State"</th>
+                    </tr>
+                </thead>
+                <tbody>{tiers}</tbody>
+            </table>
+            <p><a href="/slo">"All SLOs"</a></p>
+        }
+        .into_any()
+    };
+    view! {
+        <Title text="SLO"/>
+        <Loaded resource=data render/>
+    }
+}
+
+#[component]
+fn TierRow(tier: TierReading) -> impl IntoView {
+    let state = if tier.firing {
+        "firing"
+    } else if tier.too_few_events {
+        "too few events"
+    } else {
+        "quiet"
+    };
+    view! {
+        <tr class=if tier.firing { "firing" } else { "" }>
+            <td>{tier.tier.severity.as_str()}</td>
+            <td>{format!("{} and {}", tier.tier.long, tier.tier.short)}</td>
+            <td class="num">{format!("{:.2}×", tier.threshold)}</td>
+            <td class="num">{burn(tier.long_burn)}</td>
+            <td class="num">{burn(tier.short_burn)}</td>
+            <td class="num">{events_text(tier.long)}</td>
+            <td>{state}</td>
+        </tr>
+    }
+}
+
+#[component]
+fn AlertBadge(state: AlertState) -> impl IntoView {
+    view! { <span class=format!("alert-badge {}", alert_class(state))>{state.as_str()}</span> }
+}
+
+/// Green above zero, red below; the text says the number either way.
+#[component]
+fn BudgetBar(remaining: Option<f64>) -> impl IntoView {
+    let Some(left) = remaining else {
+        return view! { <span class="muted">"no data"</span> }.into_any();
+    };
+    let (class, width) = if left >= 0.0 {
+        ("budget-fill ok", left.min(1.0) * 100.0)
+    } else {
+        ("budget-fill spent", 100.0)
+    };
+    let label = format!("{:.1}%", left * 100.0);
+    view! {
+        <span class="budget" role="img" aria-label=format!("Error budget remaining: {label}")>
+            <span class=class style=format!("width: {width:.1}%")></span>
+        </span>
+        <span class="budget-label">{label}</span>
+    }
+    .into_any()
+}
+
+fn alert_class(state: AlertState) -> &'static str {
+    match state {
+        AlertState::Page => "alert-page",
+        AlertState::Ticket => "alert-ticket",
+        AlertState::BudgetSpent => "alert-spent",
+        AlertState::Ok => "alert-ok",
+        AlertState::TooFewEvents | AlertState::NoData => "alert-none",
+    }
+}
+
+/// `99.95%`: three decimals near the top, where objectives live.
+fn percent(ratio: f64) -> String {
+    let p = ratio * 100.0;
+    if p >= 99.0 {
+        format!("{p:.3}%")
+    } else {
+        format!("{p:.2}%")
+    }
+}
+
+fn burn(rate: Option<f64>) -> String {
+    rate.map_or_else(|| "—".to_owned(), |b| format!("{b:.2}×"))
+}
+
+fn events_text(events: Events) -> String {
+    format!("{} of {} good", events.good.round(), events.valid.round())
+}
+
+/// The overview's row of SLO tiles: each SLO's state and SLI, linking to its page.
+#[component]
+pub fn SloTiles() -> impl IntoView {
+    let data = Resource::new(|| (), |()| get_slos());
+    let render = |board: SloBoard| {
+        let tiles = board
+            .statuses
+            .into_iter()
+            .map(|s| {
+                let sli = s.sli.map_or_else(|| "no data".to_owned(), percent);
+                view! {
+                    <li class=format!("tile slo-tile {}", alert_class(s.alert))>
+                        <a href=format!("/slo/{}", s.slo.name)>
+                            <span class="tile-count">{sli}</span>
+                            " "
+                            <span class="slo-name">{s.slo.name.clone()}</span>
+                            " "
+                            <AlertBadge state=s.alert/>
+                        </a>
+                    </li>
+                }
+            })
+            .collect_view();
+        view! { <ul class="tiles slo-tiles" aria-label="Service level objectives">{tiles}</ul> }
+    };
+    view! {
+        <section aria-labelledby="slo-heading">
+            <h2 id="slo-heading"><a href="/slo">"SLOs"</a></h2>
+            <Loaded resource=data render/>
+        </section>
+    }
+}

@@ -1,0 +1,17 @@
+-- SLOs and charts: hourly rollups of consumer_metrics, maintained by Idem
+-- (idem_store::rollup) so long windows read O(hours), not O(minutes).
+--
+-- Counters and histogram buckets hold the hour's sum. Gauges hold, per
+-- bucket of idem_domain::GAUGE_SLICE_BOUNDS, how many consumer-minutes had a
+-- reading in that bucket, so "minutes at or under a threshold" is a sum.
+-- Idem rolls up an hour once it has settled, then moves the watermark in
+-- idem_meta ('rollup_hourly_through'); readers use minutes past it.
+CREATE TABLE consumer_metrics_hourly (
+    consumer          TEXT NOT NULL,
+    metric            TEXT NOT NULL,
+    hour              INTEGER NOT NULL,
+    bucket            TEXT NOT NULL DEFAULT '',
+    value             REAL NOT NULL,
+    PRIMARY KEY (consumer, metric, hour, bucket)
+) WITHOUT ROWID;
+CREATE INDEX consumer_metrics_hourly_by_time ON consumer_metrics_hourly (metric, hour);

@@ -1,0 +1,389 @@
+//! `GET /metrics`: SLIs, budgets, burn rates, work-list counts and the oldest
+//! stuck keys in the Prometheus text format.
+//!
+//! Off until `IDEM_METRICS_TOKEN` is set; a scrape then sends
+//! `Authorization: Bearer <token>` (Prometheus: `authorization: { credentials_file: … }`).
+//! A scrape reads what the pages read, through the same short-lived cache, so
+//! it never costs more than a page view. Stuck keys are bounded: at most
+//! [`STUCK_KEYS_PER_CONSUMER`] per consumer and reason, taken from the oldest
+//! of each list, so an alert can name a key without the series exploding.
+
+use std::{collections::HashMap, fmt::Write, sync::Arc};
+
+use axum::{
+    extract::State,
+    http::{HeaderMap, HeaderValue, StatusCode, header},
+    response::{IntoResponse, Response},
+};
+use chrono::{DateTime, Utc};
+use idem_app::{
+    api::{Overview, SloBoard},
+    error::AppError,
+    ssr::AppState,
+};
+use sha2::{Digest, Sha256};
+
+/// The most stuck keys exported per consumer and reason.
+pub const STUCK_KEYS_PER_CONSUMER: usize = 3;
+
+/// The scrape token. Never printed: `Debug` shows only that it is set.
+#[derive(Clone)]
+pub struct MetricsToken(String);
+
+impl MetricsToken {
+    pub fn new(token: String) -> Self {
+        Self(token)
+    }
+
+    /// Compares digests, so the comparison's time does not depend on how
+    /// much of a guess matches.
+    fn admits(&self, presented: &str) -> bool {
+        Sha256::digest(presented.as_bytes()) == Sha256::digest(self.0.as_bytes())
+    }
+}
+
+impl std::fmt::Debug for MetricsToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("MetricsToken(set)")
+    }
+}
+
+#[derive(Clone)]
+pub struct MetricsState {
+    pub app: AppState,
+    pub token: Option<Arc<MetricsToken>>,
+}
+
+pub async fn export(State(state): State<MetricsState>, headers: HeaderMap) -> Response {
+    let Some(token) = &state.token else {
+        return (
+            StatusCode::NOT_FOUND,
+            "The metrics export is off; set IDEM_METRICS_TOKEN to turn it on.\n",
+        )
+            .into_response();
+    };
+    let presented = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "));
+    if !presented.is_some_and(|p| token.admits(p.trim())) {
+        return (
+            StatusCode::UNAUTHORIZED,
+            [(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"))],
+            "A scrape needs the bearer token set in IDEM_METRICS_TOKEN.\n",
+        )
+            .into_response();
+    }
+    let read = async {
+        let board = idem_app::api::load_slo_board(&state.app).await?;
+        let overview = idem_app::api::load_overview(&state.app).await?;
+        Ok::<_, AppError>(render(&board, &overview))
+    };
+    match read.await {
+        Ok(text) => (
+            [(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
+            )],
+            text,
+        )
+            .into_response(),
+        // The cause was logged where the error was made.
+        Err(err) => (
+            StatusCode::from_u16(err.status()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
+            format!("{}\n", err.title()),
+        )
+            .into_response(),
+    }
+}
+
+/// The exposition text: one `# HELP`/`# TYPE` pair per family, then its samples.
+pub fn render(board: &SloBoard, overview: &Overview) -> String {
+    let mut out = Exposition::default();
+    out.family("idem_build_info", "gauge", "Idem's version; always 1.");
+    out.sample(
+        "idem_build_info",
+        &[("version", env!("CARGO_PKG_VERSION"))],
+        1.0,
+    );
+
+    let slos = &board.statuses;
+    out.family(
+        "idem_slo_objective_ratio",
+        "gauge",
+        "Share of valid events that must be good.",
+    );
+    for s in slos {
+        out.sample(
+            "idem_slo_objective_ratio",
+            &[("slo", &s.slo.name)],
+            s.slo.objective.get(),
+        );
+    }
+    out.family(
+        "idem_slo_window_seconds",
+        "gauge",
+        "Length of the SLO's rolling window.",
+    );
+    for s in slos {
+        out.sample(
+            "idem_slo_window_seconds",
+            &[("slo", &s.slo.name)],
+            s.slo.window.as_seconds() as f64,
+        );
+    }
+    out.family(
+        "idem_slo_sli_ratio",
+        "gauge",
+        "Good events / valid events over the window (absent without valid events).",
+    );
+    for s in slos {
+        if let Some(sli) = s.sli {
+            out.sample("idem_slo_sli_ratio", &[("slo", &s.slo.name)], sli);
+        }
+    }
+    out.family(
+        "idem_slo_valid_events",
+        "gauge",
+        "Valid events in the window (the traffic behind the ratio).",
+    );
+    for s in slos {
+        out.sample(
+            "idem_slo_valid_events",
+            &[("slo", &s.slo.name)],
+            s.window.valid,
+        );
+    }
+    out.family(
+        "idem_slo_error_budget_remaining_ratio",
+        "gauge",
+        "Share of the window's error budget not yet spent; negative when overspent.",
+    );
+    for s in slos {
+        if let Some(left) = s.budget_remaining {
+            out.sample(
+                "idem_slo_error_budget_remaining_ratio",
+                &[("slo", &s.slo.name)],
+                left,
+            );
+        }
+    }
+    out.family(
+        "idem_slo_burn_rate",
+        "gauge",
+        "Error ratio over the window / error budget; 1 spends the budget exactly.",
+    );
+    for s in slos {
+        let mut seen = Vec::new();
+        for t in &s.tiers {
+            for (span, burn) in [(t.tier.long, t.long_burn), (t.tier.short, t.short_burn)] {
+                if let Some(burn) = burn
+                    && !seen.contains(&span)
+                {
+                    seen.push(span);
+                    let window = span.to_string();
+                    out.sample(
+                        "idem_slo_burn_rate",
+                        &[("slo", &s.slo.name), ("window", &window)],
+                        burn,
+                    );
+                }
+            }
+        }
+    }
+    out.family(
+        "idem_slo_alert_firing",
+        "gauge",
+        "1 when a multi-window burn-rate tier fires (both windows over the threshold).",
+    );
+    for s in slos {
+        for t in &s.tiers {
+            let (long, short) = (t.tier.long.to_string(), t.tier.short.to_string());
+            out.sample(
+                "idem_slo_alert_firing",
+                &[
+                    ("slo", &s.slo.name),
+                    ("severity", t.tier.severity.as_str()),
+                    ("long_window", &long),
+                    ("short_window", &short),
+                ],
+                f64::from(u8::from(t.firing)),
+            );
+        }
+    }
+
+    out.family(
+        "idem_claims",
+        "gauge",
+        "Claims per status, counted up to a cap (10000); see idem_claims_capped.",
+    );
+    for s in &overview.statuses {
+        out.sample(
+            "idem_claims",
+            &[("status", s.status.as_str())],
+            s.count.value as f64,
+        );
+    }
+    out.family(
+        "idem_claims_capped",
+        "gauge",
+        "1 when idem_claims stopped counting at its cap.",
+    );
+    for s in &overview.statuses {
+        out.sample(
+            "idem_claims_capped",
+            &[("status", s.status.as_str())],
+            f64::from(u8::from(s.count.capped)),
+        );
+    }
+    out.family(
+        "idem_dead_letters_open",
+        "gauge",
+        "Open dead letters, counted up to a cap.",
+    );
+    out.sample(
+        "idem_dead_letters_open",
+        &[],
+        overview.dead_letter_count.value as f64,
+    );
+    out.family(
+        "idem_outbox_unpublished",
+        "gauge",
+        "Unpublished outbox rows, counted up to a cap.",
+    );
+    out.sample(
+        "idem_outbox_unpublished",
+        &[],
+        overview.outbox_count.value as f64,
+    );
+
+    let now = overview.clock.as_of;
+    let age = |at: DateTime<Utc>| (now - at).num_milliseconds().max(0) as f64 / 1000.0;
+    out.family(
+        "idem_oldest_age_seconds",
+        "gauge",
+        "Age of the oldest item in each work list (absent when the list is empty).",
+    );
+    let oldest = [
+        (
+            "unknown_outcome",
+            overview.unknown.first().map(|c| c.status_at),
+        ),
+        (
+            "dead_letter",
+            overview.dead_letters.first().map(|d| d.dead_lettered_at),
+        ),
+        ("outbox", overview.outbox.first().map(|o| o.created_at)),
+    ];
+    for (list, at) in oldest {
+        if let Some(at) = at {
+            out.sample("idem_oldest_age_seconds", &[("list", list)], age(at));
+        }
+    }
+
+    out.family(
+        "idem_stuck_key_age_seconds",
+        "gauge",
+        "The oldest stuck keys (a few per consumer and reason), so an alert can link to the key's page.",
+    );
+    let unknown = overview
+        .unknown
+        .iter()
+        .map(|c| (c.consumer.as_str(), c.key.as_str(), c.status_at));
+    let dead = overview
+        .dead_letters
+        .iter()
+        .map(|d| (d.consumer.as_str(), d.key.as_str(), d.dead_lettered_at));
+    for (reason, items) in [
+        ("unknown_outcome", unknown.collect::<Vec<_>>()),
+        ("dead_letter", dead.collect()),
+    ] {
+        let mut per_consumer: HashMap<&str, usize> = HashMap::new();
+        for (consumer, key, at) in items {
+            let n = per_consumer.entry(consumer).or_default();
+            if *n == STUCK_KEYS_PER_CONSUMER {
+                continue;
+            }
+            *n += 1;
+            out.sample(
+                "idem_stuck_key_age_seconds",
+                &[
+                    ("consumer", consumer),
+                    ("idempotency_key", key),
+                    ("reason", reason),
+                ],
+                age(at),
+            );
+        }
+    }
+    out.text
+}
+
+#[derive(Default)]
+struct Exposition {
+    text: String,
+}
+
+impl Exposition {
+    fn family(&mut self, name: &str, kind: &str, help: &str) {
+        let _ = writeln!(self.text, "# HELP {name} {help}");
+        let _ = writeln!(self.text, "# TYPE {name} {kind}");
+    }
+
+    fn sample(&mut self, name: &str, labels: &[(&str, &str)], value: f64) {
+        self.text.push_str(name);
+        if !labels.is_empty() {
+            self.text.push('{');
+            for (i, (label, v)) in labels.iter().enumerate() {
+                if i > 0 {
+                    self.text.push(',');
+                }
+                let _ = write!(self.text, "{label}=\"{}\"", escape(v));
+            }
+            self.text.push('}');
+        }
+        let _ = writeln!(self.text, " {}", number(value));
+    }
+}
+
+/// A label value as the text format wants it: `\`, `"` and newlines escaped.
+fn escape(value: &str) -> String {
+    value
+        .replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
+fn number(value: f64) -> String {
+    if value.is_nan() {
+        "NaN".into()
+    } else if value.is_infinite() {
+        if value > 0.0 { "+Inf" } else { "-Inf" }.into()
+    } else {
+        format!("{value}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn label_values_escape_backslashes_quotes_and_newlines() {
+        assert_eq!(escape(r#"a\b"c"#), r#"a\\b\"c"#);
+        assert_eq!(escape("line\nbreak"), "line\\nbreak");
+        assert_eq!(
+            escape("refund:EU/2026/Ø-1842 #1 %"),
+            "refund:EU/2026/Ø-1842 #1 %"
+        );
+    }
+
+    #[test]
+    fn a_token_admits_only_itself() {
+        let token = MetricsToken::new("s3cret".into());
+        assert!(token.admits("s3cret"));
+        assert!(!token.admits("s3cre"));
+        assert!(!token.admits(""));
+        assert_eq!(format!("{token:?}"), "MetricsToken(set)");
+    }
+}

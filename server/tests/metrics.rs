@@ -1,0 +1,159 @@
+//! `/metrics` over real HTTP, read back with a Prometheus text-format parser.
+
+mod common;
+
+use chrono::TimeDelta;
+use common::spawn_bare;
+use idem::metrics::MetricsToken;
+use idem_domain::Metric;
+use idem_store::{Delivery, MetricSample, Outcome, Store, Ts, testing::TestDatabase};
+use prometheus_parse::{Sample, Scrape, Value};
+
+const TOKEN: &str = "scrape-token-for-tests";
+
+async fn unknown_outcome(store: &Store, consumer: &str, key: &str) {
+    let at = Ts::now() - TimeDelta::minutes(20);
+    let mut tx = store.begin().await.unwrap();
+    tx.claim(&Delivery {
+        consumer,
+        key,
+        payload_hash: None,
+        at,
+    })
+    .await
+    .unwrap();
+    tx.lease(consumer, key, at, at).await.unwrap();
+    tx.record(consumer, key, Outcome::Unknown { error: "timeout" }, at)
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+}
+
+/// An hour of `payments` with 5% of deliveries dead-lettered.
+async fn an_hour_of_dead_letters(store: &Store) {
+    let now = Ts::now();
+    let mut samples = Vec::new();
+    for minute in 1..=60 {
+        for (metric, value) in [(Metric::Deliveries, 100.0), (Metric::DeadLetters, 5.0)] {
+            samples.push(MetricSample {
+                consumer: "payments".into(),
+                metric,
+                at: now - TimeDelta::minutes(minute),
+                bucket: String::new(),
+                value,
+            });
+        }
+    }
+    store.record_metrics(&samples).await.unwrap();
+}
+
+async fn scrape(app: &common::TestApp, token: Option<&str>) -> (u16, String) {
+    let mut request = app.client.get(app.url("/metrics"));
+    if let Some(token) = token {
+        request = request.bearer_auth(token);
+    }
+    let response = request.send().await.unwrap();
+    (response.status().as_u16(), response.text().await.unwrap())
+}
+
+fn value(samples: &[Sample], name: &str, labels: &[(&str, &str)]) -> Option<f64> {
+    samples
+        .iter()
+        .find(|s| s.metric == name && labels.iter().all(|(k, v)| s.labels.get(k) == Some(*v)))
+        .map(|s| match s.value {
+            Value::Gauge(v) | Value::Counter(v) | Value::Untyped(v) => v,
+            _ => panic!("{name} is not a plain value"),
+        })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_metrics_export_is_off_without_a_token_and_refuses_a_wrong_one() {
+    let off = spawn_bare(|_| {}, TestDatabase::sqlite().await).await;
+    assert_eq!(scrape(&off, Some(TOKEN)).await.0, 404);
+
+    let on = spawn_bare(
+        |config| config.metrics_token = Some(MetricsToken::new(TOKEN.into())),
+        TestDatabase::sqlite().await,
+    )
+    .await;
+    assert_eq!(scrape(&on, None).await.0, 401);
+    assert_eq!(scrape(&on, Some("guess")).await.0, 401);
+    assert_eq!(scrape(&on, Some(TOKEN)).await.0, 200);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_scrape_parses_as_prometheus_text_with_slos_burn_rates_and_stuck_keys() {
+    let app = spawn_bare(
+        |config| config.metrics_token = Some(MetricsToken::new(TOKEN.into())),
+        TestDatabase::sqlite().await,
+    )
+    .await;
+    an_hour_of_dead_letters(&app.store).await;
+    let odd_key = "refund:EU/2026/Ø-1842 #7 %2F שלום 🧾";
+    unknown_outcome(&app.store, "payments", odd_key).await;
+    for n in 0..5 {
+        unknown_outcome(&app.store, "reminders", &format!("remind:{n}")).await;
+    }
+
+    let (status, text) = scrape(&app, Some(TOKEN)).await;
+    assert_eq!(status, 200, "{text}");
+    let scrape = Scrape::parse(text.lines().map(|l| Ok(l.to_owned()))).expect("valid exposition");
+    let samples = &scrape.samples;
+
+    let slo = [("slo", "not-dead-lettered")];
+    assert_eq!(
+        value(samples, "idem_slo_objective_ratio", &slo),
+        Some(0.999)
+    );
+    assert_eq!(value(samples, "idem_slo_sli_ratio", &slo), Some(0.95));
+    let burn = value(
+        samples,
+        "idem_slo_burn_rate",
+        &[("slo", "not-dead-lettered"), ("window", "1h")],
+    );
+    assert!((burn.unwrap() - 50.0).abs() < 1e-6, "{burn:?}");
+    assert_eq!(
+        value(
+            samples,
+            "idem_slo_alert_firing",
+            &[
+                ("slo", "not-dead-lettered"),
+                ("severity", "page"),
+                ("long_window", "1h")
+            ]
+        ),
+        Some(1.0)
+    );
+    // No data is absent, never a false 100%.
+    assert_eq!(
+        value(samples, "idem_slo_sli_ratio", &[("slo", "outbox-age-30s")]),
+        None
+    );
+
+    assert_eq!(
+        value(samples, "idem_claims", &[("status", "unknown")]),
+        Some(6.0)
+    );
+    let age = value(
+        samples,
+        "idem_stuck_key_age_seconds",
+        &[
+            ("consumer", "payments"),
+            ("idempotency_key", odd_key),
+            ("reason", "unknown_outcome"),
+        ],
+    )
+    .expect("the stuck key is named exactly");
+    assert!((1195.0..1300.0).contains(&age), "{age}");
+    // Bounded: five stuck reminders, three exported.
+    let reminders = samples
+        .iter()
+        .filter(|s| {
+            s.metric == "idem_stuck_key_age_seconds"
+                && s.labels.get("consumer") == Some("reminders")
+        })
+        .count();
+    assert_eq!(reminders, 3);
+    assert!(text.contains("# TYPE idem_slo_burn_rate gauge"));
+    assert!(value(samples, "idem_build_info", &[]).is_some());
+}

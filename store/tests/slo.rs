@@ -1,0 +1,255 @@
+//! SLO event counts on both backends: from minutes, from hourly rollups, and
+//! from the audit log — the same answer whichever the data comes from.
+
+use chrono::{DateTime, TimeDelta, Utc};
+use idem_domain::{
+    Metric,
+    slo::{Events, Indicator},
+};
+use idem_store::{MetricSample, NewAuditEntry, Store, Ts};
+
+idem_store::on_both_backends!(
+    hourly_rollups_give_the_same_answer_as_minutes,
+    rolling_up_an_hour_again_counts_nothing_twice,
+    minutes_past_the_watermark_are_still_counted,
+    an_hour_still_being_written_is_not_rolled_up,
+    recovery_and_resolution_indicators_count_audit_entries,
+);
+
+/// Midnight, so hour boundaries fall on whole multiples of 60 minutes from here.
+fn base() -> Ts {
+    Ts::from(
+        DateTime::parse_from_rfc3339("2026-11-01T00:00:00Z")
+            .unwrap()
+            .with_timezone(&Utc),
+    )
+}
+
+fn at(minutes: i64) -> Ts {
+    base() + TimeDelta::minutes(minutes)
+}
+
+fn sample(consumer: &str, metric: Metric, minute: i64, value: f64) -> MetricSample {
+    MetricSample {
+        consumer: consumer.into(),
+        metric,
+        at: at(minute),
+        bucket: metric.bucket_for(value),
+        value,
+    }
+}
+
+/// One histogram observation of `value` seconds: a count of one in its bucket.
+fn observation(consumer: &str, metric: Metric, minute: i64, value: f64) -> MetricSample {
+    MetricSample {
+        value: 1.0,
+        ..sample(consumer, metric, minute, value)
+    }
+}
+
+/// Three hours and a bit of two consumers' minutes:
+/// - 10 deliveries a minute each, and a dead letter every 10th minute for `orders`;
+/// - queue age 30 s, except 120 s in every 20th minute for `orders`;
+/// - one outcome a minute each, 2 s after delivery, except 1200 s every 15th minute.
+async fn three_hours_of_metrics(store: &Store) {
+    let mut samples = Vec::new();
+    for minute in 0..190 {
+        for consumer in ["orders", "reminders"] {
+            samples.push(sample(consumer, Metric::Deliveries, minute, 10.0));
+            let age = if consumer == "orders" && minute % 20 == 0 {
+                120.0
+            } else {
+                30.0
+            };
+            samples.push(sample(consumer, Metric::QueueOldestAgeSeconds, minute, age));
+            let latency = if minute % 15 == 0 { 1200.0 } else { 2.0 };
+            samples.push(observation(
+                consumer,
+                Metric::OutcomeLatencySeconds,
+                minute,
+                latency,
+            ));
+        }
+        if minute % 10 == 0 {
+            samples.push(sample("orders", Metric::DeadLetters, minute, 1.0));
+        }
+    }
+    store.record_metrics(&samples).await.unwrap();
+}
+
+fn not_dead_lettered() -> Indicator {
+    Indicator::Counters {
+        valid: Metric::Deliveries,
+        bad: Metric::DeadLetters,
+    }
+}
+
+fn queue_age_60s() -> Indicator {
+    Indicator::GaugeSlices {
+        gauge: Metric::QueueOldestAgeSeconds,
+        at_most_seconds: 60.0,
+    }
+}
+
+fn reconciled_15m() -> Indicator {
+    Indicator::Histogram {
+        histogram: Metric::OutcomeLatencySeconds,
+        at_most_seconds: 900.0,
+    }
+}
+
+async fn events(store: &Store, indicator: &Indicator, from: i64, to: i64) -> Events {
+    store
+        .indicator_events(indicator, at(from), at(to))
+        .await
+        .unwrap()
+}
+
+/// Minutes 7 to 185: a ragged first hour, two whole hours, a ragged last one.
+async fn every_indicator(store: &Store) -> [Events; 3] {
+    [
+        events(store, &not_dead_lettered(), 7, 185).await,
+        events(store, &queue_age_60s(), 7, 185).await,
+        events(store, &reconciled_15m(), 7, 185).await,
+    ]
+}
+
+async fn hourly_rollups_give_the_same_answer_as_minutes(store: &Store) {
+    three_hours_of_metrics(store).await;
+
+    let from_minutes = every_indicator(store).await;
+    // Minutes 7..185 are 178 minutes; 2 consumers × 10 deliveries each.
+    // Dead letters at minutes 10, 20, …, 180: 18 of them.
+    assert_eq!(from_minutes[0], Events::new(3560.0 - 18.0, 3560.0));
+    // 356 consumer-minutes; `orders` is over 60 s at minutes 20, 40, …, 180: 9.
+    assert_eq!(from_minutes[1], Events::new(356.0 - 9.0, 356.0));
+    // 356 outcomes; slow ones at minutes 15, 30, …, 180 for both: 24.
+    assert_eq!(from_minutes[2], Events::new(356.0 - 24.0, 356.0));
+
+    let hours = store.roll_up_hours(at(4 * 60)).await.unwrap();
+    assert_eq!(hours, 3, "hours 0, 1 and 2 have settled; hour 3 has not");
+    assert_eq!(store.rollup_watermark().await.unwrap(), Some(at(3 * 60)));
+
+    assert_eq!(every_indicator(store).await, from_minutes);
+}
+
+async fn rolling_up_an_hour_again_counts_nothing_twice(store: &Store) {
+    three_hours_of_metrics(store).await;
+    store.roll_up_hours(at(4 * 60)).await.unwrap();
+    let once = every_indicator(store).await;
+
+    // Wind the watermark back: the same hours are rolled up a second time.
+    store
+        .set_meta(idem_store::ROLLUP_WATERMARK, &at(0).micros().to_string())
+        .await
+        .unwrap();
+    assert_eq!(store.roll_up_hours(at(4 * 60)).await.unwrap(), 3);
+
+    assert_eq!(every_indicator(store).await, once);
+}
+
+async fn minutes_past_the_watermark_are_still_counted(store: &Store) {
+    three_hours_of_metrics(store).await;
+    store.roll_up_hours(at(4 * 60)).await.unwrap();
+    let before = events(store, &not_dead_lettered(), 0, 240).await;
+
+    // A consumer writes minute 200 (after the watermark at 180).
+    store
+        .record_metrics(&[sample("orders", Metric::Deliveries, 200, 5.0)])
+        .await
+        .unwrap();
+
+    let after = events(store, &not_dead_lettered(), 0, 240).await;
+    assert_eq!(after.valid, before.valid + 5.0);
+    assert_eq!(after.good, before.good + 5.0);
+}
+
+async fn an_hour_still_being_written_is_not_rolled_up(store: &Store) {
+    three_hours_of_metrics(store).await;
+    // Three minutes after hour 2 ends, consumers may still be flushing it.
+    assert_eq!(store.roll_up_hours(at(3 * 60 + 3)).await.unwrap(), 2);
+    assert_eq!(store.rollup_watermark().await.unwrap(), Some(at(2 * 60)));
+    // Nothing new has settled: a second run does nothing.
+    assert_eq!(store.roll_up_hours(at(3 * 60 + 3)).await.unwrap(), 0);
+}
+
+async fn recovery_and_resolution_indicators_count_audit_entries(store: &Store) {
+    let now = Ts::now();
+    let window_start = now - TimeDelta::hours(1);
+    // Four unknown outcomes recorded in the window.
+    store
+        .record_metrics(&[MetricSample {
+            consumer: "orders".into(),
+            metric: Metric::UnknownOutcomes,
+            at: now - TimeDelta::minutes(30),
+            bucket: String::new(),
+            value: 4.0,
+        }])
+        .await
+        .unwrap();
+    let entry = |action, recovery_seconds, result| NewAuditEntry {
+        actor: "olga",
+        actor_role: "operator",
+        action,
+        result,
+        recovery_seconds,
+        ..NewAuditEntry::default()
+    };
+    for e in [
+        entry("resolve:sent", Some(300.0), "ok"),
+        entry("resolve:failed", Some(1800.0), "ok"),
+        entry("replay", Some(600.0), "ok"),
+        entry("replay", Some(7200.0), "ok"),
+        // Neither a refused action nor a sign-in is a recovery.
+        entry("resolve:sent", Some(10.0), "conflict"),
+        entry("login", None, "ok"),
+    ] {
+        store.append_audit(&e).await.unwrap();
+    }
+    let until = now + TimeDelta::minutes(1);
+
+    let unknown = store
+        .indicator_events(
+            &Indicator::UnknownResolved {
+                within_seconds: 900.0,
+            },
+            window_start,
+            until,
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        unknown,
+        Events::new(1.0, 4.0),
+        "one of four resolved within 15 min"
+    );
+
+    let recovery = store
+        .indicator_events(
+            &Indicator::Recovery {
+                within_seconds: 3600.0,
+            },
+            window_start,
+            until,
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        recovery,
+        Events::new(3.0, 4.0),
+        "three of four recoveries within 60 min"
+    );
+
+    // Before the window, nothing.
+    let earlier = store
+        .indicator_events(
+            &Indicator::Recovery {
+                within_seconds: 3600.0,
+            },
+            window_start - TimeDelta::hours(1),
+            window_start,
+        )
+        .await
+        .unwrap();
+    assert_eq!(earlier, Events::default());
+}
