@@ -203,6 +203,16 @@ fn already_handled(dl: &DeadLetter) -> ActionOutcome {
 }
 
 /// Moves an open dead letter to `state`; `false` when it was no longer open.
+/// The open dead letter an action is about, or the answer that ends the
+/// action: there is no such dead letter, or someone already handled it.
+async fn open_dead_letter(tx: &mut Tx, id: i64) -> StoreResult<Result<DeadLetter, ActionOutcome>> {
+    Ok(match dead_letter(tx, id).await? {
+        None => Err(refused(format!("There is no dead letter {id}."))),
+        Some(dl) if dl.state != DeadLetterState::Open => Err(already_handled(&dl)),
+        Some(dl) => Ok(dl),
+    })
+}
+
 async fn close_dead_letter(
     tx: &mut Tx,
     id: i64,
@@ -218,15 +228,10 @@ async fn close_dead_letter(
 }
 
 async fn replay(tx: &mut Tx, req: &ReplayRequest<'_>) -> StoreResult<ActionOutcome> {
-    let Some(dl) = dead_letter(tx, req.dead_letter_id).await? else {
-        return Ok(refused(format!(
-            "There is no dead letter {}.",
-            req.dead_letter_id
-        )));
+    let dl = match open_dead_letter(tx, req.dead_letter_id).await? {
+        Ok(dl) => dl,
+        Err(answer) => return Ok(answer),
     };
-    if dl.state != DeadLetterState::Open {
-        return Ok(already_handled(&dl));
-    }
     let now = Utc::now();
     let claim = tx.read_claim(&dl.consumer, &dl.key).await?;
     let verdict = Verdict::of(claim.as_ref(), req.retention, now);
@@ -290,15 +295,10 @@ async fn replay(tx: &mut Tx, req: &ReplayRequest<'_>) -> StoreResult<ActionOutco
 }
 
 async fn discard(tx: &mut Tx, req: &DiscardRequest<'_>) -> StoreResult<ActionOutcome> {
-    let Some(dl) = dead_letter(tx, req.dead_letter_id).await? else {
-        return Ok(refused(format!(
-            "There is no dead letter {}.",
-            req.dead_letter_id
-        )));
+    let dl = match open_dead_letter(tx, req.dead_letter_id).await? {
+        Ok(dl) => dl,
+        Err(answer) => return Ok(answer),
     };
-    if dl.state != DeadLetterState::Open {
-        return Ok(already_handled(&dl));
-    }
     let Some(reason) = given(Some(req.reason)) else {
         return Ok(refused("Discarding needs a reason."));
     };
