@@ -3,9 +3,12 @@
 # printing the median and the 95th percentile as a Markdown table.
 #
 # usage: scripts/page-latency.sh BASE_URL [N] < paths.txt
+# With IDEM_COOKIES naming a curl cookie jar (a signed-in session), the pages
+# are fetched as that user.
 set -euo pipefail
 base=$1
 n=${2:-20}
+curl() { command curl ${IDEM_COOKIES:+-b "$IDEM_COOKIES"} "$@"; }
 echo "| page | p50 (ms) | p95 (ms) | status |"
 echo "|---|---:|---:|---|"
 while IFS= read -r path; do

@@ -14,4 +14,5 @@ CREATE TABLE consumer_metrics_hourly (
     value             REAL NOT NULL,
     PRIMARY KEY (consumer, metric, hour, bucket)
 ) WITHOUT ROWID;
-CREATE INDEX consumer_metrics_hourly_by_time ON consumer_metrics_hourly (metric, hour);
+-- Covering: a window's sums are read from the index alone.
+CREATE INDEX consumer_metrics_hourly_by_time ON consumer_metrics_hourly (metric, hour, bucket, value);

@@ -165,13 +165,68 @@ impl Store {
         from: Ts,
         to: Ts,
     ) -> StoreResult<Events> {
-        let total = |sums: &BucketSums| sums.values().sum::<f64>();
-        Ok(match *indicator {
-            Indicator::Counters { valid, bad } => {
-                let valid = total(&self.bucket_sums(valid, from, to).await?);
-                let bad = total(&self.bucket_sums(bad, from, to).await?);
-                Events::new(valid - bad, valid)
+        let events = self
+            .indicator_events_since(&[indicator], &[from], to)
+            .await?;
+        Ok(events[0][0])
+    }
+
+    /// Good and valid events for each indicator in `[from, to)` for each of
+    /// `froms` (SLO windows and their tiers' spans, all ending now). Each
+    /// metric is read once for all of them, at the resolution the spans need.
+    pub async fn indicator_events_since(
+        &self,
+        indicators: &[&Indicator],
+        froms: &[Ts],
+        to: Ts,
+    ) -> StoreResult<Vec<Vec<Events>>> {
+        let mut series: HashMap<Metric, MetricSeries> = HashMap::new();
+        for indicator in indicators {
+            for metric in indicator_metrics(indicator) {
+                if !series.contains_key(&metric) {
+                    series.insert(metric, self.metric_series(metric, froms, to).await?);
+                }
             }
+        }
+        let mut all = Vec::with_capacity(indicators.len());
+        for indicator in indicators {
+            all.push(self.events_of(indicator, &series, froms, to).await?);
+        }
+        Ok(all)
+    }
+
+    async fn events_of(
+        &self,
+        indicator: &Indicator,
+        series: &HashMap<Metric, MetricSeries>,
+        froms: &[Ts],
+        to: Ts,
+    ) -> StoreResult<Vec<Events>> {
+        let total = |metric: Metric, from: Ts| -> f64 {
+            series
+                .get(&metric)
+                .map_or(0.0, |s| s.sums(from, to).values().sum())
+        };
+        let at_most = |metric: Metric, from: Ts, bound: f64| -> Events {
+            let sums = series
+                .get(&metric)
+                .map(|s| s.sums(from, to))
+                .unwrap_or_default();
+            let good = sums
+                .iter()
+                .filter(|(bucket, _)| bucket_bound(bucket) <= bound)
+                .map(|(_, v)| v)
+                .sum();
+            Events::new(good, sums.values().sum())
+        };
+        Ok(match *indicator {
+            Indicator::Counters { valid, bad } => froms
+                .iter()
+                .map(|from| {
+                    let valid = total(valid, *from);
+                    Events::new(valid - total(bad, *from), valid)
+                })
+                .collect(),
             Indicator::GaugeSlices {
                 gauge: metric,
                 at_most_seconds,
@@ -179,110 +234,153 @@ impl Store {
             | Indicator::Histogram {
                 histogram: metric,
                 at_most_seconds,
-            } => {
-                let sums = self.bucket_sums(metric, from, to).await?;
-                let good = sums
-                    .iter()
-                    .filter(|(bucket, _)| bucket_bound(bucket) <= at_most_seconds)
-                    .map(|(_, v)| v)
-                    .sum();
-                Events::new(good, total(&sums))
-            }
+            } => froms
+                .iter()
+                .map(|from| at_most(metric, *from, at_most_seconds))
+                .collect(),
             Indicator::UnknownResolved { within_seconds } => {
                 const SQL: &str = "SELECT COUNT(*) FROM audit_log \
                      WHERE at >= $1 AND at < $2 AND result = 'ok' AND action LIKE 'resolve:%' \
                      AND recovery_seconds <= $3";
-                let valid = total(&self.bucket_sums(Metric::UnknownOutcomes, from, to).await?);
-                let good: i64 = dispatch!(&self.pools, pool => {
-                    sqlx::query_scalar(SQL).bind(from).bind(to).bind(within_seconds)
-                        .fetch_one(pool).await?
-                });
-                Events::new(good as f64, valid)
+                let mut events = Vec::with_capacity(froms.len());
+                for from in froms {
+                    let good: i64 = dispatch!(&self.pools, pool => {
+                        sqlx::query_scalar(SQL).bind(*from).bind(to).bind(within_seconds)
+                            .fetch_one(pool).await?
+                    });
+                    events.push(Events::new(
+                        good as f64,
+                        total(Metric::UnknownOutcomes, *from),
+                    ));
+                }
+                events
             }
             Indicator::Recovery { within_seconds } => {
                 const SQL: &str = "SELECT COUNT(*), \
                      COALESCE(SUM(CASE WHEN recovery_seconds <= $3 THEN 1 ELSE 0 END), 0) \
                      FROM audit_log WHERE at >= $1 AND at < $2 AND result = 'ok' \
                      AND recovery_seconds IS NOT NULL";
-                let (valid, good): (i64, i64) = dispatch!(&self.pools, pool => {
-                    sqlx::query_as(SQL).bind(from).bind(to).bind(within_seconds)
-                        .fetch_one(pool).await?
-                });
-                Events::new(good as f64, valid as f64)
+                let mut events = Vec::with_capacity(froms.len());
+                for from in froms {
+                    let (valid, good): (i64, i64) = dispatch!(&self.pools, pool => {
+                        sqlx::query_as(SQL).bind(*from).bind(to).bind(within_seconds)
+                            .fetch_one(pool).await?
+                    });
+                    events.push(Events::new(good as f64, valid as f64));
+                }
+                events
             }
         })
     }
 
-    /// Per-bucket sums of one metric in `[from, to)`: whole rolled-up hours
-    /// from the rollup, the rest from minutes. Gauge minutes are counted into
+    /// One metric's per-bucket sums from the earliest of `froms` to `to`, at
+    /// the resolution sums over `[from, to)` for each `from` need: whole
+    /// rolled-up hours as one point each, and minutes in every hour a `from`
+    /// falls inside and after the watermark. Gauge minutes are counted into
     /// the same slice buckets the rollup uses.
-    async fn bucket_sums(&self, metric: Metric, from: Ts, to: Ts) -> StoreResult<BucketSums> {
+    async fn metric_series(
+        &self,
+        metric: Metric,
+        froms: &[Ts],
+        to: Ts,
+    ) -> StoreResult<MetricSeries> {
+        let mut series = MetricSeries::default();
+        let Some(start) = froms.iter().min().copied() else {
+            return Ok(series);
+        };
         let watermark = self.rollup_watermark().await?;
-        let hours_from = from.next_hour();
-        let hours_to = watermark.map_or(hours_from, |w| w.min(to.hour()));
-        let mut sums = BucketSums::new();
-        if hours_from < hours_to {
-            self.add_hour_sums(&mut sums, metric, hours_from, hours_to)
-                .await?;
-            self.add_minute_sums(&mut sums, metric, from, hours_from)
-                .await?;
-            self.add_minute_sums(&mut sums, metric, hours_to, to)
-                .await?;
-        } else {
-            self.add_minute_sums(&mut sums, metric, from, to).await?;
+        // Hours before the watermark come from the rollup, except those a `from` cuts.
+        let hours_to = watermark.map_or(start, |w| w.min(to.hour()).max(start));
+        let cut_hours: Vec<Ts> = froms
+            .iter()
+            .filter(|from| from.hour() != **from)
+            .map(|from| from.hour())
+            .collect();
+        if start.next_hour() < hours_to {
+            const SQL: &str = "SELECT hour, bucket, SUM(value) FROM consumer_metrics_hourly \
+                 WHERE metric = $1 AND hour >= $2 AND hour < $3 GROUP BY hour, bucket";
+            let rows: Vec<(Ts, String, f64)> = dispatch!(&self.pools, pool => {
+                sqlx::query_as(SQL).bind(metric.name()).bind(start.next_hour()).bind(hours_to)
+                    .fetch_all(pool).await?
+            });
+            series.points.extend(
+                rows.into_iter()
+                    .filter(|(hour, _, _)| !cut_hours.contains(hour)),
+            );
         }
-        Ok(sums)
-    }
-
-    async fn add_hour_sums(
-        &self,
-        sums: &mut BucketSums,
-        metric: Metric,
-        from: Ts,
-        to: Ts,
-    ) -> StoreResult<()> {
-        const SQL: &str = "SELECT bucket, SUM(value) FROM consumer_metrics_hourly \
-             WHERE metric = $1 AND hour >= $2 AND hour < $3 GROUP BY bucket";
-        let rows: Vec<(String, f64)> = dispatch!(&self.pools, pool => {
-            sqlx::query_as(SQL).bind(metric.name()).bind(from).bind(to).fetch_all(pool).await?
-        });
-        merge(sums, rows);
-        Ok(())
-    }
-
-    async fn add_minute_sums(
-        &self,
-        sums: &mut BucketSums,
-        metric: Metric,
-        from: Ts,
-        to: Ts,
-    ) -> StoreResult<()> {
-        if from >= to {
-            return Ok(());
+        // Minutes: the hours the `from`s cut (before the watermark), and everything after it.
+        let mut ranges: Vec<(Ts, Ts)> = cut_hours
+            .iter()
+            .filter(|hour| **hour < hours_to)
+            .map(|hour| (*hour, *hour + TimeDelta::hours(1)))
+            .collect();
+        if start.next_hour() >= hours_to {
+            // Nothing came from the rollup: every minute since the start.
+            ranges.push((start, to));
+        }
+        ranges.push((hours_to, to));
+        ranges.sort_by_key(|r| r.0);
+        let mut merged: Vec<(Ts, Ts)> = Vec::new();
+        for (a, b) in ranges {
+            match merged.last_mut() {
+                Some(last) if a <= last.1 => last.1 = last.1.max(b),
+                _ => merged.push((a, b)),
+            }
         }
         let sql = match metric.kind() {
             MetricKind::Gauge => format!(
-                "SELECT {} AS slice, CAST(COUNT(*) AS DOUBLE PRECISION) FROM consumer_metrics \
-                 WHERE metric = $1 AND minute >= $2 AND minute < $3 GROUP BY slice",
+                "SELECT minute, {} AS slice, CAST(COUNT(*) AS DOUBLE PRECISION) FROM consumer_metrics \
+                 WHERE metric = $1 AND minute >= $2 AND minute < $3 GROUP BY minute, slice",
                 gauge_bucket_sql()
             ),
             MetricKind::Counter | MetricKind::Histogram => {
-                "SELECT bucket, SUM(value) FROM consumer_metrics \
-                 WHERE metric = $1 AND minute >= $2 AND minute < $3 GROUP BY bucket"
+                "SELECT minute, bucket, SUM(value) FROM consumer_metrics \
+                 WHERE metric = $1 AND minute >= $2 AND minute < $3 GROUP BY minute, bucket"
                     .to_owned()
             }
         };
-        let rows: Vec<(String, f64)> = dispatch!(&self.pools, pool => {
-            sqlx::query_as(&sql).bind(metric.name()).bind(from).bind(to).fetch_all(pool).await?
-        });
-        merge(sums, rows);
-        Ok(())
+        for (a, b) in merged {
+            if a >= b {
+                continue;
+            }
+            let rows: Vec<(Ts, String, f64)> = dispatch!(&self.pools, pool => {
+                sqlx::query_as(&sql).bind(metric.name()).bind(a).bind(b).fetch_all(pool).await?
+            });
+            series.points.extend(rows);
+        }
+        Ok(series)
     }
 }
 
-fn merge(sums: &mut BucketSums, rows: Vec<(String, f64)>) {
-    for (bucket, value) in rows {
-        *sums.entry(bucket).or_default() += value;
+/// The metrics an indicator's events are counted from.
+fn indicator_metrics(indicator: &Indicator) -> Vec<Metric> {
+    match *indicator {
+        Indicator::Counters { valid, bad } => vec![valid, bad],
+        Indicator::GaugeSlices { gauge: m, .. } | Indicator::Histogram { histogram: m, .. } => {
+            vec![m]
+        }
+        Indicator::UnknownResolved { .. } => vec![Metric::UnknownOutcomes],
+        Indicator::Recovery { .. } => Vec::new(),
+    }
+}
+
+/// Bucket sums of one metric keyed by the minute or hour they start at. A
+/// span's sum takes the points that start inside it: [`Store::metric_series`]
+/// only returns an hour as one point when no span boundary falls inside it.
+#[derive(Debug, Default)]
+struct MetricSeries {
+    points: Vec<(Ts, String, f64)>,
+}
+
+impl MetricSeries {
+    fn sums(&self, from: Ts, to: Ts) -> BucketSums {
+        let mut sums = BucketSums::new();
+        for (at, bucket, value) in &self.points {
+            if *at >= from && *at < to {
+                *sums.entry(bucket.clone()).or_default() += value;
+            }
+        }
+        sums
     }
 }
 

@@ -14,6 +14,7 @@ idem_store::on_both_backends!(
     minutes_past_the_watermark_are_still_counted,
     an_hour_still_being_written_is_not_rolled_up,
     recovery_and_resolution_indicators_count_audit_entries,
+    every_span_read_at_once_matches_each_span_read_alone,
 );
 
 /// Midnight, so hour boundaries fall on whole multiples of 60 minutes from here.
@@ -252,4 +253,28 @@ async fn recovery_and_resolution_indicators_count_audit_entries(store: &Store) {
         .await
         .unwrap();
     assert_eq!(earlier, Events::default());
+}
+
+async fn every_span_read_at_once_matches_each_span_read_alone(store: &Store) {
+    three_hours_of_metrics(store).await;
+    // Span starts mid-hour, on an hour, and after the rollup's watermark.
+    let froms = [7, 59, 60, 125, 181, 184];
+    let mut alone = Vec::new();
+    for indicator in [not_dead_lettered(), queue_age_60s(), reconciled_15m()] {
+        for from in froms {
+            alone.push(events(store, &indicator, from, 185).await);
+        }
+    }
+    store.roll_up_hours(at(4 * 60)).await.unwrap();
+
+    let indicators = [not_dead_lettered(), queue_age_60s(), reconciled_15m()];
+    let starts: Vec<Ts> = froms.iter().map(|m| at(*m)).collect();
+    let at_once: Vec<Events> = store
+        .indicator_events_since(&indicators.iter().collect::<Vec<_>>(), &starts, at(185))
+        .await
+        .unwrap()
+        .concat();
+    assert_eq!(at_once, alone);
+    // Minutes 181..185: 4 minutes, 2 consumers, 10 deliveries each; no dead letter.
+    assert_eq!(alone[4], Events::new(80.0, 80.0));
 }

@@ -64,7 +64,7 @@ mod ssr {
     use std::collections::HashMap;
 
     use chrono::{TimeDelta, Utc};
-    use idem_domain::slo::{SloSet, SloStatus, worst_first};
+    use idem_domain::slo::{Events, Indicator, SloSet, SloStatus, Span, worst_first};
     use idem_store::{Store, Ts};
 
     use super::SloBoard;
@@ -73,17 +73,27 @@ mod ssr {
     pub async fn evaluate(store: Store, set: std::sync::Arc<SloSet>) -> Result<SloBoard, AppError> {
         let now = Utc::now();
         let until = Ts::from(now);
-        let mut statuses = Vec::with_capacity(set.slos.len());
-        for slo in &set.slos {
-            let mut events = HashMap::new();
-            for span in slo.spans() {
-                let from = until - TimeDelta::seconds(span.as_seconds());
-                events.insert(span, store.indicator_events(&slo.sli, from, until).await?);
-            }
-            statuses.push(SloStatus::evaluate(slo, |span| {
-                events.get(&span).copied().unwrap_or_default()
-            }));
-        }
+        // Every span of every SLO, each metric read once for all of them.
+        let mut spans: Vec<Span> = set.slos.iter().flat_map(|slo| slo.spans()).collect();
+        spans.sort();
+        spans.dedup();
+        let froms: Vec<Ts> = spans
+            .iter()
+            .map(|span| until - TimeDelta::seconds(span.as_seconds()))
+            .collect();
+        let indicators: Vec<&Indicator> = set.slos.iter().map(|slo| &slo.sli).collect();
+        let counts = store
+            .indicator_events_since(&indicators, &froms, until)
+            .await?;
+        let mut statuses: Vec<SloStatus> = set
+            .slos
+            .iter()
+            .zip(counts)
+            .map(|(slo, counts)| {
+                let events: HashMap<Span, Events> = spans.iter().copied().zip(counts).collect();
+                SloStatus::evaluate(slo, |span| events.get(&span).copied().unwrap_or_default())
+            })
+            .collect();
         worst_first(&mut statuses);
         Ok(SloBoard {
             clock: Clock::utc(now),
