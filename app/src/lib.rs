@@ -11,6 +11,8 @@ pub mod api;
 pub mod auth;
 #[cfg(feature = "ssr")]
 pub mod cache;
+#[cfg(feature = "ssr")]
+mod charts;
 mod components;
 pub mod error;
 pub mod format;

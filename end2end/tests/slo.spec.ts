@@ -26,3 +26,14 @@ test("the overview links each SLO tile to its page", async ({ page }) => {
   await expect(page).toHaveURL(/\/slo\/queue-age-60s$/);
   await expect(page.getByRole("heading", { name: "queue-age-60s" })).toBeVisible();
 });
+
+test("changing the chart range changes the address and the chart", async ({ page }) => {
+  await signIn(page, "viewer");
+  await page.goto("/");
+  const section = page.locator(".chart-section");
+  await expect(section.locator(".chart-svg title")).toHaveText("Duplicate delays, last 24h");
+  await section.getByRole("link", { name: "6h", exact: true }).click();
+  await expect(page).toHaveURL(/\?range=6h$/);
+  await expect(section.locator(".chart-svg title")).toHaveText("Duplicate delays, last 6h");
+  await expect(section.locator("figcaption")).toContainText("arrived more than five minutes after");
+});

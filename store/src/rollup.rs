@@ -158,6 +158,20 @@ impl Store {
         Ok(earliest)
     }
 
+    /// One metric's per-bucket totals over `[from, to)` across consumers
+    /// (`""` for counters), read from rollups where they can be.
+    pub async fn metric_totals(
+        &self,
+        metric: Metric,
+        from: Ts,
+        to: Ts,
+    ) -> StoreResult<HashMap<String, f64>> {
+        Ok(self
+            .metric_series(metric, &[from], to)
+            .await?
+            .sums(from, to))
+    }
+
     /// Good and valid events for an SLO's indicator in `[from, to)`.
     pub async fn indicator_events(
         &self,
@@ -183,8 +197,8 @@ impl Store {
         let mut series: HashMap<Metric, MetricSeries> = HashMap::new();
         for indicator in indicators {
             for metric in indicator_metrics(indicator) {
-                if !series.contains_key(&metric) {
-                    series.insert(metric, self.metric_series(metric, froms, to).await?);
+                if let std::collections::hash_map::Entry::Vacant(slot) = series.entry(metric) {
+                    slot.insert(self.metric_series(metric, froms, to).await?);
                 }
             }
         }

@@ -2,9 +2,12 @@ use idem_domain::ClaimStatus;
 use leptos::prelude::*;
 use leptos_meta::Title;
 
+use leptos_router::hooks::use_location;
+
 use crate::{
-    api::{Overview, get_overview},
+    api::{Chart, DEFAULT_RANGE, Overview, RANGES, get_duplicate_delays, get_overview},
     components::{Age, KeyLink, LiveRefresh, Loaded, StatusBadge, provide_clock},
+    links,
 };
 
 #[component]
@@ -18,6 +21,7 @@ pub fn OverviewPage() -> impl IntoView {
         </div>
         <Loaded resource=data render=|o: Overview| view! { <OverviewBody o/> }/>
         <super::slo::SloTiles/>
+        <DuplicateDelays/>
     }
 }
 
@@ -137,5 +141,45 @@ fn AttentionTable(empty: bool, none: &'static str, children: Children) -> impl I
         view! { <p class="empty">{none}</p> }.into_any()
     } else {
         view! { <table>{children()}</table> }.into_any()
+    }
+}
+
+/// The duplicate delay distribution for the range in the address (`?range=`).
+#[component]
+fn DuplicateDelays() -> impl IntoView {
+    let location = use_location();
+    let range = Memo::new(move |_| {
+        links::query_param(&location.search.get(), "range").filter(|r| !r.is_empty())
+    });
+    let data = Resource::new(move || range.get(), get_duplicate_delays);
+    let ranges = move || {
+        let current = range.get().unwrap_or_else(|| DEFAULT_RANGE.to_owned());
+        RANGES
+            .iter()
+            .map(|(name, _)| {
+                view! {
+                    <a href=links::with_query("/", &[("range", name)]) rel="external"
+                        aria-current=(current == *name).then_some("page")>{*name}</a>
+                }
+            })
+            .collect_view()
+    };
+    view! {
+        <section class="chart-section" aria-labelledby="delays-heading">
+            <h2 id="delays-heading">"Duplicate delays"</h2>
+            <nav class="tabs" aria-label="Time range">{ranges}</nav>
+            <Loaded resource=data render=|chart: Chart| view! { <ChartFigure chart/> }/>
+        </section>
+    }
+}
+
+/// A server-drawn chart and its summary in words.
+#[component]
+fn ChartFigure(chart: Chart) -> impl IntoView {
+    view! {
+        <figure class="chart">
+            {chart.svg.map(|svg| view! { <div class="chart-svg" inner_html=svg></div> })}
+            <figcaption>{chart.summary}</figcaption>
+        </figure>
     }
 }

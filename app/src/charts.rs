@@ -1,0 +1,228 @@
+//! Charts drawn on the server with plotters' SVG backend (server only).
+//!
+//! Each chart gets a `<title>` and a `<desc>` inside its SVG, and the same
+//! summary in words beside it, so it is readable without JavaScript, without
+//! colour and to a screen reader. Nothing to draw means no chart and a
+//! sentence saying so, never a chart of zeros.
+
+use std::collections::HashMap;
+
+use idem_domain::{FIFO_DEDUPE_WINDOW_SECONDS, Metric, le_label};
+use plotters::prelude::*;
+
+use crate::api::Chart;
+
+const WIDTH: u32 = 760;
+const HEIGHT: u32 = 320;
+const WITHIN: RGBColor = RGBColor(5, 80, 174);
+const BEYOND: RGBColor = RGBColor(188, 76, 0);
+const MARKER: RGBColor = RGBColor(164, 14, 38);
+
+/// The duplicate delay distribution: how long after a key's first delivery
+/// each duplicate arrived, with the five-minute FIFO dedupe window marked and
+/// the share of duplicates beyond it stated.
+pub fn duplicate_delays(range: &str, totals: &HashMap<String, f64>) -> Chart {
+    let title = format!("Duplicate delays, last {range}");
+    let bounds = Metric::DuplicateDelaySeconds.buckets();
+    let counts: Vec<f64> = bounds
+        .iter()
+        .map(|b| totals.get(&le_label(*b)).copied().unwrap_or(0.0))
+        .collect();
+    let total: f64 = counts.iter().sum();
+    if total <= 0.0 {
+        return Chart {
+            range: range.to_owned(),
+            title,
+            svg: None,
+            summary: format!("No duplicate deliveries in the last {range}."),
+        };
+    }
+    let beyond: f64 = bounds
+        .iter()
+        .zip(&counts)
+        .filter(|(b, _)| **b > FIFO_DEDUPE_WINDOW_SECONDS)
+        .map(|(_, c)| c)
+        .sum();
+    let summary = format!(
+        "{beyond:.0} of {total:.0} duplicates ({:.1}%) arrived more than five minutes after the \
+         key's first delivery: a FIFO queue's dedupe window would have let them through, and only \
+         the idempotency key stopped them.",
+        beyond / total * 100.0
+    );
+    let labels: Vec<String> = bounds.iter().map(|b| delay_label(*b)).collect();
+    let window = bounds
+        .iter()
+        .position(|b| *b == FIFO_DEDUPE_WINDOW_SECONDS)
+        .unwrap_or(0);
+    let svg = match draw_delays(&labels, &counts, window) {
+        Ok(svg) => Some(accessible(svg, &title, &summary)),
+        Err(err) => {
+            tracing::warn!(error = %err, "could not draw the duplicate delay chart");
+            None
+        }
+    };
+    Chart {
+        range: range.to_owned(),
+        title,
+        svg,
+        summary,
+    }
+}
+
+/// `≤5m`, `≤1h`, `>1d`: a bucket's upper bound as a person reads it.
+fn delay_label(bound: f64) -> String {
+    let s = bound as i64;
+    match () {
+        _ if bound.is_infinite() => ">1d".to_owned(),
+        _ if s >= 86_400 && s % 86_400 == 0 => format!("≤{}d", s / 86_400),
+        _ if s >= 3600 && s % 3600 == 0 => format!("≤{}h", s / 3600),
+        _ if s >= 60 && s % 60 == 0 => format!("≤{}m", s / 60),
+        _ => format!("≤{s}s"),
+    }
+}
+
+fn draw_delays(
+    labels: &[String],
+    counts: &[f64],
+    window: usize,
+) -> Result<String, Box<dyn std::error::Error>> {
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (WIDTH, HEIGHT)).into_drawing_area();
+        root.fill(&WHITE)?;
+        let top = counts.iter().copied().fold(0.0, f64::max).max(1.0) * 1.2;
+        let n = counts.len() as u32;
+        let mut chart = ChartBuilder::on(&root)
+            .margin(12)
+            .x_label_area_size(40)
+            .y_label_area_size(60)
+            .build_cartesian_2d((0u32..n).into_segmented(), 0f64..top)?;
+        chart
+            .configure_mesh()
+            .disable_x_mesh()
+            .x_labels(labels.len())
+            .x_label_formatter(&|v| match v {
+                SegmentValue::CenterOf(i) => labels.get(*i as usize).cloned().unwrap_or_default(),
+                _ => String::new(),
+            })
+            .y_desc("duplicates")
+            .x_desc("time since the key's first delivery")
+            .draw()?;
+        let bars = |keep: fn(usize, usize) -> bool| {
+            counts
+                .iter()
+                .enumerate()
+                .filter(move |(i, _)| keep(*i, window))
+                .map(|(i, c)| (i as u32, *c))
+        };
+        chart.draw_series(
+            Histogram::vertical(&chart)
+                .style(WITHIN.filled())
+                .margin(6)
+                .data(bars(|i, w| i <= w)),
+        )?;
+        chart.draw_series(
+            Histogram::vertical(&chart)
+                .style(BEYOND.filled())
+                .margin(6)
+                .data(bars(|i, w| i > w)),
+        )?;
+        // The window ends between the ≤5m bar and the next one.
+        let edge = SegmentValue::Exact(window as u32 + 1);
+        chart.draw_series(DashedLineSeries::new(
+            [(edge.clone(), 0.0), (edge.clone(), top)],
+            6,
+            4,
+            MARKER.stroke_width(2),
+        ))?;
+        chart.draw_series(std::iter::once(Text::new(
+            " FIFO dedupe window (5 min)",
+            (edge, top * 0.95),
+            ("sans-serif", 13).into_font().color(&MARKER),
+        )))?;
+        root.present()?;
+    }
+    Ok(svg)
+}
+
+/// Gives an SVG a title and a description (read by screen readers and shown
+/// as a tooltip), and lets it scale to its container.
+fn accessible(svg: String, title: &str, summary: &str) -> String {
+    let Some(open_end) = svg
+        .find("<svg")
+        .and_then(|at| svg[at..].find('>').map(|e| at + e))
+    else {
+        return svg;
+    };
+    format!(
+        "{} role=\"img\"><title>{}</title><desc>{}</desc>{}",
+        &svg[..open_end],
+        xml_escape(title),
+        xml_escape(summary),
+        &svg[open_end + 1..]
+    )
+}
+
+fn xml_escape(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn totals(pairs: &[(&str, f64)]) -> HashMap<String, f64> {
+        pairs.iter().map(|(b, v)| ((*b).to_owned(), *v)).collect()
+    }
+
+    #[test]
+    fn the_delay_chart_marks_the_window_and_states_the_share_beyond_it() {
+        let chart = duplicate_delays(
+            "24h",
+            &totals(&[("10", 60.0), ("300", 30.0), ("3600", 10.0)]),
+        );
+        assert!(
+            chart
+                .summary
+                .starts_with("10 of 100 duplicates (10.0%) arrived more than five minutes")
+        );
+        let svg = chart.svg.expect("a chart");
+        assert!(svg.contains("<title>Duplicate delays, last 24h</title>"));
+        assert!(svg.contains("<desc>10 of 100 duplicates"));
+        assert!(
+            svg.contains("FIFO dedupe window (5 min)"),
+            "the window is labelled"
+        );
+        for label in ["≤10s", "≤5m", "≤1h", "&gt;1d"] {
+            assert!(svg.contains(label), "{label} labels a bar");
+        }
+        // Bars on both sides of the window, each in its own colour.
+        assert!(svg.contains("#0550AE") && svg.contains("#BC4C00"), "{svg}");
+    }
+
+    #[test]
+    fn no_duplicates_is_a_sentence_not_a_chart_of_zeros() {
+        let chart = duplicate_delays("1h", &HashMap::new());
+        assert_eq!(chart.svg, None);
+        assert_eq!(chart.summary, "No duplicate deliveries in the last 1h.");
+    }
+
+    #[test]
+    fn delay_labels_read_as_durations() {
+        let labels: Vec<String> = Metric::DuplicateDelaySeconds
+            .buckets()
+            .iter()
+            .map(|b| delay_label(*b))
+            .collect();
+        assert_eq!(
+            labels,
+            [
+                "≤1s", "≤10s", "≤30s", "≤1m", "≤2m", "≤5m", "≤10m", "≤30m", "≤1h", "≤6h", "≤1d",
+                ">1d"
+            ]
+        );
+    }
+}
