@@ -13,7 +13,9 @@ test("the SLO page lists every objective and opens one with its alert tiers", as
   await delivered.getByRole("link", { name: "not-dead-lettered" }).click();
   await expect(page).toHaveURL(/\/slo\/not-dead-lettered$/);
   await expect(page.getByRole("heading", { name: "Alert tiers" })).toBeVisible();
-  await expect(page.locator("tbody tr")).toHaveCount(4);
+  await expect(page.locator(".chart-svg title")).toHaveText("not-dead-lettered: SLI over 28d");
+  await expect(page.locator(".chart figcaption")).toContainText("intervals with traffic");
+  await expect(page.locator("table tbody tr")).toHaveCount(4);
   await expect(page.locator("tbody")).toContainText("13.44×");
 });
 

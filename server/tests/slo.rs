@@ -77,6 +77,18 @@ async fn one_slo_page_shows_its_tiers_and_an_unknown_name_is_a_404() {
     );
     assert!(page.contains("99.900% over 28d"), "{page}");
     assert!(page.contains("12000 of 12000 good"), "{page}");
+    // The SLI over the window, drawn on the server: two hours of data in
+    // six-hour buckets, the rest left blank.
+    assert!(
+        html.contains("<title>not-dead-lettered: SLI over 28d</title>"),
+        "{html}"
+    );
+    assert!(
+        page.contains("0 of 1 intervals with traffic were below the objective")
+            || page.contains("0 of 2 intervals with traffic were below the objective"),
+        "{page}"
+    );
+    assert!(page.contains("intervals had no valid events and are left blank"));
     // The tiers scaled for 28 days.
     for threshold in ["13.44×", "5.60×", "2.80×", "0.93×"] {
         assert!(page.contains(threshold), "{threshold} in {page}");

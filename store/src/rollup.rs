@@ -172,6 +172,35 @@ impl Store {
             .sums(from, to))
     }
 
+    /// Good and valid events for an indicator in each `step`-long bucket of
+    /// `[from, to)` (the last may be shorter), oldest first. `from` and `step`
+    /// should be whole hours, so no rolled-up hour straddles two buckets.
+    pub async fn indicator_buckets(
+        &self,
+        indicator: &Indicator,
+        from: Ts,
+        to: Ts,
+        step: TimeDelta,
+    ) -> StoreResult<Vec<(Ts, Events)>> {
+        let mut starts = Vec::new();
+        let mut at = from;
+        while at < to {
+            starts.push(at);
+            at = at + step;
+        }
+        let mut series = HashMap::new();
+        for metric in indicator_metrics(indicator) {
+            series.insert(metric, self.metric_series(metric, &[from], to).await?);
+        }
+        let mut buckets = Vec::with_capacity(starts.len());
+        for start in starts {
+            let end = (start + step).min(to);
+            let events = self.events_of(indicator, &series, &[start], end).await?;
+            buckets.push((start, events[0]));
+        }
+        Ok(buckets)
+    }
+
     /// Good and valid events for an SLO's indicator in `[from, to)`.
     pub async fn indicator_events(
         &self,

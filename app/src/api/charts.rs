@@ -67,3 +67,31 @@ pub async fn get_duplicate_delays(range: Option<String>) -> Result<Chart, AppErr
     })
     .await
 }
+
+/// One SLO's SLI over its window, in about a hundred buckets of whole hours.
+#[server(prefix = "/api/read", input = server_fn::codec::GetUrl)]
+pub async fn get_slo_chart(name: String) -> Result<Chart, AppError> {
+    crate::ssr::serve(async move {
+        crate::ssr::require(idem_domain::Role::Viewer)?;
+        let state = crate::ssr::state()?;
+        let Some(slo) = state.slos.slos.iter().find(|s| s.name == name).cloned() else {
+            return Err(AppError::NotFound(format!(
+                "There is no SLO named “{name}”."
+            )));
+        };
+        let store = state.store.clone();
+        state
+            .reads
+            .get_or_load(format!("slo-chart:{name}"), || async move {
+                let to = idem_store::Ts::now();
+                let hours = (slo.window.as_seconds() / 3600 / 112).max(1);
+                let step = chrono::TimeDelta::hours(hours);
+                let from = (to - chrono::TimeDelta::seconds(slo.window.as_seconds())).hour();
+                let buckets = store.indicator_buckets(&slo.sli, from, to, step).await?;
+                let buckets: Vec<_> = buckets.into_iter().map(|(at, e)| (at.0, e)).collect();
+                Ok::<_, AppError>(crate::charts::sli_over_time(&slo, &buckets))
+            })
+            .await
+    })
+    .await
+}

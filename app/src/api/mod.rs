@@ -18,7 +18,7 @@ pub use actions::{
     DiscardDeadLetter, ReplayDeadLetter, ResolveUnknown, discard_dead_letter, replay_dead_letter,
     resolve_unknown,
 };
-pub use charts::{Chart, DEFAULT_RANGE, RANGES, get_duplicate_delays};
+pub use charts::{Chart, DEFAULT_RANGE, RANGES, get_duplicate_delays, get_slo_chart};
 pub use keys::{
     KeyLookup, KeyQuery, KeyStory, SearchResults, get_key_story, lookup_key, search_keys,
 };

@@ -8,4 +8,4 @@ mod widgets;
 
 pub use layout::Layout;
 pub use refresh::LiveRefresh;
-pub use widgets::{Age, KeyLink, Loaded, StatusBadge, Time, provide_clock};
+pub use widgets::{Age, ChartFigure, KeyLink, Loaded, StatusBadge, Time, provide_clock};

@@ -115,3 +115,14 @@ where
         </Transition>
     }
 }
+
+/// A server-drawn chart and its summary in words.
+#[component]
+pub fn ChartFigure(chart: crate::api::Chart) -> impl IntoView {
+    view! {
+        <figure class="chart">
+            {chart.svg.map(|svg| view! { <div class="chart-svg" inner_html=svg></div> })}
+            <figcaption>{chart.summary}</figcaption>
+        </figure>
+    }
+}

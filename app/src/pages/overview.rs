@@ -6,7 +6,7 @@ use leptos_router::hooks::use_location;
 
 use crate::{
     api::{Chart, DEFAULT_RANGE, Overview, RANGES, get_duplicate_delays, get_overview},
-    components::{Age, KeyLink, LiveRefresh, Loaded, StatusBadge, provide_clock},
+    components::{Age, ChartFigure, KeyLink, LiveRefresh, Loaded, StatusBadge, provide_clock},
     links,
 };
 
@@ -170,16 +170,5 @@ fn DuplicateDelays() -> impl IntoView {
             <nav class="tabs" aria-label="Time range">{ranges}</nav>
             <Loaded resource=data render=|chart: Chart| view! { <ChartFigure chart/> }/>
         </section>
-    }
-}
-
-/// A server-drawn chart and its summary in words.
-#[component]
-fn ChartFigure(chart: Chart) -> impl IntoView {
-    view! {
-        <figure class="chart">
-            {chart.svg.map(|svg| view! { <div class="chart-svg" inner_html=svg></div> })}
-            <figcaption>{chart.summary}</figcaption>
-        </figure>
     }
 }

@@ -7,8 +7,8 @@ use leptos_meta::Title;
 use leptos_router::hooks::use_location;
 
 use crate::{
-    api::{SloBoard, get_slo, get_slos},
-    components::{LiveRefresh, Loaded},
+    api::{Chart, SloBoard, get_slo, get_slo_chart, get_slos},
+    components::{ChartFigure, LiveRefresh, Loaded},
     links,
 };
 
@@ -111,6 +111,7 @@ pub fn SloDetailPage() -> impl IntoView {
                 <dt>"Minimum events to alert"</dt><dd>{s.slo.min_events}</dd>
                 <dt>"Defined in"</dt><dd>{board.source}</dd>
             </dl>
+            <SloChart name=s.slo.name.clone()/>
             <h2>"Alert tiers"</h2>
             <table>
                 <thead>
@@ -129,6 +130,17 @@ pub fn SloDetailPage() -> impl IntoView {
     view! {
         <Title text="SLO"/>
         <Loaded resource=data render/>
+    }
+}
+
+/// The SLO's SLI over its window, drawn on the server.
+#[component]
+fn SloChart(name: String) -> impl IntoView {
+    let data = Resource::new(move || name.clone(), get_slo_chart);
+    view! {
+        <section class="chart-section" aria-label="SLI over time">
+            <Loaded resource=data render=|chart: Chart| view! { <ChartFigure chart/> }/>
+        </section>
     }
 }
 
