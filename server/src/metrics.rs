@@ -21,6 +21,7 @@ use idem_app::{
     error::AppError,
     ssr::AppState,
 };
+use idem_domain::slo::SloStatus;
 use sha2::{Digest, Sha256};
 
 /// The most stuck keys exported per consumer and reason.
@@ -108,66 +109,36 @@ pub fn render(board: &SloBoard, overview: &Overview) -> String {
     );
 
     let slos = &board.statuses;
-    out.family(
+    out.per_slo(
+        slos,
         "idem_slo_objective_ratio",
-        "gauge",
         "Share of valid events that must be good.",
+        |s| Some(s.slo.objective.get()),
     );
-    for s in slos {
-        out.sample(
-            "idem_slo_objective_ratio",
-            &[("slo", &s.slo.name)],
-            s.slo.objective.get(),
-        );
-    }
-    out.family(
+    out.per_slo(
+        slos,
         "idem_slo_window_seconds",
-        "gauge",
         "Length of the SLO's rolling window.",
+        |s| Some(s.slo.window.as_seconds() as f64),
     );
-    for s in slos {
-        out.sample(
-            "idem_slo_window_seconds",
-            &[("slo", &s.slo.name)],
-            s.slo.window.as_seconds() as f64,
-        );
-    }
-    out.family(
+    out.per_slo(
+        slos,
         "idem_slo_sli_ratio",
-        "gauge",
         "Good events / valid events over the window (absent without valid events).",
+        |s| s.sli,
     );
-    for s in slos {
-        if let Some(sli) = s.sli {
-            out.sample("idem_slo_sli_ratio", &[("slo", &s.slo.name)], sli);
-        }
-    }
-    out.family(
+    out.per_slo(
+        slos,
         "idem_slo_valid_events",
-        "gauge",
         "Valid events in the window (the traffic behind the ratio).",
+        |s| Some(s.window.valid),
     );
-    for s in slos {
-        out.sample(
-            "idem_slo_valid_events",
-            &[("slo", &s.slo.name)],
-            s.window.valid,
-        );
-    }
-    out.family(
+    out.per_slo(
+        slos,
         "idem_slo_error_budget_remaining_ratio",
-        "gauge",
         "Share of the window's error budget not yet spent; negative when overspent.",
+        |s| s.budget_remaining,
     );
-    for s in slos {
-        if let Some(left) = s.budget_remaining {
-            out.sample(
-                "idem_slo_error_budget_remaining_ratio",
-                &[("slo", &s.slo.name)],
-                left,
-            );
-        }
-    }
     out.family(
         "idem_slo_burn_rate",
         "gauge",
@@ -328,6 +299,22 @@ impl Exposition {
     fn family(&mut self, name: &str, kind: &str, help: &str) {
         let _ = writeln!(self.text, "# HELP {name} {help}");
         let _ = writeln!(self.text, "# TYPE {name} {kind}");
+    }
+
+    /// A gauge family with one sample per SLO (none where `value` has nothing to say).
+    fn per_slo(
+        &mut self,
+        slos: &[SloStatus],
+        name: &str,
+        help: &str,
+        value: impl Fn(&SloStatus) -> Option<f64>,
+    ) {
+        self.family(name, "gauge", help);
+        for s in slos {
+            if let Some(v) = value(s) {
+                self.sample(name, &[("slo", &s.slo.name)], v);
+            }
+        }
     }
 
     fn sample(&mut self, name: &str, labels: &[(&str, &str)], value: f64) {
