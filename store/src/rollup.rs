@@ -166,10 +166,9 @@ impl Store {
         from: Ts,
         to: Ts,
     ) -> StoreResult<HashMap<String, f64>> {
-        Ok(self
-            .metric_series(metric, &[from], to)
-            .await?
-            .sums(from, to))
+        let watermark = self.rollup_watermark().await?;
+        let series = self.metric_series(metric, &[from], to, watermark).await?;
+        Ok(series.sums(from, to))
     }
 
     /// Good and valid events for an indicator in each `step`-long bucket of
@@ -188,9 +187,13 @@ impl Store {
             starts.push(at);
             at = at + step;
         }
+        let watermark = self.rollup_watermark().await?;
         let mut series = HashMap::new();
         for metric in indicator_metrics(indicator) {
-            series.insert(metric, self.metric_series(metric, &[from], to).await?);
+            series.insert(
+                metric,
+                self.metric_series(metric, &[from], to, watermark).await?,
+            );
         }
         let mut buckets = Vec::with_capacity(starts.len());
         for start in starts {
@@ -223,11 +226,12 @@ impl Store {
         froms: &[Ts],
         to: Ts,
     ) -> StoreResult<Vec<Vec<Events>>> {
+        let watermark = self.rollup_watermark().await?;
         let mut series: HashMap<Metric, MetricSeries> = HashMap::new();
         for indicator in indicators {
             for metric in indicator_metrics(indicator) {
                 if let std::collections::hash_map::Entry::Vacant(slot) = series.entry(metric) {
-                    slot.insert(self.metric_series(metric, froms, to).await?);
+                    slot.insert(self.metric_series(metric, froms, to, watermark).await?);
                 }
             }
         }
@@ -320,18 +324,19 @@ impl Store {
     /// the resolution sums over `[from, to)` for each `from` need: whole
     /// rolled-up hours as one point each, and minutes in every hour a `from`
     /// falls inside and after the watermark. Gauge minutes are counted into
-    /// the same slice buckets the rollup uses.
+    /// the same slice buckets the rollup uses. Callers read the watermark once
+    /// for all the metrics of one answer.
     async fn metric_series(
         &self,
         metric: Metric,
         froms: &[Ts],
         to: Ts,
+        watermark: Option<Ts>,
     ) -> StoreResult<MetricSeries> {
         let mut series = MetricSeries::default();
         let Some(start) = froms.iter().min().copied() else {
             return Ok(series);
         };
-        let watermark = self.rollup_watermark().await?;
         // Hours before the watermark come from the rollup, except those a `from` cuts.
         let hours_to = watermark.map_or(start, |w| w.min(to.hour()).max(start));
         let cut_hours: Vec<Ts> = froms
