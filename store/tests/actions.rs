@@ -10,7 +10,7 @@ use idem_domain::{
 };
 use idem_store::{
     Actor, Delivery, DiscardRequest, NewDeadLetter, Outcome, ReplayRequest, ResolveRequest, Store,
-    Ts, testing::execute_raw,
+    Ts, Tx, testing::execute_raw,
 };
 use tokio::sync::Barrier;
 
@@ -43,8 +43,8 @@ fn ago(minutes: i64) -> Ts {
 }
 
 /// A claim for `key` that ends in `outcome`, and an open dead letter for it.
-async fn dead_lettered(store: &Store, key: &str, outcome: Outcome<'_>) -> i64 {
-    let mut tx = store.begin().await.unwrap();
+/// Delivers `key` to `orders` half an hour ago and records `outcome` for it.
+async fn claimed(tx: &mut Tx, key: &str, outcome: Outcome<'_>) -> idem_domain::Claim {
     tx.claim(&Delivery {
         consumer: "orders",
         key,
@@ -54,7 +54,12 @@ async fn dead_lettered(store: &Store, key: &str, outcome: Outcome<'_>) -> i64 {
     .await
     .unwrap();
     tx.lease("orders", key, ago(29), ago(30)).await.unwrap();
-    tx.record("orders", key, outcome, ago(29)).await.unwrap();
+    tx.record("orders", key, outcome, ago(29)).await.unwrap()
+}
+
+async fn dead_lettered(store: &Store, key: &str, outcome: Outcome<'_>) -> i64 {
+    let mut tx = store.begin().await.unwrap();
+    claimed(&mut tx, key, outcome).await;
     let id = tx
         .dead_letter(&NewDeadLetter {
             consumer: "orders",
@@ -75,24 +80,7 @@ async fn dead_lettered(store: &Store, key: &str, outcome: Outcome<'_>) -> i64 {
 
 async fn unknown_claim(store: &Store, key: &str) -> i64 {
     let mut tx = store.begin().await.unwrap();
-    tx.claim(&Delivery {
-        consumer: "orders",
-        key,
-        payload_hash: None,
-        at: ago(30),
-    })
-    .await
-    .unwrap();
-    tx.lease("orders", key, ago(29), ago(30)).await.unwrap();
-    let claim = tx
-        .record(
-            "orders",
-            key,
-            Outcome::Unknown { error: "timeout" },
-            ago(29),
-        )
-        .await
-        .unwrap();
+    let claim = claimed(&mut tx, key, Outcome::Unknown { error: "timeout" }).await;
     tx.commit().await.unwrap();
     claim.version
 }
