@@ -89,6 +89,26 @@ async fn one_slo_page_shows_its_tiers_and_an_unknown_name_is_a_404() {
         "{page}"
     );
     assert!(page.contains("intervals had no valid events and are left blank"));
+    // The budget as the window filled, and each tier's burn rate with its threshold.
+    assert!(html.contains("<title>not-dead-lettered: error budget remaining over 28d</title>"));
+    assert!(
+        page.contains("100.0% of the error budget remains. It stayed above zero"),
+        "{page}"
+    );
+    for tier in [
+        "over 1h (page at 13.44×)",
+        "over 6h (page at 5.60×)",
+        "over 1d (ticket at 2.80×)",
+        "over 3d (ticket at 0.93×)",
+    ] {
+        assert!(
+            html.contains(&format!(
+                "<title>not-dead-lettered: burn rate {tier}</title>"
+            )),
+            "{tier}"
+        );
+    }
+    assert_eq!(html.matches("<svg").count(), 6, "six charts drawn");
     // The tiers scaled for 28 days.
     for threshold in ["13.44×", "5.60×", "2.80×", "0.93×"] {
         assert!(page.contains(threshold), "{threshold} in {page}");

@@ -77,4 +77,23 @@ impl Store {
         });
         Ok(rows)
     }
+
+    /// The consumers that have written metrics, in name order, at most
+    /// `limit`: one index probe per consumer (a skip scan of the primary
+    /// key), however many rows each has written.
+    pub async fn consumers(&self, limit: usize) -> StoreResult<Vec<String>> {
+        const SQL: &str = "SELECT MIN(consumer) FROM consumer_metrics WHERE consumer > $1";
+        let mut names: Vec<String> = Vec::new();
+        while names.len() < limit {
+            let after = names.last().map_or("", String::as_str);
+            let next: Option<String> = dispatch!(&self.pools, pool => {
+                sqlx::query_scalar(SQL).bind(after).fetch_one(pool).await?
+            });
+            match next {
+                Some(name) => names.push(name),
+                None => break,
+            }
+        }
+        Ok(names)
+    }
 }

@@ -80,8 +80,13 @@ fn rollup_sql(hour_of_minute: &str) -> [String; 2] {
     ]
 }
 
-/// Per-bucket sums of one metric over a span (`""` for counters).
-type BucketSums = HashMap<String, f64>;
+/// Per-bucket sums of one metric over a span (`""` for counters; for gauges,
+/// consumer-minutes per slice bound).
+pub type BucketSums = HashMap<String, f64>;
+
+/// Rows of the audit log read per answer at most: operators' recoveries
+/// are human actions, a few a day; this only bounds a pathological log.
+const RECOVERY_ROWS: i64 = 100_000;
 
 impl Store {
     /// The instant up to which hours are rolled up, if any are.
@@ -165,10 +170,67 @@ impl Store {
         metric: Metric,
         from: Ts,
         to: Ts,
-    ) -> StoreResult<HashMap<String, f64>> {
+        consumer: Option<&str>,
+    ) -> StoreResult<BucketSums> {
         let watermark = self.rollup_watermark().await?;
-        let series = self.metric_series(metric, &[from], to, watermark).await?;
+        let series = self
+            .metric_series(metric, &[from], to, watermark, consumer)
+            .await?;
         Ok(series.sums(from, to))
+    }
+
+    /// One metric's per-bucket sums in each interval `[starts[i],
+    /// starts[i + 1])` (the last ends at `to`), for one consumer or all.
+    /// Intervals need not be whole hours: an hour an interval starts inside
+    /// is read in minutes.
+    pub async fn metric_buckets(
+        &self,
+        metric: Metric,
+        starts: &[Ts],
+        to: Ts,
+        consumer: Option<&str>,
+    ) -> StoreResult<Vec<BucketSums>> {
+        let watermark = self.rollup_watermark().await?;
+        let series = self
+            .metric_series(metric, starts, to, watermark, consumer)
+            .await?;
+        Ok(series.sums_by_interval(starts, to))
+    }
+
+    /// Successful operator actions that recovered an unknown outcome or a
+    /// dead letter in `[from, to)`: when, and how many seconds after the
+    /// problem began. Oldest first, for one consumer or all.
+    pub async fn recoveries(
+        &self,
+        from: Ts,
+        to: Ts,
+        consumer: Option<&str>,
+    ) -> StoreResult<Vec<Recovery>> {
+        let mut sql = String::from(
+            "SELECT at, action, recovery_seconds FROM audit_log \
+             WHERE at >= $1 AND at < $2 AND result = 'ok' AND recovery_seconds IS NOT NULL",
+        );
+        if consumer.is_some() {
+            sql += " AND consumer = $4";
+        }
+        sql += " ORDER BY at LIMIT $3";
+        let rows: Vec<(Ts, String, f64)> = dispatch!(&self.pools, pool => {
+            let query = sqlx::query_as(&sql).bind(from).bind(to).bind(RECOVERY_ROWS);
+            match consumer {
+                Some(consumer) => query.bind(consumer),
+                None => query,
+            }
+            .fetch_all(pool)
+            .await?
+        });
+        Ok(rows
+            .into_iter()
+            .map(|(at, action, seconds)| Recovery {
+                at,
+                resolved_unknown: action.starts_with("resolve:"),
+                seconds,
+            })
+            .collect())
     }
 
     /// Good and valid events for an indicator in each `step`-long bucket of
@@ -192,16 +254,24 @@ impl Store {
         for metric in indicator_metrics(indicator) {
             series.insert(
                 metric,
-                self.metric_series(metric, &[from], to, watermark).await?,
+                self.metric_series(metric, &[from], to, watermark, None)
+                    .await?,
             );
         }
-        let mut buckets = Vec::with_capacity(starts.len());
-        for start in starts {
-            let end = (start + step).min(to);
-            let events = self.events_of(indicator, &series, &[start], end).await?;
-            buckets.push((start, events[0]));
-        }
-        Ok(buckets)
+        let recoveries = match indicator {
+            Indicator::UnknownResolved { .. } | Indicator::Recovery { .. } => {
+                self.recoveries(from, to, None).await?
+            }
+            _ => Vec::new(),
+        };
+        Ok(starts
+            .into_iter()
+            .map(|start| {
+                let end = (start + step).min(to);
+                let events = events_of(indicator, &series, &recoveries, &[start], end);
+                (start, events[0])
+            })
+            .collect())
     }
 
     /// Good and valid events for an SLO's indicator in `[from, to)`.
@@ -231,93 +301,27 @@ impl Store {
         for indicator in indicators {
             for metric in indicator_metrics(indicator) {
                 if let std::collections::hash_map::Entry::Vacant(slot) = series.entry(metric) {
-                    slot.insert(self.metric_series(metric, froms, to, watermark).await?);
+                    slot.insert(
+                        self.metric_series(metric, froms, to, watermark, None)
+                            .await?,
+                    );
                 }
             }
         }
-        let mut all = Vec::with_capacity(indicators.len());
-        for indicator in indicators {
-            all.push(self.events_of(indicator, &series, froms, to).await?);
-        }
-        Ok(all)
-    }
-
-    async fn events_of(
-        &self,
-        indicator: &Indicator,
-        series: &HashMap<Metric, MetricSeries>,
-        froms: &[Ts],
-        to: Ts,
-    ) -> StoreResult<Vec<Events>> {
-        let total = |metric: Metric, from: Ts| -> f64 {
-            series
-                .get(&metric)
-                .map_or(0.0, |s| s.sums(from, to).values().sum())
+        let reads_audit = indicators.iter().any(|i| {
+            matches!(
+                i,
+                Indicator::UnknownResolved { .. } | Indicator::Recovery { .. }
+            )
+        });
+        let recoveries = match froms.iter().min() {
+            Some(from) if reads_audit => self.recoveries(*from, to, None).await?,
+            _ => Vec::new(),
         };
-        let at_most = |metric: Metric, from: Ts, bound: f64| -> Events {
-            let sums = series
-                .get(&metric)
-                .map(|s| s.sums(from, to))
-                .unwrap_or_default();
-            let good = sums
-                .iter()
-                .filter(|(bucket, _)| bucket_bound(bucket) <= bound)
-                .map(|(_, v)| v)
-                .sum();
-            Events::new(good, sums.values().sum())
-        };
-        Ok(match *indicator {
-            Indicator::Counters { valid, bad } => froms
-                .iter()
-                .map(|from| {
-                    let valid = total(valid, *from);
-                    Events::new(valid - total(bad, *from), valid)
-                })
-                .collect(),
-            Indicator::GaugeSlices {
-                gauge: metric,
-                at_most_seconds,
-            }
-            | Indicator::Histogram {
-                histogram: metric,
-                at_most_seconds,
-            } => froms
-                .iter()
-                .map(|from| at_most(metric, *from, at_most_seconds))
-                .collect(),
-            Indicator::UnknownResolved { within_seconds } => {
-                const SQL: &str = "SELECT COUNT(*) FROM audit_log \
-                     WHERE at >= $1 AND at < $2 AND result = 'ok' AND action LIKE 'resolve:%' \
-                     AND recovery_seconds <= $3";
-                let mut events = Vec::with_capacity(froms.len());
-                for from in froms {
-                    let good: i64 = dispatch!(&self.pools, pool => {
-                        sqlx::query_scalar(SQL).bind(*from).bind(to).bind(within_seconds)
-                            .fetch_one(pool).await?
-                    });
-                    events.push(Events::new(
-                        good as f64,
-                        total(Metric::UnknownOutcomes, *from),
-                    ));
-                }
-                events
-            }
-            Indicator::Recovery { within_seconds } => {
-                const SQL: &str = "SELECT COUNT(*), \
-                     COALESCE(SUM(CASE WHEN recovery_seconds <= $3 THEN 1 ELSE 0 END), 0) \
-                     FROM audit_log WHERE at >= $1 AND at < $2 AND result = 'ok' \
-                     AND recovery_seconds IS NOT NULL";
-                let mut events = Vec::with_capacity(froms.len());
-                for from in froms {
-                    let (valid, good): (i64, i64) = dispatch!(&self.pools, pool => {
-                        sqlx::query_as(SQL).bind(*from).bind(to).bind(within_seconds)
-                            .fetch_one(pool).await?
-                    });
-                    events.push(Events::new(good as f64, valid as f64));
-                }
-                events
-            }
-        })
+        Ok(indicators
+            .iter()
+            .map(|indicator| events_of(indicator, &series, &recoveries, froms, to))
+            .collect())
     }
 
     /// One metric's per-bucket sums from the earliest of `froms` to `to`, at
@@ -332,7 +336,13 @@ impl Store {
         froms: &[Ts],
         to: Ts,
         watermark: Option<Ts>,
+        consumer: Option<&str>,
     ) -> StoreResult<MetricSeries> {
+        let of_consumer = if consumer.is_some() {
+            " AND consumer = $4"
+        } else {
+            ""
+        };
         let mut series = MetricSeries::default();
         let Some(start) = froms.iter().min().copied() else {
             return Ok(series);
@@ -345,11 +355,19 @@ impl Store {
             .map(|from| from.hour())
             .collect();
         if start.next_hour() < hours_to {
-            const SQL: &str = "SELECT hour, bucket, SUM(value) FROM consumer_metrics_hourly \
-                 WHERE metric = $1 AND hour >= $2 AND hour < $3 GROUP BY hour, bucket";
+            let sql = format!(
+                "SELECT hour, bucket, SUM(value) FROM consumer_metrics_hourly \
+                 WHERE metric = $1 AND hour >= $2 AND hour < $3{of_consumer} GROUP BY hour, bucket"
+            );
             let rows: Vec<(Ts, String, f64)> = dispatch!(&self.pools, pool => {
-                sqlx::query_as(SQL).bind(metric.name()).bind(start.next_hour()).bind(hours_to)
-                    .fetch_all(pool).await?
+                let query = sqlx::query_as(&sql).bind(metric.name()).bind(start.next_hour())
+                    .bind(hours_to);
+                match consumer {
+                    Some(consumer) => query.bind(consumer),
+                    None => query,
+                }
+                .fetch_all(pool)
+                .await?
             });
             series.points.extend(
                 rows.into_iter()
@@ -378,26 +396,105 @@ impl Store {
         let sql = match metric.kind() {
             MetricKind::Gauge => format!(
                 "SELECT minute, {} AS slice, CAST(COUNT(*) AS DOUBLE PRECISION) FROM consumer_metrics \
-                 WHERE metric = $1 AND minute >= $2 AND minute < $3 GROUP BY minute, slice",
+                 WHERE metric = $1 AND minute >= $2 AND minute < $3{of_consumer} \
+                 GROUP BY minute, slice",
                 gauge_bucket_sql()
             ),
-            MetricKind::Counter | MetricKind::Histogram => {
+            MetricKind::Counter | MetricKind::Histogram => format!(
                 "SELECT minute, bucket, SUM(value) FROM consumer_metrics \
-                 WHERE metric = $1 AND minute >= $2 AND minute < $3 GROUP BY minute, bucket"
-                    .to_owned()
-            }
+                 WHERE metric = $1 AND minute >= $2 AND minute < $3{of_consumer} \
+                 GROUP BY minute, bucket"
+            ),
         };
         for (a, b) in merged {
             if a >= b {
                 continue;
             }
             let rows: Vec<(Ts, String, f64)> = dispatch!(&self.pools, pool => {
-                sqlx::query_as(&sql).bind(metric.name()).bind(a).bind(b).fetch_all(pool).await?
+                let query = sqlx::query_as(&sql).bind(metric.name()).bind(a).bind(b);
+                match consumer {
+                    Some(consumer) => query.bind(consumer),
+                    None => query,
+                }
+                .fetch_all(pool)
+                .await?
             });
             series.points.extend(rows);
         }
         Ok(series)
     }
+}
+
+/// Good and valid events of an indicator over `[from, to)` for each of
+/// `froms`, from series and audit rows already read.
+fn events_of(
+    indicator: &Indicator,
+    series: &HashMap<Metric, MetricSeries>,
+    recoveries: &[Recovery],
+    froms: &[Ts],
+    to: Ts,
+) -> Vec<Events> {
+    let total = |metric: Metric, from: Ts| -> f64 {
+        series
+            .get(&metric)
+            .map_or(0.0, |s| s.sums(from, to).values().sum())
+    };
+    let at_most = |metric: Metric, from: Ts, bound: f64| -> Events {
+        let sums = series
+            .get(&metric)
+            .map(|s| s.sums(from, to))
+            .unwrap_or_default();
+        let good = sums
+            .iter()
+            .filter(|(bucket, _)| bucket_bound(bucket) <= bound)
+            .map(|(_, v)| v)
+            .sum();
+        Events::new(good, sums.values().sum())
+    };
+    let recovered = |from: Ts, resolves_only: bool| {
+        recoveries
+            .iter()
+            .filter(move |r| r.at >= from && r.at < to && (r.resolved_unknown || !resolves_only))
+    };
+    froms
+        .iter()
+        .map(|from| match *indicator {
+            Indicator::Counters { valid, bad } => {
+                let valid = total(valid, *from);
+                Events::new(valid - total(bad, *from), valid)
+            }
+            Indicator::GaugeSlices {
+                gauge: metric,
+                at_most_seconds,
+            }
+            | Indicator::Histogram {
+                histogram: metric,
+                at_most_seconds,
+            } => at_most(metric, *from, at_most_seconds),
+            Indicator::UnknownResolved { within_seconds } => Events::new(
+                recovered(*from, true)
+                    .filter(|r| r.seconds <= within_seconds as f64)
+                    .count() as f64,
+                total(Metric::UnknownOutcomes, *from),
+            ),
+            Indicator::Recovery { within_seconds } => Events::new(
+                recovered(*from, false)
+                    .filter(|r| r.seconds <= within_seconds as f64)
+                    .count() as f64,
+                recovered(*from, false).count() as f64,
+            ),
+        })
+        .collect()
+}
+
+/// One operator action that ended an unknown outcome or a dead letter.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Recovery {
+    pub at: Ts,
+    /// A resolution of an unknown outcome (otherwise a dead-letter replay or discard).
+    pub resolved_unknown: bool,
+    /// From the problem's start (the unknown outcome, the dead-lettering) to the action.
+    pub seconds: f64,
 }
 
 /// The metrics an indicator's events are counted from.
@@ -429,6 +526,22 @@ impl MetricSeries {
             }
         }
         sums
+    }
+
+    /// Sums in each interval `[starts[i], starts[i + 1])`, the last ending
+    /// at `to`; `starts` ascending. One pass over the points.
+    fn sums_by_interval(&self, starts: &[Ts], to: Ts) -> Vec<BucketSums> {
+        let mut intervals = vec![BucketSums::new(); starts.len()];
+        for (at, bucket, value) in &self.points {
+            if *at >= to {
+                continue;
+            }
+            let Some(i) = starts.partition_point(|s| s <= at).checked_sub(1) else {
+                continue;
+            };
+            *intervals[i].entry(bucket.clone()).or_default() += value;
+        }
+        intervals
     }
 }
 

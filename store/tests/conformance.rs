@@ -8,7 +8,7 @@ use chrono::{TimeDelta, Utc};
 use idem_domain::{CappedCount, ClaimStatus, DeadLetterState, Metric, OutboxOrigin};
 use idem_store::{
     ClaimSearch, Claimed, Delivery, MetricSample, NewDeadLetter, NewOutboxRow, Outcome,
-    PageRequest, Store, StoreError, Ts, testing::TestDatabase,
+    PageRequest, Store, StoreError, Ts, Window, testing::TestDatabase,
 };
 use tokio::sync::Barrier;
 
@@ -35,6 +35,7 @@ idem_store::on_both_backends!(
     key_search_filters_by_prefix_consumer_and_status,
     a_prefix_with_more_matches_than_the_candidate_cap_says_so,
     a_provider_reference_on_two_keys_is_found_from_either,
+    a_window_narrows_unknown_outcomes_and_dead_letters_by_time_and_consumer,
 );
 
 /// A fixed instant a day ago, plus `seconds`: every call in a test agrees.
@@ -943,6 +944,95 @@ async fn a_provider_reference_on_two_keys_is_found_from_either(store: &Store) {
             .claims_with_provider_ref("msg_other", ("reminders", "renewal:c"), 5)
             .await
             .unwrap()
+            .is_empty()
+    );
+}
+
+async fn a_window_narrows_unknown_outcomes_and_dead_letters_by_time_and_consumer(store: &Store) {
+    // Unknown at 100 s, 200 s, 300 s for payments and at 200 s for refunds.
+    for (consumer, key, seconds) in [
+        ("payments", "p/1", 100),
+        ("payments", "p/2", 200),
+        ("payments", "p/3", 300),
+        ("refunds", "r:1 🧾", 200),
+    ] {
+        claim_once(store, delivery(consumer, key, seconds - 10)).await;
+        settle(
+            store,
+            consumer,
+            key,
+            Outcome::Unknown { error: "timeout" },
+            seconds - 1,
+        )
+        .await;
+    }
+    let window = Window {
+        from: Some(at(150)),
+        to: Some(at(301)),
+        consumer: Some("payments".into()),
+    };
+    let page = store
+        .unknown_claims_in(&PageRequest::first(1), &window)
+        .await
+        .unwrap();
+    let next = store
+        .unknown_claims_in(&PageRequest::new(1, page.next.clone()), &window)
+        .await
+        .unwrap();
+    let keys: Vec<&str> = page
+        .items
+        .iter()
+        .chain(&next.items)
+        .map(|c| c.key.as_str())
+        .collect();
+    assert_eq!(keys, ["p/2", "p/3"], "in the span, for payments, in order");
+    assert_eq!(next.next, None);
+    assert_eq!(
+        store.count_unknown_in(&window, 100).await.unwrap(),
+        CappedCount::from_limited(2, 100)
+    );
+    let every_consumer = Window {
+        consumer: None,
+        ..window.clone()
+    };
+    assert_eq!(
+        store.count_unknown_in(&every_consumer, 100).await.unwrap(),
+        CappedCount::from_limited(3, 100)
+    );
+
+    let mut tx = store.begin().await.unwrap();
+    for (key, seconds) in [("d1", 100), ("d2", 200), ("d3", 400)] {
+        tx.dead_letter(&dead_letter(key, seconds)).await.unwrap();
+    }
+    tx.commit().await.unwrap();
+    let window = Window {
+        from: Some(at(150)),
+        to: None,
+        consumer: Some("orders".into()),
+    };
+    let letters = store
+        .dead_letters_in(DeadLetterState::Open, &PageRequest::first(10), &window)
+        .await
+        .unwrap();
+    let keys: Vec<&str> = letters.items.iter().map(|d| d.key.as_str()).collect();
+    assert_eq!(keys, ["d2", "d3"]);
+    assert_eq!(
+        store
+            .count_dead_letters_in(DeadLetterState::Open, &window, 100)
+            .await
+            .unwrap(),
+        CappedCount::from_limited(2, 100)
+    );
+    let elsewhere = Window {
+        consumer: Some("payments".into()),
+        ..window
+    };
+    assert!(
+        store
+            .dead_letters_in(DeadLetterState::Open, &PageRequest::first(10), &elsewhere)
+            .await
+            .unwrap()
+            .items
             .is_empty()
     );
 }

@@ -15,6 +15,8 @@ idem_store::on_both_backends!(
     an_hour_still_being_written_is_not_rolled_up,
     recovery_and_resolution_indicators_count_audit_entries,
     every_span_read_at_once_matches_each_span_read_alone,
+    chart_intervals_read_the_same_from_minutes_and_rollups_for_one_consumer_or_all,
+    consumers_are_listed_by_name_once_each,
 );
 
 /// Midnight, so hour boundaries fall on whole multiples of 60 minutes from here.
@@ -277,4 +279,61 @@ async fn every_span_read_at_once_matches_each_span_read_alone(store: &Store) {
     assert_eq!(at_once, alone);
     // Minutes 181..185: 4 minutes, 2 consumers, 10 deliveries each; no dead letter.
     assert_eq!(alone[4], Events::new(80.0, 80.0));
+}
+
+async fn chart_intervals_read_the_same_from_minutes_and_rollups_for_one_consumer_or_all(
+    store: &Store,
+) {
+    three_hours_of_metrics(store).await;
+    // Quarter hours: every hour is cut, so the read mixes rollups and minutes.
+    let starts: Vec<Ts> = (0..12).map(|q| at(q * 15)).collect();
+    let read = async |metric, consumer| {
+        store
+            .metric_buckets(metric, &starts, at(180), consumer)
+            .await
+            .unwrap()
+    };
+    let total = |sums: &[idem_store::BucketSums]| -> Vec<f64> {
+        sums.iter().map(|s| s.values().sum()).collect()
+    };
+    let before = read(Metric::Deliveries, None).await;
+    assert_eq!(
+        total(&before),
+        vec![300.0; 12],
+        "two consumers, 10 a minute"
+    );
+    assert_eq!(
+        total(&read(Metric::Deliveries, Some("orders")).await),
+        vec![150.0; 12]
+    );
+    // The first quarter of `orders`: minute 0 read 120 s, the other 14 read 30 s.
+    let ages = read(Metric::QueueOldestAgeSeconds, Some("orders")).await;
+    assert_eq!(ages[0].get("120"), Some(&1.0));
+    assert_eq!(ages[0].get("30"), Some(&14.0));
+
+    store.roll_up_hours(at(240)).await.unwrap();
+    assert_eq!(read(Metric::Deliveries, None).await, before);
+    assert_eq!(
+        read(Metric::QueueOldestAgeSeconds, Some("orders")).await,
+        ages
+    );
+    // Whole hours come from the rollup and still split by consumer.
+    let hours: Vec<Ts> = (0..3).map(|h| at(h * 60)).collect();
+    let hourly = store
+        .metric_buckets(Metric::DeadLetters, &hours, at(180), Some("reminders"))
+        .await
+        .unwrap();
+    assert!(hourly.iter().all(|h| h.is_empty()), "reminders had none");
+    let hourly = store
+        .metric_buckets(Metric::DeadLetters, &hours, at(180), Some("orders"))
+        .await
+        .unwrap();
+    assert_eq!(total(&hourly), vec![6.0, 6.0, 6.0]);
+}
+
+async fn consumers_are_listed_by_name_once_each(store: &Store) {
+    assert!(store.consumers(10).await.unwrap().is_empty());
+    three_hours_of_metrics(store).await;
+    assert_eq!(store.consumers(10).await.unwrap(), ["orders", "reminders"]);
+    assert_eq!(store.consumers(1).await.unwrap(), ["orders"]);
 }

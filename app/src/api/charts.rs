@@ -1,13 +1,18 @@
 //! Charts drawn on the server as SVG (plotters), each with a title and a
 //! text summary, so they read the same with JavaScript off and to a screen
 //! reader.
+//!
+//! A chart shows whole intervals only, so one drawn for the last complete
+//! interval stays true until the next one completes: rendered charts are
+//! cached under that interval (`AppState::charts`).
 
 use leptos::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use crate::error::AppError;
 
-/// The time ranges a chart can show (`?range=`).
+/// The time ranges a chart can show (`?range=`), with the interval each is
+/// drawn in (about a hundred intervals per chart).
 pub const RANGES: &[(&str, i64)] = &[
     ("1h", 3600),
     ("6h", 6 * 3600),
@@ -19,58 +24,75 @@ pub const RANGES: &[(&str, i64)] = &[
 /// The range charts show when the address names none.
 pub const DEFAULT_RANGE: &str = "24h";
 
-/// The range's length in seconds, or a message saying which ranges exist.
-#[cfg(feature = "ssr")]
-pub fn range_seconds(range: &str) -> Result<i64, AppError> {
-    RANGES
-        .iter()
-        .find(|(name, _)| *name == range)
-        .map(|(_, seconds)| *seconds)
-        .ok_or_else(|| {
-            let names: Vec<&str> = RANGES.iter().map(|(n, _)| *n).collect();
-            AppError::BadRequest(format!("The range must be one of {}.", names.join(", ")))
-        })
-}
+/// The longest span `from`/`to` may cover.
+pub const MAX_SPAN_DAYS: i64 = 90;
 
 /// A chart: its SVG markup (drawn on the server), what it shows in words,
-/// and the range it covers.
+/// and the span it covers.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Chart {
+    /// Stable within a page (`id` of its figure), e.g. `duplicate-rate`.
+    pub id: String,
+    /// The span in words: "last 24h".
     pub range: String,
     pub title: String,
     /// `None` when there is nothing to draw (no data is not a zero).
     pub svg: Option<String>,
     pub summary: String,
+    /// The keys behind the chart, where a list of them exists.
+    pub link: Option<ChartLink>,
 }
 
-/// How long after a key's first delivery each duplicate arrived, against
-/// the five-minute FIFO dedupe window.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChartLink {
+    pub href: String,
+    pub text: String,
+}
+
+/// The overview's charts for one span and consumer (or all).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChartSet {
+    /// The span in words: "Showing the last 24h, in 15 min intervals, up to 14:30 UTC."
+    pub span: String,
+    /// The consumers that report metrics, for the filter.
+    pub consumers: Vec<String>,
+    pub charts: Vec<Chart>,
+}
+
+/// Every overview chart: duplicate-claim rate, duplicate delays, queue and
+/// outbox age, unknown outcomes, dead letters, transaction failures,
+/// delivery-to-outcome latency and recovery times. `range` names a span
+/// ending now; `from` and `to` (RFC 3339, or `YYYY-MM-DDTHH:MM` in UTC) name
+/// one instead. `consumer` narrows every chart to one consumer.
 #[server(prefix = "/api/read", input = server_fn::codec::GetUrl)]
-pub async fn get_duplicate_delays(range: Option<String>) -> Result<Chart, AppError> {
+pub async fn get_charts(
+    range: Option<String>,
+    from: Option<String>,
+    to: Option<String>,
+    consumer: Option<String>,
+) -> Result<ChartSet, AppError> {
     crate::ssr::serve(async move {
         crate::ssr::require(idem_domain::Role::Viewer)?;
-        let range = range.unwrap_or_else(|| DEFAULT_RANGE.to_owned());
-        let seconds = range_seconds(&range)?;
+        let span = ssr::ChartSpan::parse(range, from, to, chrono::Utc::now())?;
+        let consumer = match consumer.filter(|c| !c.is_empty()) {
+            Some(c) => Some(idem_domain::ConsumerName::parse(c)?.as_str().to_owned()),
+            None => None,
+        };
         let state = crate::ssr::state()?;
-        let store = state.store.clone();
+        let key = format!("overview:{}:{consumer:?}", span.key());
+        let (store, slos) = (state.store.clone(), state.slos.clone());
         state
-            .reads
-            .get_or_load(format!("duplicate-delays:{range}"), || async move {
-                let to = idem_store::Ts::now();
-                let from = to - chrono::TimeDelta::seconds(seconds);
-                let totals = store
-                    .metric_totals(idem_domain::Metric::DuplicateDelaySeconds, from, to)
-                    .await?;
-                Ok::<_, AppError>(crate::charts::duplicate_delays(&range, &totals))
-            })
+            .charts
+            .get_or_load(key, || ssr::overview_charts(store, slos, span, consumer))
             .await
     })
     .await
 }
 
-/// One SLO's SLI over its window, in about a hundred buckets of whole hours.
+/// One SLO's charts over its window: the SLI, the error budget remaining,
+/// and each alert tier's burn rate against its threshold.
 #[server(prefix = "/api/read", input = server_fn::codec::GetUrl)]
-pub async fn get_slo_chart(name: String) -> Result<Chart, AppError> {
+pub async fn get_slo_charts(name: String) -> Result<Vec<Chart>, AppError> {
     crate::ssr::serve(async move {
         crate::ssr::require(idem_domain::Role::Viewer)?;
         let state = crate::ssr::state()?;
@@ -80,18 +102,444 @@ pub async fn get_slo_chart(name: String) -> Result<Chart, AppError> {
             )));
         };
         let store = state.store.clone();
+        let hour = idem_store::Ts::now().hour();
         state
-            .reads
-            .get_or_load(format!("slo-chart:{name}"), || async move {
-                let to = idem_store::Ts::now();
-                let hours = (slo.window.as_seconds() / 3600 / 112).max(1);
-                let step = chrono::TimeDelta::hours(hours);
-                let from = (to - chrono::TimeDelta::seconds(slo.window.as_seconds())).hour();
-                let buckets = store.indicator_buckets(&slo.sli, from, to, step).await?;
-                let buckets: Vec<_> = buckets.into_iter().map(|(at, e)| (at.0, e)).collect();
-                Ok::<_, AppError>(crate::charts::sli_over_time(&slo, &buckets))
+            .charts
+            .get_or_load(format!("slo:{name}:{}", hour.micros()), || {
+                ssr::slo_charts(store, slo, hour)
             })
             .await
     })
     .await
+}
+
+#[cfg(feature = "ssr")]
+mod ssr {
+    use std::sync::Arc;
+
+    use chrono::{DateTime, TimeDelta, Utc};
+    use idem_domain::{
+        ClaimStatus, Metric,
+        slo::{Events, Indicator, Slo, SloSet, TIERS},
+    };
+    use idem_store::{BucketSums, PageRequest, Store, Ts};
+
+    use super::{Chart, ChartLink, ChartSet, DEFAULT_RANGE, MAX_SPAN_DAYS, RANGES};
+    use crate::{
+        charts::{self, Frame},
+        error::AppError,
+        links,
+    };
+
+    /// The intervals charts are drawn in, smallest first: the first that
+    /// cuts a span into at most [`MAX_INTERVALS`] is used.
+    const STEPS: &[i64] = &[60, 300, 900, 3600, 2 * 3600, 6 * 3600, 86_400];
+    const MAX_INTERVALS: i64 = 120;
+
+    /// The span a set of charts covers, in whole intervals.
+    #[derive(Debug, Clone)]
+    pub struct ChartSpan {
+        label: String,
+        from: DateTime<Utc>,
+        to: DateTime<Utc>,
+        step: TimeDelta,
+    }
+
+    impl ChartSpan {
+        pub fn parse(
+            range: Option<String>,
+            from: Option<String>,
+            to: Option<String>,
+            now: DateTime<Utc>,
+        ) -> Result<Self, AppError> {
+            let (from, to) = (from.filter(|f| !f.is_empty()), to.filter(|t| !t.is_empty()));
+            match (from, to) {
+                (None, None) => Self::named(range.as_deref().unwrap_or(DEFAULT_RANGE), now),
+                (Some(from), Some(to)) => Self::between(&from, &to, now),
+                _ => Err(AppError::BadRequest(
+                    "Give both from and to, or neither.".into(),
+                )),
+            }
+        }
+
+        fn named(range: &str, now: DateTime<Utc>) -> Result<Self, AppError> {
+            let Some((name, seconds)) = RANGES.iter().find(|(name, _)| *name == range) else {
+                let names: Vec<&str> = RANGES.iter().map(|(n, _)| *n).collect();
+                return Err(AppError::BadRequest(format!(
+                    "The range must be one of {}.",
+                    names.join(", ")
+                )));
+            };
+            let step = step_for(*seconds);
+            let to = floor(now, step);
+            Ok(Self {
+                label: format!("last {name}"),
+                from: to - TimeDelta::seconds(*seconds),
+                to,
+                step,
+            })
+        }
+
+        fn between(from: &str, to: &str, now: DateTime<Utc>) -> Result<Self, AppError> {
+            let (from, to) = (super::super::instant(from)?, super::super::instant(to)?);
+            if from >= to {
+                return Err(AppError::BadRequest("from must be before to.".into()));
+            }
+            if to - from > TimeDelta::days(MAX_SPAN_DAYS) {
+                return Err(AppError::BadRequest(format!(
+                    "A chart covers at most {MAX_SPAN_DAYS} days."
+                )));
+            }
+            let step = step_for((to - from).num_seconds());
+            // Whole intervals, and none that has not ended yet.
+            let start = floor(from, step);
+            let end = floor(to.min(now), step).max(start);
+            let format = |at: DateTime<Utc>| at.format("%Y-%m-%d %H:%M").to_string();
+            Ok(Self {
+                label: format!("{} – {} UTC", format(from), format(to)),
+                from: start,
+                to: end,
+                step,
+            })
+        }
+
+        /// What the charts drawn for this span depend on: the intervals
+        /// (which move on when the next one completes), not the clock.
+        pub fn key(&self) -> String {
+            format!(
+                "{}:{}:{}",
+                self.from.timestamp(),
+                self.to.timestamp(),
+                self.step.num_seconds()
+            )
+        }
+
+        fn frame(&self) -> Frame {
+            Frame::new(self.label.clone(), self.from, self.to, self.step)
+        }
+    }
+
+    fn step_for(seconds: i64) -> TimeDelta {
+        let step = STEPS
+            .iter()
+            .find(|step| seconds / **step <= MAX_INTERVALS)
+            .copied()
+            .unwrap_or(86_400);
+        TimeDelta::seconds(step)
+    }
+
+    /// `at` rounded down to a whole number of `step`s since the epoch.
+    fn floor(at: DateTime<Utc>, step: TimeDelta) -> DateTime<Utc> {
+        let step = step.num_seconds().max(1);
+        let seconds = at.timestamp().div_euclid(step) * step;
+        DateTime::from_timestamp(seconds, 0).unwrap_or(at)
+    }
+
+    /// The first SLO whose indicator `pick` recognises, and what it returns.
+    fn from_slos<T>(slos: &SloSet, pick: impl Fn(&Slo) -> Option<T>) -> Option<T> {
+        slos.slos.iter().find_map(pick)
+    }
+
+    /// The most a bad count may be of deliveries under its SLO.
+    fn allowed_share(slos: &SloSet, metric: Metric) -> Option<f64> {
+        from_slos(slos, |slo| match slo.sli {
+            Indicator::Counters {
+                valid: Metric::Deliveries,
+                bad,
+            } if bad == metric => Some(slo.objective.error_budget()),
+            _ => None,
+        })
+    }
+
+    fn gauge_threshold(slos: &SloSet, metric: Metric) -> Option<f64> {
+        from_slos(slos, |slo| match slo.sli {
+            Indicator::GaugeSlices {
+                gauge,
+                at_most_seconds,
+            } if gauge == metric => Some(at_most_seconds),
+            _ => None,
+        })
+    }
+
+    pub async fn overview_charts(
+        store: Store,
+        slos: Arc<SloSet>,
+        span: ChartSpan,
+        consumer: Option<String>,
+    ) -> Result<ChartSet, AppError> {
+        let frame = span.frame();
+        let starts: Vec<Ts> = frame.starts.iter().copied().map(Ts::from).collect();
+        let (from, to) = (Ts::from(span.from), Ts::from(span.to));
+        let who = consumer.as_deref();
+        let buckets = async |metric: Metric| -> Result<Vec<BucketSums>, AppError> {
+            Ok(store.metric_buckets(metric, &starts, to, who).await?)
+        };
+        let counts =
+            |sums: &[BucketSums]| -> Vec<f64> { sums.iter().map(|s| s.values().sum()).collect() };
+        let deliveries = buckets(Metric::Deliveries).await?;
+        let valid: Vec<Option<f64>> = deliveries
+            .iter()
+            .map(|s| (!s.is_empty()).then(|| s.values().sum()))
+            .collect();
+        let reported: Vec<bool> = valid.iter().map(Option::is_some).collect();
+
+        // The lists a chart's keys are in, for the same span and consumer.
+        let keys_link = |path: &str, text: &str| {
+            let mut pairs: Vec<(&str, String)> = vec![
+                ("from", span.from.format("%Y-%m-%dT%H:%MZ").to_string()),
+                ("to", span.to.format("%Y-%m-%dT%H:%MZ").to_string()),
+            ];
+            if let Some(c) = &consumer {
+                pairs.push(("consumer", c.clone()));
+            }
+            let pairs: Vec<(&str, &str)> = pairs.iter().map(|(k, v)| (*k, v.as_str())).collect();
+            Some(ChartLink {
+                href: links::with_query(path, &pairs),
+                text: text.to_owned(),
+            })
+        };
+
+        let mut list = Vec::new();
+        list.push(charts::bad_share(
+            "duplicate-rate",
+            "Duplicate-claim rate",
+            &frame,
+            "found their key already claimed",
+            &valid,
+            &counts(&buckets(Metric::DuplicateClaims).await?),
+            allowed_share(&slos, Metric::DuplicateClaims),
+        ));
+        let delays = store
+            .metric_totals(Metric::DuplicateDelaySeconds, from, to, who)
+            .await?;
+        list.push(charts::duplicate_delays(&span.label, &delays));
+        list.push(charts::gauge_worst(
+            "queue-age",
+            "Oldest queued message",
+            &frame,
+            "oldest queued message",
+            &buckets(Metric::QueueOldestAgeSeconds).await?,
+            gauge_threshold(&slos, Metric::QueueOldestAgeSeconds),
+        ));
+        let mut outbox = charts::gauge_worst(
+            "outbox-age",
+            "Oldest unpublished outbox row",
+            &frame,
+            "oldest unpublished outbox row",
+            &buckets(Metric::OutboxOldestAgeSeconds).await?,
+            gauge_threshold(&slos, Metric::OutboxOldestAgeSeconds),
+        );
+        outbox.link = Some(ChartLink {
+            href: "/outbox".into(),
+            text: "The outbox backlog now, oldest first".into(),
+        });
+        list.push(outbox);
+
+        let open = store
+            .count_claims(ClaimStatus::Unknown, super::super::COUNT_CAP)
+            .await?;
+        let oldest = store.unknown_claims(&PageRequest::first(1)).await?;
+        let oldest = oldest
+            .items
+            .first()
+            .map(|c| (span.to.max(Utc::now()) - c.status_at).num_seconds());
+        let open = if consumer.is_some() {
+            format!("{open} (all consumers)")
+        } else {
+            open.to_string()
+        };
+        let mut unknown = charts::new_unknown_outcomes(
+            &frame,
+            &reported,
+            &counts(&buckets(Metric::UnknownOutcomes).await?),
+            &open,
+            oldest,
+        );
+        unknown.link = keys_link("/unknown", "Unknown outcomes from this span");
+        list.push(unknown);
+
+        let mut dead = charts::bad_share(
+            "dead-letters",
+            "Dead letters",
+            &frame,
+            "were dead-lettered",
+            &valid,
+            &counts(&buckets(Metric::DeadLetters).await?),
+            allowed_share(&slos, Metric::DeadLetters),
+        );
+        dead.link = keys_link("/dead-letters", "Dead letters from this span");
+        list.push(dead);
+        list.push(charts::bad_share(
+            "transaction-failures",
+            "Transaction failures",
+            &frame,
+            "rolled back their claim transaction",
+            &valid,
+            &counts(&buckets(Metric::TransactionFailures).await?),
+            allowed_share(&slos, Metric::TransactionFailures),
+        ));
+        let latency_threshold = from_slos(&slos, |slo| match slo.sli {
+            Indicator::Histogram {
+                histogram: Metric::OutcomeLatencySeconds,
+                at_most_seconds,
+            } => Some(at_most_seconds),
+            _ => None,
+        });
+        list.push(charts::outcome_latency(
+            &frame,
+            &buckets(Metric::OutcomeLatencySeconds).await?,
+            Metric::OutcomeLatencySeconds.buckets(),
+            latency_threshold,
+        ));
+        let recoveries: Vec<(DateTime<Utc>, f64)> = store
+            .recoveries(from, to, who)
+            .await?
+            .into_iter()
+            .map(|r| (r.at.0, r.seconds))
+            .collect();
+        let recovery_threshold = from_slos(&slos, |slo| match slo.sli {
+            Indicator::Recovery { within_seconds } => Some(within_seconds),
+            _ => None,
+        });
+        let mut recovery = charts::recovery_times(&frame, &recoveries, recovery_threshold);
+        recovery.link = Some(ChartLink {
+            href: "/audit".into(),
+            text: "Operator actions in the audit log".into(),
+        });
+        list.push(recovery);
+
+        Ok(ChartSet {
+            span: format!(
+                "Showing the {}, in {} intervals, up to {} UTC.",
+                span.label,
+                crate::format::duration(span.step.num_seconds()),
+                span.to.format("%Y-%m-%d %H:%M")
+            ),
+            consumers: store.consumers(200).await?,
+            charts: list,
+        })
+    }
+
+    /// The SLI and budget in about a hundred intervals over the SLO's window,
+    /// and each tier's burn rate hour by hour, all from one hourly read.
+    pub async fn slo_charts(store: Store, slo: Slo, until: Ts) -> Result<Vec<Chart>, AppError> {
+        let from = (until - TimeDelta::seconds(slo.window.as_seconds())).hour();
+        let hourly = store
+            .indicator_buckets(&slo.sli, from, until, TimeDelta::hours(1))
+            .await?;
+        let hours = Frame::new(
+            format!("last {}", slo.window),
+            from.0,
+            until.0,
+            TimeDelta::hours(1),
+        );
+        let events: Vec<Events> = hourly.iter().map(|(_, e)| *e).collect();
+        // About a hundred intervals for the SLI and the budget.
+        let per = (events.len() / 112).max(1);
+        let coarse = Frame::new(
+            hours.label.clone(),
+            from.0,
+            until.0,
+            TimeDelta::hours(per as i64),
+        );
+        let summed: Vec<Events> = events
+            .chunks(per)
+            .map(|chunk| {
+                chunk.iter().fold(Events::default(), |a, e| {
+                    Events::new(a.good + e.good, a.valid + e.valid)
+                })
+            })
+            .collect();
+        let mut list = vec![
+            charts::sli_over_time(&slo, &coarse, &summed),
+            charts::budget_over_time(&slo, &coarse, &summed),
+        ];
+        list.extend(
+            TIERS
+                .iter()
+                .map(|tier| charts::burn_rate(&slo, tier, &hours, &events)),
+        );
+        Ok(list)
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+
+        fn at(text: &str) -> DateTime<Utc> {
+            DateTime::parse_from_rfc3339(text).unwrap().to_utc()
+        }
+
+        #[test]
+        fn a_named_range_ends_at_the_last_complete_interval() {
+            let span = ChartSpan::parse(Some("24h".into()), None, None, at("2026-11-30T14:37:12Z"))
+                .unwrap();
+            assert_eq!(span.step, TimeDelta::minutes(15));
+            assert_eq!(span.to, at("2026-11-30T14:30:00Z"));
+            assert_eq!(span.from, at("2026-11-29T14:30:00Z"));
+            assert_eq!(span.frame().len(), 96);
+            assert_eq!(span.label, "last 24h");
+        }
+
+        #[test]
+        fn a_chart_is_redrawn_only_when_its_next_interval_completes() {
+            let key = |now| {
+                ChartSpan::parse(Some("7d".into()), None, None, at(now))
+                    .unwrap()
+                    .key()
+            };
+            // 7d is drawn in two-hour intervals.
+            assert_eq!(key("2026-11-30T12:01:00Z"), key("2026-11-30T13:59:00Z"));
+            assert_ne!(key("2026-11-30T13:59:00Z"), key("2026-11-30T14:00:00Z"));
+        }
+
+        #[test]
+        fn from_and_to_pick_an_interval_that_fits_the_span() {
+            let span = ChartSpan::parse(
+                None,
+                Some("2026-11-01T00:00Z".into()),
+                Some("2026-11-03T00:00".into()),
+                at("2026-11-30T00:00:00Z"),
+            )
+            .unwrap();
+            assert_eq!(span.step, TimeDelta::hours(1));
+            assert_eq!(span.frame().len(), 48);
+            assert_eq!(span.label, "2026-11-01 00:00 – 2026-11-03 00:00 UTC");
+        }
+
+        #[test]
+        fn bad_spans_are_refused_with_what_to_write() {
+            let now = at("2026-11-30T00:00:00Z");
+            let refused =
+                |range: Option<&str>, from: Option<&str>, to: Option<&str>| match ChartSpan::parse(
+                    range.map(Into::into),
+                    from.map(Into::into),
+                    to.map(Into::into),
+                    now,
+                ) {
+                    Err(AppError::BadRequest(message)) => message,
+                    other => panic!("expected a 400, got {other:?}"),
+                };
+            assert_eq!(
+                refused(Some("forever"), None, None),
+                "The range must be one of 1h, 6h, 24h, 7d, 28d."
+            );
+            assert_eq!(
+                refused(None, Some("yesterday"), Some("2026-11-02T00:00Z")),
+                "“yesterday” is not a time: write it as 2026-11-30T14:00Z."
+            );
+            assert_eq!(
+                refused(None, Some("2026-11-02T00:00Z"), Some("2026-11-01T00:00Z")),
+                "from must be before to."
+            );
+            assert_eq!(
+                refused(None, Some("2026-01-01T00:00Z"), Some("2026-11-01T00:00Z")),
+                "A chart covers at most 90 days."
+            );
+            assert_eq!(
+                refused(None, Some("2026-01-01T00:00Z"), None),
+                "Give both from and to, or neither."
+            );
+        }
+    }
 }

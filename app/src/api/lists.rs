@@ -53,36 +53,80 @@ where
     })
 }
 
+/// The part of a list the address asks for (`from`, `to`, `consumer`),
+/// checked: times must parse and a consumer name must be valid.
+#[cfg(feature = "ssr")]
+fn window(
+    from: Option<String>,
+    to: Option<String>,
+    consumer: Option<String>,
+) -> Result<idem_store::Window, AppError> {
+    let at = |text: Option<String>| -> Result<Option<idem_store::Ts>, AppError> {
+        match text.filter(|t| !t.is_empty()) {
+            Some(text) => Ok(Some(super::instant(&text)?.into())),
+            None => Ok(None),
+        }
+    };
+    let consumer = match consumer.filter(|c| !c.is_empty()) {
+        Some(c) => Some(idem_domain::ConsumerName::parse(c)?.as_str().to_owned()),
+        None => None,
+    };
+    Ok(idem_store::Window {
+        from: at(from)?,
+        to: at(to)?,
+        consumer,
+    })
+}
+
 #[cfg(feature = "ssr")]
 fn page_request(cursor: Option<String>) -> idem_store::PageRequest {
     idem_store::PageRequest::new(idem_store::PageRequest::DEFAULT_LIMIT, cursor)
 }
 
-/// Unknown outcomes, oldest first.
+/// Unknown outcomes, oldest first; with `from`/`to`/`consumer`, only those
+/// that became unknown in that span for that consumer.
 #[server(prefix = "/api/read", input = server_fn::codec::GetUrl)]
-pub async fn list_unknown(cursor: Option<String>) -> Result<ListPage<Claim>, AppError> {
+pub async fn list_unknown(
+    cursor: Option<String>,
+    from: Option<String>,
+    to: Option<String>,
+    consumer: Option<String>,
+) -> Result<ListPage<Claim>, AppError> {
     use idem_domain::ClaimStatus;
     crate::ssr::serve(async move {
         crate::ssr::require(idem_domain::Role::Viewer)?;
-        cached_page(format!("unknown\u{0}{cursor:?}"), |store| async move {
-            let page = store.unknown_claims(&page_request(cursor)).await?;
-            Ok((
-                page,
-                store
-                    .count_claims(ClaimStatus::Unknown, super::COUNT_CAP)
-                    .await?,
-            ))
-        })
+        let window = window(from, to, consumer)?;
+        cached_page(
+            format!("unknown\u{0}{cursor:?}\u{0}{window:?}"),
+            |store| async move {
+                let page = store
+                    .unknown_claims_in(&page_request(cursor), &window)
+                    .await?;
+                let total = if window.is_all() {
+                    store
+                        .count_claims(ClaimStatus::Unknown, super::COUNT_CAP)
+                        .await?
+                } else {
+                    store.count_unknown_in(&window, super::COUNT_CAP).await?
+                };
+                Ok((page, total))
+            },
+        )
         .await
     })
     .await
 }
 
-/// Dead letters in one state (`open` by default), oldest first.
+/// Dead letters in one state (`open` by default), oldest first; with
+/// `from`/`to`/`consumer`, only those dead-lettered in that span for that
+/// consumer.
 #[server(prefix = "/api/read", input = server_fn::codec::GetUrl)]
 pub async fn list_dead_letters(
     state: Option<String>,
     cursor: Option<String>,
+    from: Option<String>,
+    to: Option<String>,
+    consumer: Option<String>,
 ) -> Result<ListPage<DeadLetter>, AppError> {
     use idem_domain::DeadLetterState;
     crate::ssr::serve(async move {
@@ -93,14 +137,21 @@ pub async fn list_dead_letters(
                 .parse()
                 .map_err(|e: idem_domain::UnknownValue| AppError::BadRequest(e.to_string()))?,
         };
+        let window = window(from, to, consumer)?;
         cached_page(
-            format!("dead_letters\u{0}{state}\u{0}{cursor:?}"),
+            format!("dead_letters\u{0}{state}\u{0}{cursor:?}\u{0}{window:?}"),
             |store| async move {
-                let page = store.dead_letters(state, &page_request(cursor)).await?;
-                Ok((
-                    page,
-                    store.count_dead_letters(state, super::COUNT_CAP).await?,
-                ))
+                let page = store
+                    .dead_letters_in(state, &page_request(cursor), &window)
+                    .await?;
+                let total = if window.is_all() {
+                    store.count_dead_letters(state, super::COUNT_CAP).await?
+                } else {
+                    store
+                        .count_dead_letters_in(state, &window, super::COUNT_CAP)
+                        .await?
+                };
+                Ok((page, total))
             },
         )
         .await

@@ -18,7 +18,9 @@ pub use actions::{
     DiscardDeadLetter, ReplayDeadLetter, ResolveUnknown, discard_dead_letter, replay_dead_letter,
     resolve_unknown,
 };
-pub use charts::{Chart, DEFAULT_RANGE, RANGES, get_duplicate_delays, get_slo_chart};
+pub use charts::{
+    Chart, ChartLink, ChartSet, DEFAULT_RANGE, MAX_SPAN_DAYS, RANGES, get_charts, get_slo_charts,
+};
 pub use keys::{
     KeyLookup, KeyQuery, KeyStory, SearchResults, get_key_story, lookup_key, search_keys,
 };
@@ -31,6 +33,22 @@ pub use overview::{Overview, StatusCount, get_console_info, get_login_info, get_
 #[cfg(feature = "ssr")]
 pub use slo::load_slo_board;
 pub use slo::{SloBoard, get_slo, get_slos};
+
+/// An instant in the address: RFC 3339, or `YYYY-MM-DDTHH:MM` in UTC (what
+/// a `datetime-local` field sends).
+#[cfg(feature = "ssr")]
+fn instant(text: &str) -> Result<chrono::DateTime<chrono::Utc>, crate::error::AppError> {
+    use chrono::{DateTime, NaiveDateTime};
+    DateTime::parse_from_rfc3339(text)
+        .map(|t| t.to_utc())
+        .or_else(|_| NaiveDateTime::parse_from_str(text, "%Y-%m-%dT%H:%M").map(|t| t.and_utc()))
+        .or_else(|_| NaiveDateTime::parse_from_str(text, "%Y-%m-%dT%H:%MZ").map(|t| t.and_utc()))
+        .map_err(|_| {
+            crate::error::AppError::BadRequest(format!(
+                "“{text}” is not a time: write it as 2026-11-30T14:00Z."
+            ))
+        })
+}
 
 /// Facts about this console that every page shows.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

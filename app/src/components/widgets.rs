@@ -116,13 +116,18 @@ where
     }
 }
 
-/// A server-drawn chart and its summary in words.
+/// A server-drawn chart, its summary in words, and a link to the keys
+/// behind it where there is one.
 #[component]
 pub fn ChartFigure(chart: crate::api::Chart) -> impl IntoView {
+    let link = chart.link.map(|link| {
+        view! { <a class="chart-link" href=link.href rel="external">{link.text}" →"</a> }
+    });
     view! {
-        <figure class="chart">
+        <figure class="chart" id=chart.id>
+            <h3>{chart.title}</h3>
             {chart.svg.map(|svg| view! { <div class="chart-svg" inner_html=svg></div> })}
-            <figcaption>{chart.summary}</figcaption>
+            <figcaption>{chart.summary} " " {link}</figcaption>
         </figure>
     }
 }

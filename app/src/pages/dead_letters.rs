@@ -3,7 +3,7 @@ use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::hooks::use_location;
 
-use super::lists::{Pager, use_cursor};
+use super::lists::{Pager, WindowNote, use_cursor, use_window};
 use idem_domain::action::Verdict;
 
 use crate::{
@@ -21,30 +21,36 @@ pub fn DeadLettersPage() -> impl IntoView {
         links::query_param(&location.search.get(), "state").filter(|s| !s.is_empty())
     });
     let cursor = use_cursor();
+    let window = use_window();
     let data = Resource::new(
-        move || (state.get(), cursor.get()),
-        |(state, cursor)| list_dead_letters(state, cursor),
+        move || (state.get(), cursor.get(), window.get()),
+        |(state, cursor, w)| list_dead_letters(state, cursor, w.from, w.to, w.consumer),
     );
     let tabs = move || {
         let current = state.get().unwrap_or_else(|| "open".into());
+        let keep = window.get().keep();
         DeadLetterState::ALL
             .iter()
             .map(|s| {
-                let href = if *s == DeadLetterState::Open {
-                    "/dead-letters".to_owned()
-                } else {
-                    links::with_query("/dead-letters", &[("state", s.as_str())])
-                };
+                let mut pairs: Vec<(&str, &str)> =
+                    keep.iter().map(|(k, v)| (*k, v.as_str())).collect();
+                if *s != DeadLetterState::Open {
+                    pairs.insert(0, ("state", s.as_str()));
+                }
+                let href = links::with_query("/dead-letters", &pairs);
                 view! { <a href=href rel="external" aria-current=(current == s.as_str()).then_some("page")>{s.as_str()}</a> }
             })
             .collect_view()
     };
     let render = move |p: ListPage<DeadLetter>| {
         let on_first_page = cursor.get_untracked().is_none();
-        let keep = state
+        let window = window.get_untracked();
+        let by_state: Vec<(&'static str, String)> = state
             .get_untracked()
             .map(|s| vec![("state", s)])
             .unwrap_or_default();
+        let mut keep = by_state.clone();
+        keep.extend(window.keep());
         provide_clock(p.clock);
         let rows = p
             .page
@@ -66,6 +72,7 @@ pub fn DeadLettersPage() -> impl IntoView {
             .collect_view();
         view! {
             <p class="count-line">{format!("{} dead letters", p.total)}</p>
+            <WindowNote window path="/dead-letters" keep=by_state/>
             <table>
                 <thead><tr><th>"Letter"</th><th>"Key"</th><th>"Consumer"</th><th>"Dead-lettered"</th><th class="num">"Dead for"</th><th class="num">"Deliveries"</th><th>"Last error"</th></tr></thead>
                 <tbody>{rows}</tbody>

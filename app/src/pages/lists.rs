@@ -41,14 +41,82 @@ pub fn use_cursor() -> Memo<Option<String>> {
     })
 }
 
+/// The part of a list the address asks for: `from`, `to` and `consumer`
+/// (charts link to their keys this way), raw as written.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ListWindow {
+    pub from: Option<String>,
+    pub to: Option<String>,
+    pub consumer: Option<String>,
+}
+
+impl ListWindow {
+    /// The query pairs that keep this window on the next page.
+    pub fn keep(&self) -> Vec<(&'static str, String)> {
+        [
+            ("from", &self.from),
+            ("to", &self.to),
+            ("consumer", &self.consumer),
+        ]
+        .into_iter()
+        .filter_map(|(name, value)| value.clone().map(|v| (name, v)))
+        .collect()
+    }
+}
+
+pub fn use_window() -> Memo<ListWindow> {
+    let location = use_location();
+    Memo::new(move |_| {
+        let search = location.search.get();
+        let param = |name| links::query_param(&search, name).filter(|v| !v.is_empty());
+        ListWindow {
+            from: param("from"),
+            to: param("to"),
+            consumer: param("consumer"),
+        }
+    })
+}
+
+/// "Only those from … to … for …", with a way back to the whole list.
+#[component]
+pub fn WindowNote(
+    window: ListWindow,
+    path: &'static str,
+    keep: Vec<(&'static str, String)>,
+) -> impl IntoView {
+    if window == ListWindow::default() {
+        return None;
+    }
+    let mut only = String::from("Only those");
+    if let Some(from) = &window.from {
+        only += &format!(" from {from}");
+    }
+    if let Some(to) = &window.to {
+        only += &format!(" until {to}");
+    }
+    if let Some(consumer) = &window.consumer {
+        only += &format!(" for consumer {consumer}");
+    }
+    let pairs: Vec<(&str, &str)> = keep.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let all = links::with_query(path, &pairs);
+    Some(view! {
+        <p class="window-note">{only} ". " <a href=all rel="external">"Show all"</a></p>
+    })
+}
+
 /// `/unknown`: claims whose outcome is unknown, oldest first, with their age
 /// against the resolution objective.
 #[component]
 pub fn UnknownPage() -> impl IntoView {
     let cursor = use_cursor();
-    let data = Resource::new(move || cursor.get(), list_unknown);
+    let window = use_window();
+    let data = Resource::new(
+        move || (cursor.get(), window.get()),
+        |(cursor, w)| list_unknown(cursor, w.from, w.to, w.consumer),
+    );
     let render = move |p: ListPage<Claim>| {
         let on_first_page = cursor.get_untracked().is_none();
+        let window = window.get_untracked();
         let as_of = p.clock.as_of;
         provide_clock(p.clock);
         let rows = p
@@ -82,11 +150,12 @@ pub fn UnknownPage() -> impl IntoView {
                 {duration(UNKNOWN_RESOLUTION_SLO_SECONDS)}
                 "; older ones are marked ⚠"
             </p>
+            <WindowNote window=window.clone() path="/unknown" keep=Vec::new()/>
             <table>
                 <thead><tr><th>"Key"</th><th>"Consumer"</th><th>"Unknown since"</th><th class="num">"For"</th><th class="num">"Attempts"</th><th>"Last error"</th><th><span class="visually-hidden">"Action"</span></th></tr></thead>
                 <tbody>{rows}</tbody>
             </table>
-            <Pager path="/unknown" next=p.page.next on_first_page/>
+            <Pager path="/unknown" next=p.page.next on_first_page keep=window.keep()/>
         }
     };
     view! {

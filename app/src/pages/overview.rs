@@ -5,7 +5,7 @@ use leptos_meta::Title;
 use leptos_router::hooks::use_location;
 
 use crate::{
-    api::{Chart, DEFAULT_RANGE, Overview, RANGES, get_duplicate_delays, get_overview},
+    api::{ChartSet, DEFAULT_RANGE, Overview, RANGES, get_charts, get_overview},
     components::{Age, ChartFigure, KeyLink, LiveRefresh, Loaded, StatusBadge, provide_clock},
     links,
 };
@@ -21,7 +21,7 @@ pub fn OverviewPage() -> impl IntoView {
         </div>
         <Loaded resource=data render=|o: Overview| view! { <OverviewBody o/> }/>
         <super::slo::SloTiles/>
-        <DuplicateDelays/>
+        <OverviewCharts/>
     }
 }
 
@@ -144,31 +144,80 @@ fn AttentionTable(empty: bool, none: &'static str, children: Children) -> impl I
     }
 }
 
-/// The duplicate delay distribution for the range in the address (`?range=`).
+/// The overview's charts for the span and consumer in the address
+/// (`?range=`, or `?from=&to=`, and `?consumer=`). The choices are plain
+/// links and a plain `GET` form, so they work without JavaScript.
 #[component]
-fn DuplicateDelays() -> impl IntoView {
+fn OverviewCharts() -> impl IntoView {
     let location = use_location();
-    let range = Memo::new(move |_| {
-        links::query_param(&location.search.get(), "range").filter(|r| !r.is_empty())
-    });
-    let data = Resource::new(move || range.get(), get_duplicate_delays);
+    let param = move |name: &'static str| {
+        Memo::new(move |_| {
+            links::query_param(&location.search.get(), name).filter(|v| !v.is_empty())
+        })
+    };
+    let (range, from, to, consumer) = (
+        param("range"),
+        param("from"),
+        param("to"),
+        param("consumer"),
+    );
+    let data = Resource::new(
+        move || (range.get(), from.get(), to.get(), consumer.get()),
+        |(range, from, to, consumer)| get_charts(range, from, to, consumer),
+    );
     let ranges = move || {
+        let explicit = from.get().is_some();
         let current = range.get().unwrap_or_else(|| DEFAULT_RANGE.to_owned());
+        let consumer = consumer.get().unwrap_or_default();
         RANGES
             .iter()
             .map(|(name, _)| {
+                let href = links::with_query("/", &[("range", name), ("consumer", &consumer)]);
                 view! {
-                    <a href=links::with_query("/", &[("range", name)]) rel="external"
-                        aria-current=(current == *name).then_some("page")>{*name}</a>
+                    <a href=href rel="external"
+                        aria-current=(!explicit && current == *name).then_some("page")>{*name}</a>
                 }
             })
             .collect_view()
     };
+    let render = move |set: ChartSet| {
+        let chosen = consumer.get_untracked().unwrap_or_default();
+        let options = set
+            .consumers
+            .into_iter()
+            .map(|c| {
+                let selected = c == chosen;
+                view! { <option value=c.clone() selected=selected>{c.clone()}</option> }
+            })
+            .collect_view();
+        view! {
+            <form class="chart-filter" method="get" action="/">
+                <label>"Consumer "
+                    <select name="consumer">
+                        <option value="">"All consumers"</option>
+                        {options}
+                    </select>
+                </label>
+                <label>"From (UTC) "
+                    <input type="datetime-local" name="from" value=from.get_untracked().unwrap_or_default()/>
+                </label>
+                <label>"To (UTC) "
+                    <input type="datetime-local" name="to" value=to.get_untracked().unwrap_or_default()/>
+                </label>
+                {range.get_untracked().map(|r| view! { <input type="hidden" name="range" value=r/> })}
+                <button type="submit">"Show"</button>
+            </form>
+            <p class="chart-span">{set.span}</p>
+            <div class="chart-grid">
+                {set.charts.into_iter().map(|chart| view! { <ChartFigure chart/> }).collect_view()}
+            </div>
+        }
+    };
     view! {
-        <section class="chart-section" aria-labelledby="delays-heading">
-            <h2 id="delays-heading">"Duplicate delays"</h2>
+        <section class="chart-section" aria-labelledby="charts-heading">
+            <h2 id="charts-heading">"Over time"</h2>
             <nav class="tabs" aria-label="Time range">{ranges}</nav>
-            <Loaded resource=data render=|chart: Chart| view! { <ChartFigure chart/> }/>
+            <Loaded resource=data render/>
         </section>
     }
 }

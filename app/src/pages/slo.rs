@@ -7,7 +7,7 @@ use leptos_meta::Title;
 use leptos_router::hooks::use_location;
 
 use crate::{
-    api::{Chart, SloBoard, get_slo, get_slo_chart, get_slos},
+    api::{Chart, SloBoard, get_slo, get_slo_charts, get_slos},
     components::{ChartFigure, LiveRefresh, Loaded},
     links,
 };
@@ -111,7 +111,7 @@ pub fn SloDetailPage() -> impl IntoView {
                 <dt>"Minimum events to alert"</dt><dd>{s.slo.min_events}</dd>
                 <dt>"Defined in"</dt><dd>{board.source}</dd>
             </dl>
-            <SloChart name=s.slo.name.clone()/>
+            <SloCharts name=s.slo.name.clone()/>
             <h2>"Alert tiers"</h2>
             <table>
                 <thead>
@@ -133,13 +133,21 @@ pub fn SloDetailPage() -> impl IntoView {
     }
 }
 
-/// The SLO's SLI over its window, drawn on the server.
+/// The SLO's SLI, budget remaining and burn rates over its window, drawn
+/// on the server.
 #[component]
-fn SloChart(name: String) -> impl IntoView {
-    let data = Resource::new(move || name.clone(), get_slo_chart);
+fn SloCharts(name: String) -> impl IntoView {
+    let data = Resource::new(move || name.clone(), get_slo_charts);
+    let render = |charts: Vec<Chart>| {
+        let figures = charts
+            .into_iter()
+            .map(|chart| view! { <ChartFigure chart/> })
+            .collect_view();
+        view! { <div class="chart-grid">{figures}</div> }
+    };
     view! {
-        <section class="chart-section" aria-label="SLI over time">
-            <Loaded resource=data render=|chart: Chart| view! { <ChartFigure chart/> }/>
+        <section class="chart-section" aria-label="Over time">
+            <Loaded resource=data render/>
         </section>
     }
 }
