@@ -10,6 +10,9 @@ export PATH := $(HOME)/.cargo/bin:$(PATH)
 # `erase_components` is Leptos's faster-compiling debug mode.
 export RUSTFLAGS ?= --cfg erase_components
 
+# promtool, unpacked by scripts/tools.sh, checks the generated alerting rules.
+export IDEM_PROMTOOL ?= $(CURDIR)/.tools/bin/promtool
+
 # Where the browser tests' server listens (a port of its own, so a running
 # `make run` on 3000 does not collide).
 E2E_ADDR ?= 127.0.0.1:3917

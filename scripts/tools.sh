@@ -69,6 +69,23 @@ command -v npm >/dev/null || apt_install nodejs npm
 [ -x /usr/bin/chromium ] || apt_install chromium
 command -v psql >/dev/null || apt_install postgresql-client
 
+# promtool checks the generated alerting rules. It comes from Debian's
+# `prometheus` package, unpacked into .tools/ rather than installed, so no
+# Prometheus service starts on this machine.
+promtool="$here/.tools/bin/promtool"
+if [ ! -x "$promtool" ]; then
+  say "unpacking promtool from Debian's prometheus package"
+  scratch=$(mktemp -d)
+  trap 'rm -rf "$scratch"' EXIT
+  (cd "$scratch" && apt-get download prometheus >/dev/null 2>&1 || {
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+    apt-get download prometheus
+  })
+  dpkg-deb -x "$scratch"/prometheus_*.deb "$scratch/root"
+  mkdir -p "$(dirname "$promtool")"
+  cp "$scratch/root/usr/bin/promtool" "$promtool"
+fi
+
 lock="$here/end2end/package-lock.json"
 stamp="$here/end2end/node_modules/.package-lock.json"
 if [ ! -f "$stamp" ] || [ "$lock" -nt "$stamp" ]; then

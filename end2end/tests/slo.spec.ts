@@ -13,8 +13,17 @@ test("the SLO page lists every objective and opens one with its alert tiers", as
   await delivered.getByRole("link", { name: "not-dead-lettered" }).click();
   await expect(page).toHaveURL(/\/slo\/not-dead-lettered$/);
   await expect(page.getByRole("heading", { name: "Alert tiers" })).toBeVisible();
-  await expect(page.locator(".chart-svg title")).toHaveText("not-dead-lettered: SLI over 28d");
-  await expect(page.locator(".chart figcaption")).toContainText("intervals with traffic");
+  // The SLI, the budget remaining and a burn-rate chart per tier, all drawn.
+  const charts = page.locator(".chart-svg title");
+  await expect(charts).toHaveText([
+    "not-dead-lettered: SLI over 28d",
+    "not-dead-lettered: error budget remaining over 28d",
+    "not-dead-lettered: burn rate over 1h (page at 13.44×)",
+    "not-dead-lettered: burn rate over 6h (page at 5.60×)",
+    "not-dead-lettered: burn rate over 1d (ticket at 2.80×)",
+    "not-dead-lettered: burn rate over 3d (ticket at 0.93×)",
+  ]);
+  await expect(page.locator(".chart figcaption").first()).toContainText("intervals with traffic");
   await expect(page.locator("table tbody tr")).toHaveCount(4);
   await expect(page.locator("tbody")).toContainText("13.44×");
 });
@@ -29,13 +38,73 @@ test("the overview links each SLO tile to its page", async ({ page }) => {
   await expect(page.getByRole("heading", { name: "queue-age-60s" })).toBeVisible();
 });
 
-test("changing the chart range changes the address and the chart", async ({ page }) => {
+const OVERVIEW_CHARTS = [
+  "duplicate-rate",
+  "duplicate-delays",
+  "queue-age",
+  "outbox-age",
+  "unknown-outcomes",
+  "dead-letters",
+  "transaction-failures",
+  "outcome-latency",
+  "recovery-times",
+];
+
+test("the overview renders every chart, each with a sentence saying what it shows", async ({ page }) => {
   await signIn(page, "viewer");
   await page.goto("/");
   const section = page.locator(".chart-section");
-  await expect(section.locator(".chart-svg title")).toHaveText("Duplicate delays, last 24h");
+  for (const id of OVERVIEW_CHARTS) {
+    await expect(section.locator(`figure#${id} figcaption`)).not.toBeEmpty();
+  }
+  // The demo's consumers report every metric; recoveries need an operator.
+  for (const id of OVERVIEW_CHARTS.filter((id) => id !== "recovery-times")) {
+    await expect(section.locator(`figure#${id} .chart-svg svg`)).toBeVisible();
+  }
+  await expect(section.locator("figure#duplicate-rate title")).toHaveText("Duplicate-claim rate, last 24h");
+});
+
+test("changing the chart range changes the address and the charts", async ({ page }) => {
+  await signIn(page, "viewer");
+  await page.goto("/");
+  const section = page.locator(".chart-section");
+  const delays = section.locator("figure#duplicate-delays");
+  await expect(delays.locator(".chart-svg title")).toHaveText("Duplicate delays, last 24h");
+  await expect(section.locator(".chart-span")).toContainText("in 15 min intervals");
   await section.getByRole("link", { name: "6h", exact: true }).click();
   await expect(page).toHaveURL(/\?range=6h$/);
-  await expect(section.locator(".chart-svg title")).toHaveText("Duplicate delays, last 6h");
-  await expect(section.locator("figcaption")).toContainText("arrived more than five minutes after");
+  await expect(delays.locator(".chart-svg title")).toHaveText("Duplicate delays, last 6h");
+  await expect(delays.locator("figcaption")).toContainText("arrived more than five minutes after");
+  await expect(section.locator(".chart-span")).toContainText("in 5 min intervals");
+  await expect(section.locator("figure#queue-age title")).toHaveText("Oldest queued message, last 6h");
+
+  // One consumer, through the plain form: every chart narrows to it.
+  const consumer = await section.locator("select[name=consumer] option").nth(1).getAttribute("value");
+  await section.locator("select[name=consumer]").selectOption(consumer!);
+  await section.getByRole("button", { name: "Show" }).click();
+  await expect(page).toHaveURL(new RegExp(`consumer=${encodeURIComponent(consumer!)}`));
+  await expect(section.locator("select[name=consumer]")).toHaveValue(consumer!);
+  await expect(section.locator("figure#duplicate-rate .chart-svg svg")).toBeVisible();
+});
+
+test("following a chart's link reaches the keys behind it", async ({ page }) => {
+  await signIn(page, "viewer");
+  await page.goto("/?range=6h");
+  const unknown = page.locator("figure#unknown-outcomes");
+  await unknown.getByRole("link", { name: /Unknown outcomes from this span/ }).click();
+  await expect(page).toHaveURL(/\/unknown\?from=.*&to=/);
+  await expect(page.getByRole("heading", { name: "Unknown outcomes", exact: true })).toBeVisible();
+  await expect(page.locator(".window-note")).toContainText("Only those from");
+  // Every listed key became unknown inside the span: its row links to its page.
+  const rows = page.locator("table tbody tr");
+  const count = await rows.count();
+  expect(count).toBeGreaterThan(0);
+  await rows.first().locator("a").first().click();
+  await expect(page).toHaveURL(/\/keys\/[^/]+\/.+/);
+  await expect(page.locator(".timeline")).toBeVisible();
+
+  await page.goto("/?range=6h");
+  await page.locator("figure#dead-letters").getByRole("link", { name: /Dead letters from this span/ }).click();
+  await expect(page).toHaveURL(/\/dead-letters\?from=/);
+  await expect(page.locator(".window-note")).toContainText("Only those from");
 });

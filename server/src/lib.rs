@@ -10,6 +10,7 @@ pub mod health;
 pub mod metrics;
 pub mod plans;
 pub mod preferences;
+pub mod rules;
 pub mod seed;
 pub mod slo_config;
 pub mod startup;

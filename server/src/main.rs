@@ -40,6 +40,13 @@ enum Command {
     /// Print the plan and time of every dashboard read on DATABASE_URL (Postgres);
     /// fail if any scans a whole table.
     Plans,
+    /// Print Prometheus alerting rules for the SLOs in force (IDEM_SLO_FILE or the
+    /// defaults), with links to IDEM_PUBLIC_URL; see deploy/prometheus/.
+    Rules {
+        /// Where docs/RUNBOOK.md is published; each alert links to its section.
+        #[arg(long)]
+        runbook_url: Option<String>,
+    },
     /// Manage accounts (passwords are read from standard input or a prompt).
     User {
         #[command(subcommand)]
@@ -156,6 +163,27 @@ async fn main() -> ExitCode {
                 }
                 Err(err) => {
                     eprintln!("idem user: {err}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
+        Command::Rules { runbook_url } => {
+            match idem::slo_config::load(config.slo_file.as_deref()) {
+                Ok(slos) => {
+                    let links = idem::rules::RuleLinks {
+                        public_url: config
+                            .auth
+                            .public_url
+                            .as_str()
+                            .trim_end_matches('/')
+                            .to_owned(),
+                        runbook_url,
+                    };
+                    print!("{}", idem::rules::render(&slos, &links));
+                    ExitCode::SUCCESS
+                }
+                Err(err) => {
+                    eprintln!("idem rules: {err}");
                     ExitCode::FAILURE
                 }
             }

@@ -473,13 +473,13 @@ fn events_of(
             } => at_most(metric, *from, at_most_seconds),
             Indicator::UnknownResolved { within_seconds } => Events::new(
                 recovered(*from, true)
-                    .filter(|r| r.seconds <= within_seconds as f64)
+                    .filter(|r| r.seconds <= within_seconds)
                     .count() as f64,
                 total(Metric::UnknownOutcomes, *from),
             ),
             Indicator::Recovery { within_seconds } => Events::new(
                 recovered(*from, false)
-                    .filter(|r| r.seconds <= within_seconds as f64)
+                    .filter(|r| r.seconds <= within_seconds)
                     .count() as f64,
                 recovered(*from, false).count() as f64,
             ),

@@ -401,12 +401,11 @@ mod ssr {
             Indicator::Recovery { within_seconds } => Some(within_seconds),
             _ => None,
         });
-        let mut recovery = charts::recovery_times(&frame, &recoveries, recovery_threshold);
-        recovery.link = Some(ChartLink {
-            href: "/audit".into(),
-            text: "Operator actions in the audit log".into(),
-        });
-        list.push(recovery);
+        list.push(charts::recovery_times(
+            &frame,
+            &recoveries,
+            recovery_threshold,
+        ));
 
         Ok(ChartSet {
             span: format!(

@@ -322,7 +322,7 @@ fn chart(id: &str, frame: &Frame, title: String, svg: Option<String>, summary: S
 
 fn percent(share: f64) -> String {
     match share {
-        s if s == 0.0 => "0%".to_owned(),
+        0.0 => "0%".to_owned(),
         s if s < 0.001 => format!("{:.3}%", s * 100.0),
         s if s < 0.01 => format!("{:.2}%", s * 100.0),
         s => format!("{:.1}%", s * 100.0),
@@ -332,7 +332,6 @@ fn percent(share: f64) -> String {
 /// The share of a count over time — duplicates, dead letters, failed
 /// transactions per delivery — against the most the objective allows.
 /// `valid` is `None` for intervals no consumer reported.
-#[allow(clippy::too_many_arguments)]
 pub fn bad_share(
     id: &str,
     title: &str,
