@@ -17,10 +17,12 @@ pub struct AppState {
     pub console: crate::api::ConsoleInfo,
     /// Dashboard reads shared between requests for a moment (live refresh).
     pub reads: crate::cache::ReadCache,
-    /// Rendered charts, keyed by their last complete interval: a chart is
-    /// drawn once per interval, then served until the next one completes.
+    /// Reads that change only when an interval completes — rendered charts
+    /// (their last interval), the SLO board (its last minute) — keyed by
+    /// that interval: each is computed once per interval, then served until
+    /// the next one completes.
     #[from_ref(skip)]
-    pub charts: crate::cache::ReadCache,
+    pub per_interval: crate::cache::ReadCache,
     /// How long consumers keep claims (a replay of an older key may not be deduplicated).
     pub claim_retention: chrono::TimeDelta,
     /// The SLOs in force (from `IDEM_SLO_FILE` or the built-in defaults).
@@ -30,7 +32,7 @@ pub struct AppState {
 /// How long one dashboard read serves every viewer of the same list, by default.
 pub const READ_CACHE_TTL: std::time::Duration = std::time::Duration::from_secs(2);
 
-/// How long a rendered chart may be kept at most (its longest interval).
+/// How long a per-interval read may be kept at most (the longest chart interval).
 pub const CHART_CACHE_TTL: std::time::Duration = std::time::Duration::from_secs(6 * 3600);
 
 impl AppState {
@@ -47,7 +49,7 @@ impl AppState {
             reads: crate::cache::ReadCache::new(read_cache_ttl, 1024),
             // The key says when a chart is stale; the time to live only frees
             // memory. No read cache (tests) means no chart cache either.
-            charts: crate::cache::ReadCache::new(
+            per_interval: crate::cache::ReadCache::new(
                 if read_cache_ttl.is_zero() {
                     read_cache_ttl
                 } else {

@@ -34,6 +34,9 @@ enum Command {
         /// Also write per-minute metrics for every consumer and day.
         #[arg(long)]
         metrics: bool,
+        /// Deliveries per consumer and minute in those metrics (default: the claims' rate).
+        #[arg(long)]
+        metrics_rate: Option<f64>,
         #[arg(long, default_value_t = 1842)]
         seed: u64,
     },
@@ -103,6 +106,7 @@ async fn main() -> ExitCode {
             consumers,
             days,
             metrics,
+            metrics_rate,
             seed,
         } => {
             let plan = seed::SeedPlan {
@@ -112,6 +116,7 @@ async fn main() -> ExitCode {
                 consumers,
                 days,
                 metrics,
+                metrics_rate,
                 seed,
             };
             let store = match connect(&config.database).await {

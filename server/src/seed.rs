@@ -25,6 +25,9 @@ pub struct SeedPlan {
     pub consumers: u32,
     pub days: u32,
     pub metrics: bool,
+    /// Deliveries per consumer and minute in the metrics (default: the rate
+    /// the claims imply), so a small claim set can carry production-rate metrics.
+    pub metrics_rate: Option<f64>,
     pub seed: u64,
 }
 
@@ -272,7 +275,9 @@ pub async fn run(store: &Store, plan: &SeedPlan) -> StoreResult<()> {
 
     if plan.metrics {
         let minutes = span.num_minutes();
-        let per_minute = plan.claims as f64 / minutes as f64 / f64::from(plan.consumers.max(1));
+        let per_minute = plan
+            .metrics_rate
+            .unwrap_or(plan.claims as f64 / minutes as f64 / f64::from(plan.consumers.max(1)));
         let mut batch = Vec::with_capacity(BATCH as usize);
         let mut rows = 0u64;
         for consumer in CONSUMERS.iter().take(plan.consumers.clamp(1, 10) as usize) {
@@ -280,20 +285,63 @@ pub async fn run(store: &Store, plan: &SeedPlan) -> StoreResult<()> {
                 let at = Ts::from(start + TimeDelta::minutes(m));
                 let deliveries = (per_minute * rng.random_range(0.5..1.5)).round();
                 let duplicates = (deliveries * 0.03).round();
-                for (metric, value) in [
+                let rare = |rng: &mut StdRng, p: f64| f64::from(u8::from(rng.random_bool(p)));
+                let readings = [
                     (Metric::Deliveries, deliveries),
                     (Metric::NewClaims, deliveries - duplicates),
                     (Metric::DuplicateClaims, duplicates),
                     (Metric::Sends, (deliveries - duplicates) * 0.97),
+                    (Metric::DeadLetters, rare(&mut rng, 0.02)),
+                    (Metric::TransactionFailures, rare(&mut rng, 0.05)),
+                    (Metric::UnknownOutcomes, rare(&mut rng, 0.01)),
                     (Metric::QueueOldestAgeSeconds, rng.random_range(0.0..90.0)),
                     (Metric::OutboxOldestAgeSeconds, rng.random_range(0.0..40.0)),
-                ] {
+                ];
+                // Histograms: outcomes mostly within a second, a few slow;
+                // duplicates mostly inside the FIFO window, a few after it.
+                let outcomes = deliveries - duplicates;
+                let histograms = [
+                    (Metric::OutcomeLatencySeconds, 0.4, (outcomes * 0.9).round()),
+                    (
+                        Metric::OutcomeLatencySeconds,
+                        4.0,
+                        (outcomes * 0.09).round(),
+                    ),
+                    (Metric::OutcomeLatencySeconds, 1200.0, rare(&mut rng, 0.2)),
+                    (
+                        Metric::DuplicateDelaySeconds,
+                        20.0,
+                        (duplicates * 0.8).round(),
+                    ),
+                    (
+                        Metric::DuplicateDelaySeconds,
+                        2000.0,
+                        (duplicates * 0.2).round(),
+                    ),
+                ];
+                for (metric, value) in readings {
+                    // Consumers flush what they counted; a zero count is no row.
+                    if value == 0.0 && metric.kind() == idem_domain::MetricKind::Counter {
+                        continue;
+                    }
                     batch.push(MetricSample {
                         consumer: (*consumer).to_owned(),
                         metric,
                         at,
                         bucket: String::new(),
                         value,
+                    });
+                }
+                for (metric, seconds, count) in histograms {
+                    if count == 0.0 {
+                        continue;
+                    }
+                    batch.push(MetricSample {
+                        consumer: (*consumer).to_owned(),
+                        metric,
+                        at,
+                        bucket: metric.bucket_for(seconds),
+                        value: count,
                     });
                 }
                 if batch.len() >= BATCH as usize {

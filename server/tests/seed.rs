@@ -14,6 +14,7 @@ async fn a_seeded_data_set_has_the_promised_mix_and_reads_back(store: &Store) {
         consumers: 10,
         days: 2,
         metrics: true,
+        metrics_rate: None,
         seed: 7,
     };
     run(store, &plan).await.unwrap();

@@ -421,6 +421,7 @@ impl Store {
             });
             series.points.extend(rows);
         }
+        series.points.sort_by_key(|(at, _, _)| *at);
         Ok(series)
     }
 }
@@ -518,31 +519,38 @@ struct MetricSeries {
 }
 
 impl MetricSeries {
+    /// The points in `[from, to)`: a slice, since the points are sorted by time.
+    fn between(&self, from: Ts, to: Ts) -> &[(Ts, String, f64)] {
+        let lo = self.points.partition_point(|(at, _, _)| *at < from);
+        let hi = self.points.partition_point(|(at, _, _)| *at < to);
+        &self.points[lo..hi.max(lo)]
+    }
+
     fn sums(&self, from: Ts, to: Ts) -> BucketSums {
-        let mut sums = BucketSums::new();
-        for (at, bucket, value) in &self.points {
-            if *at >= from && *at < to {
-                *sums.entry(bucket.clone()).or_default() += value;
-            }
+        let mut sums: HashMap<&str, f64> = HashMap::new();
+        for (_, bucket, value) in self.between(from, to) {
+            *sums.entry(bucket).or_default() += value;
         }
-        sums
+        owned(sums)
     }
 
     /// Sums in each interval `[starts[i], starts[i + 1])`, the last ending
     /// at `to`; `starts` ascending. One pass over the points.
     fn sums_by_interval(&self, starts: &[Ts], to: Ts) -> Vec<BucketSums> {
-        let mut intervals = vec![BucketSums::new(); starts.len()];
-        for (at, bucket, value) in &self.points {
-            if *at >= to {
-                continue;
-            }
-            let Some(i) = starts.partition_point(|s| s <= at).checked_sub(1) else {
-                continue;
-            };
-            *intervals[i].entry(bucket.clone()).or_default() += value;
+        let mut intervals: Vec<HashMap<&str, f64>> = vec![HashMap::new(); starts.len()];
+        let Some(first) = starts.first() else {
+            return Vec::new();
+        };
+        for (at, bucket, value) in self.between(*first, to) {
+            let i = starts.partition_point(|s| s <= at) - 1;
+            *intervals[i].entry(bucket).or_default() += value;
         }
-        intervals
+        intervals.into_iter().map(owned).collect()
     }
+}
+
+fn owned(sums: HashMap<&str, f64>) -> BucketSums {
+    sums.into_iter().map(|(b, v)| (b.to_owned(), v)).collect()
 }
 
 /// The upper bound a bucket label stands for (`+Inf` and unknown labels: infinity).

@@ -4,7 +4,7 @@
 //!
 //! A chart shows whole intervals only, so one drawn for the last complete
 //! interval stays true until the next one completes: rendered charts are
-//! cached under that interval (`AppState::charts`).
+//! cached under that interval (`AppState::per_interval`).
 
 use leptos::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -82,7 +82,7 @@ pub async fn get_charts(
         let key = format!("overview:{}:{consumer:?}", span.key());
         let (store, slos) = (state.store.clone(), state.slos.clone());
         state
-            .charts
+            .per_interval
             .get_or_load(key, || ssr::overview_charts(store, slos, span, consumer))
             .await
     })
@@ -104,7 +104,7 @@ pub async fn get_slo_charts(name: String) -> Result<Vec<Chart>, AppError> {
         let store = state.store.clone();
         let hour = idem_store::Ts::now().hour();
         state
-            .charts
+            .per_interval
             .get_or_load(format!("slo:{name}:{}", hour.micros()), || {
                 ssr::slo_charts(store, slo, hour)
             })

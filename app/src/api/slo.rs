@@ -48,14 +48,18 @@ pub async fn get_slo(name: String) -> Result<SloBoard, AppError> {
     .await
 }
 
-/// Every SLO evaluated (clock in UTC), shared by every viewer and by
-/// `/metrics` for the read cache's lifetime.
+/// Every SLO evaluated up to the last whole minute (clock in UTC), shared by
+/// every viewer and by `/metrics` until the next minute completes: the
+/// consumers' metrics are per minute, so nothing newer could change it.
 #[cfg(feature = "ssr")]
 pub async fn load_slo_board(state: &crate::ssr::AppState) -> Result<SloBoard, AppError> {
     let (store, slos) = (state.store.clone(), state.slos.clone());
+    let minute = idem_store::Ts::now().minute();
     state
-        .reads
-        .get_or_load("slos".into(), || ssr::evaluate(store, slos))
+        .per_interval
+        .get_or_load(format!("slos:{}", minute.micros()), || {
+            ssr::evaluate(store, slos, minute)
+        })
         .await
 }
 
@@ -63,16 +67,19 @@ pub async fn load_slo_board(state: &crate::ssr::AppState) -> Result<SloBoard, Ap
 mod ssr {
     use std::collections::HashMap;
 
-    use chrono::{TimeDelta, Utc};
+    use chrono::TimeDelta;
     use idem_domain::slo::{Events, Indicator, SloSet, SloStatus, Span, worst_first};
     use idem_store::{Store, Ts};
 
     use super::SloBoard;
     use crate::{error::AppError, format::Clock};
 
-    pub async fn evaluate(store: Store, set: std::sync::Arc<SloSet>) -> Result<SloBoard, AppError> {
-        let now = Utc::now();
-        let until = Ts::from(now);
+    pub async fn evaluate(
+        store: Store,
+        set: std::sync::Arc<SloSet>,
+        until: Ts,
+    ) -> Result<SloBoard, AppError> {
+        let now = until.0;
         // Every span of every SLO, each metric read once for all of them.
         let mut spans: Vec<Span> = set.slos.iter().flat_map(|slo| slo.spans()).collect();
         spans.sort();
