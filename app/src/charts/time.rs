@@ -1071,4 +1071,64 @@ mod tests {
         assert_eq!(fills(&svg, BREACH), 1);
         assert_eq!(fills(&svg, NO_DATA), 1);
     }
+
+    #[test]
+    fn outcome_latency_draws_three_quantiles_and_shades_a_p99_over_the_threshold() {
+        let bounds = Metric::OutcomeLatencySeconds.buckets();
+        let histogram = |pairs: &[(&str, f64)]| -> HashMap<String, f64> {
+            pairs.iter().map(|(b, n)| ((*b).to_owned(), *n)).collect()
+        };
+        let chart = outcome_latency(
+            &frame(3),
+            &[
+                histogram(&[("1", 100.0)]),
+                HashMap::new(),
+                histogram(&[("1", 90.0), ("3600", 10.0)]),
+            ],
+            bounds,
+            Some(900.0),
+        );
+        assert!(
+            chart
+                .summary
+                .starts_with("Over all 200 outcomes in the last 7h: p50 "),
+            "{}",
+            chart.summary
+        );
+        assert!(
+            chart
+                .summary
+                .contains("1 of 2 intervals had a p99 over 15 min.")
+        );
+        let svg = chart.svg.expect("a chart");
+        for quantile in ["p50", "p95", "p99"] {
+            assert!(svg.contains(quantile), "{quantile} in the legend");
+        }
+        assert_eq!(fills(&svg, BREACH), 1);
+        assert_eq!(fills(&svg, NO_DATA), 1);
+        assert!(dashes(&svg) > 5);
+    }
+
+    #[test]
+    fn unknown_outcomes_mark_unreported_intervals_as_gaps_not_zeros() {
+        let chart = new_unknown_outcomes(
+            &frame(3),
+            &[true, false, true],
+            &[2.0, 0.0, 0.0],
+            "4",
+            Some(1800),
+        );
+        assert_eq!(
+            chart.summary,
+            "2 outcomes became unknown in the last 7h. 4 open now, the oldest unknown for 30 min. \
+             1 interval had no data and is left blank."
+        );
+        let svg = chart.svg.expect("a chart");
+        assert_eq!(fills(&svg, NO_DATA), 1, "the unreported interval");
+        assert_eq!(
+            fills(&svg, WITHIN),
+            2,
+            "a bar for 2 and a zero-height bar for 0"
+        );
+    }
 }
