@@ -35,7 +35,7 @@ test("the overview links each SLO tile to its page", async ({ page }) => {
   await expect(tiles).toHaveCount(8);
   await tiles.filter({ hasText: "queue-age-60s" }).getByRole("link").click();
   await expect(page).toHaveURL(/\/slo\/queue-age-60s$/);
-  await expect(page.getByRole("heading", { name: "queue-age-60s" })).toBeVisible();
+  await expect(page.getByRole("heading", { name: "queue-age-60s", exact: true })).toBeVisible();
 });
 
 const OVERVIEW_CHARTS = [
