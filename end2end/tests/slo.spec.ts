@@ -70,7 +70,7 @@ test("changing the chart range changes the address and the charts", async ({ pag
   const section = page.locator(".chart-section");
   const delays = section.locator("figure#duplicate-delays");
   await expect(delays.locator(".chart-svg title")).toHaveText("Duplicate delays, last 24h");
-  await expect(section.locator(".chart-span")).toContainText("in 15 min intervals");
+  await expect(section.locator(".chart-span")).toContainText("in 1 h intervals");
   await section.getByRole("link", { name: "6h", exact: true }).click();
   await expect(page).toHaveURL(/\?range=6h$/);
   await expect(delays.locator(".chart-svg title")).toHaveText("Duplicate delays, last 6h");

@@ -10,6 +10,10 @@
 //! from minutes, so an answer never waits for the rollup and never counts a
 //! minute twice.
 //!
+//! Each hour is rolled up once per consumer and once summed over all
+//! consumers (`consumer = ''`), so the dashboards' all-consumer reads take
+//! one row per hour and bucket, however many consumers there are.
+//!
 //! The rollup is a periodic `INSERT … SELECT … GROUP BY` over settled minutes:
 //! no claim write ever touches it, so it adds no hot row to the write path.
 
@@ -54,30 +58,43 @@ fn names_of(kinds: &[MetricKind]) -> String {
         .join(", ")
 }
 
-/// The two rollup statements for one dialect's hour truncation.
-fn rollup_sql(hour_of_minute: &str) -> [String; 2] {
+/// The consumer of rolled-up rows that hold the sum over every consumer
+/// (consumer names are never empty).
+pub const ALL_CONSUMERS: &str = "";
+
+/// The rollup statements for one dialect's hour truncation: counters and
+/// histogram buckets summed, gauges counted into slices, each once per
+/// consumer and once over all consumers (`consumer = ''`).
+fn rollup_sql(hour_of_minute: &str) -> Vec<String> {
     let upsert =
         "ON CONFLICT (consumer, metric, hour, bucket) DO UPDATE SET value = excluded.value";
-    [
+    let mut statements = Vec::new();
+    // A row a consumer wrote without a name would collide with the sum over
+    // all: it counts only in the sum (as it does when minutes are read).
+    for (consumer, group, named) in [
+        ("consumer", "consumer, ", " AND consumer <> ''"),
+        ("''", "", ""),
+    ] {
         // Counters and histogram buckets: the hour's sum.
-        format!(
+        statements.push(format!(
             "INSERT INTO consumer_metrics_hourly (consumer, metric, hour, bucket, value) \
-             SELECT consumer, metric, {hour_of_minute}, bucket, SUM(value) FROM consumer_metrics \
-             WHERE metric IN ({}) AND minute >= $1 AND minute < $2 \
-             GROUP BY consumer, metric, {hour_of_minute}, bucket {upsert}",
+             SELECT {consumer}, metric, {hour_of_minute}, bucket, SUM(value) FROM consumer_metrics \
+             WHERE metric IN ({}) AND minute >= $1 AND minute < $2{named} \
+             GROUP BY {group}metric, {hour_of_minute}, bucket {upsert}",
             names_of(&[MetricKind::Counter, MetricKind::Histogram])
-        ),
+        ));
         // Gauges: how many consumer-minutes read into each slice bucket.
-        format!(
+        statements.push(format!(
             "INSERT INTO consumer_metrics_hourly (consumer, metric, hour, bucket, value) \
-             SELECT consumer, metric, {hour_of_minute}, {bucket}, CAST(COUNT(*) AS DOUBLE PRECISION) \
+             SELECT {consumer}, metric, {hour_of_minute}, {bucket}, CAST(COUNT(*) AS DOUBLE PRECISION) \
              FROM consumer_metrics \
-             WHERE metric IN ({}) AND minute >= $1 AND minute < $2 \
-             GROUP BY consumer, metric, {hour_of_minute}, {bucket} {upsert}",
+             WHERE metric IN ({}) AND minute >= $1 AND minute < $2{named} \
+             GROUP BY {group}metric, {hour_of_minute}, {bucket} {upsert}",
             names_of(&[MetricKind::Gauge]),
             bucket = gauge_bucket_sql(),
-        ),
-    ]
+        ));
+    }
+    statements
 }
 
 /// Per-bucket sums of one metric over a span (`""` for counters; for gauges,
@@ -355,19 +372,13 @@ impl Store {
             .map(|from| from.hour())
             .collect();
         if start.next_hour() < hours_to {
-            let sql = format!(
-                "SELECT hour, bucket, SUM(value) FROM consumer_metrics_hourly \
-                 WHERE metric = $1 AND hour >= $2 AND hour < $3{of_consumer} GROUP BY hour, bucket"
-            );
+            // One row per hour and bucket: the consumer's, or the sum over all.
+            const SQL: &str = "SELECT hour, bucket, value FROM consumer_metrics_hourly \
+                 WHERE metric = $1 AND consumer = $2 AND hour >= $3 AND hour < $4";
             let rows: Vec<(Ts, String, f64)> = dispatch!(&self.pools, pool => {
-                let query = sqlx::query_as(&sql).bind(metric.name()).bind(start.next_hour())
-                    .bind(hours_to);
-                match consumer {
-                    Some(consumer) => query.bind(consumer),
-                    None => query,
-                }
-                .fetch_all(pool)
-                .await?
+                sqlx::query_as(SQL).bind(metric.name()).bind(consumer.unwrap_or(ALL_CONSUMERS))
+                    .bind(start.next_hour()).bind(hours_to)
+                    .fetch_all(pool).await?
             });
             series.points.extend(
                 rows.into_iter()

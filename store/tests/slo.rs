@@ -329,6 +329,15 @@ async fn chart_intervals_read_the_same_from_minutes_and_rollups_for_one_consumer
         .await
         .unwrap();
     assert_eq!(total(&hourly), vec![6.0, 6.0, 6.0]);
+    let everyone = store
+        .metric_buckets(Metric::Deliveries, &hours, at(180), None)
+        .await
+        .unwrap();
+    assert_eq!(
+        total(&everyone),
+        vec![1200.0; 3],
+        "the rolled-up sum over all"
+    );
 }
 
 async fn consumers_are_listed_by_name_once_each(store: &Store) {

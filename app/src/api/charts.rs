@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::AppError;
 
 /// The time ranges a chart can show (`?range=`), with the interval each is
-/// drawn in (about a hundred intervals per chart).
+/// drawn in (at most 120 intervals per chart).
 pub const RANGES: &[(&str, i64)] = &[
     ("1h", 3600),
     ("6h", 6 * 3600),
@@ -52,7 +52,7 @@ pub struct ChartLink {
 /// The overview's charts for one span and consumer (or all).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ChartSet {
-    /// The span in words: "Showing the last 24h, in 15 min intervals, up to 14:30 UTC."
+    /// The span in words: "Showing the last 24h, in 1 h intervals, up to 14:00 UTC."
     pub span: String,
     /// The consumers that report metrics, for the filter.
     pub consumers: Vec<String>,
@@ -135,6 +135,9 @@ mod ssr {
     /// cuts a span into at most [`MAX_INTERVALS`] is used.
     const STEPS: &[i64] = &[60, 300, 900, 3600, 2 * 3600, 6 * 3600, 86_400];
     const MAX_INTERVALS: i64 = 120;
+    /// The longest span drawn in intervals shorter than an hour (read from
+    /// per-minute rows): six hours of ten consumers is ~3,600 rows a metric.
+    const MINUTES_AT_MOST: i64 = 6 * 3600;
 
     /// The span a set of charts covers, in whole intervals.
     #[derive(Debug, Clone)]
@@ -220,9 +223,13 @@ mod ssr {
     }
 
     fn step_for(seconds: i64) -> TimeDelta {
+        // Intervals shorter than an hour read minutes for the whole span;
+        // past MINUTES_AT_MOST a chart is drawn in whole hours, which the
+        // hourly rollup answers.
+        let shortest = if seconds > MINUTES_AT_MOST { 3600 } else { 0 };
         let step = STEPS
             .iter()
-            .find(|step| seconds / **step <= MAX_INTERVALS)
+            .find(|step| **step >= shortest && seconds / **step <= MAX_INTERVALS)
             .copied()
             .unwrap_or(86_400);
         TimeDelta::seconds(step)
@@ -473,10 +480,15 @@ mod ssr {
         fn a_named_range_ends_at_the_last_complete_interval() {
             let span = ChartSpan::parse(Some("24h".into()), None, None, at("2026-11-30T14:37:12Z"))
                 .unwrap();
-            assert_eq!(span.step, TimeDelta::minutes(15));
-            assert_eq!(span.to, at("2026-11-30T14:30:00Z"));
-            assert_eq!(span.from, at("2026-11-29T14:30:00Z"));
-            assert_eq!(span.frame().len(), 96);
+            // Past six hours, whole hours: the rollup answers them.
+            assert_eq!(span.step, TimeDelta::hours(1));
+            assert_eq!(span.to, at("2026-11-30T14:00:00Z"));
+            assert_eq!(span.from, at("2026-11-29T14:00:00Z"));
+            assert_eq!(span.frame().len(), 24);
+            let short = ChartSpan::parse(Some("6h".into()), None, None, at("2026-11-30T14:37:12Z"))
+                .unwrap();
+            assert_eq!(short.step, TimeDelta::minutes(5));
+            assert_eq!(short.to, at("2026-11-30T14:35:00Z"));
             assert_eq!(span.label, "last 24h");
         }
 
