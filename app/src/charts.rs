@@ -67,7 +67,14 @@ pub fn duplicate_delays(range: &str, totals: &HashMap<String, f64>) -> Chart {
         .iter()
         .position(|b| *b == FIFO_DEDUPE_WINDOW_SECONDS)
         .unwrap_or(0);
-    let svg = match draw_delays(&labels, &counts, window) {
+    let svg = match draw_distribution(&Distribution {
+        labels: &labels,
+        counts: &counts,
+        within: window,
+        marker: "FIFO dedupe window (5 min)",
+        y_desc: "duplicates",
+        x_desc: "time since the key's first delivery",
+    }) {
         Ok(svg) => Some(accessible(svg, &title, &summary)),
         Err(err) => {
             tracing::warn!(error = %err, "could not draw the duplicate delay chart");
@@ -84,6 +91,92 @@ pub fn duplicate_delays(range: &str, totals: &HashMap<String, f64>) -> Chart {
     }
 }
 
+/// Age buckets of open unknown outcomes, in seconds (the last is "older").
+const UNKNOWN_AGES: &[f64] = &[
+    300.0,
+    900.0,
+    3600.0,
+    21_600.0,
+    86_400.0,
+    604_800.0,
+    f64::INFINITY,
+];
+
+/// The unknown outcomes open now by how long they have been unknown, with
+/// the resolution objective marked: everything right of the line is late.
+/// `ages` are in seconds, oldest first; `capped` when there are more.
+pub fn open_unknown_outcomes(ages: &[f64], capped: bool, objective_seconds: f64) -> Chart {
+    let chart = |svg, summary| Chart {
+        id: "unknown-open".into(),
+        range: "now".into(),
+        title: "Open unknown outcomes by age".into(),
+        svg,
+        summary,
+        link: None,
+    };
+    if ages.is_empty() {
+        return chart(None, "No unknown outcomes are open.".into());
+    }
+    let mut bounds: Vec<f64> = UNKNOWN_AGES.to_vec();
+    if !bounds.contains(&objective_seconds) {
+        bounds.push(objective_seconds);
+        bounds.sort_by(f64::total_cmp);
+    }
+    let counts: Vec<f64> = bounds
+        .iter()
+        .enumerate()
+        .map(|(i, upper)| {
+            let lower = if i == 0 {
+                f64::NEG_INFINITY
+            } else {
+                bounds[i - 1]
+            };
+            ages.iter().filter(|a| **a > lower && **a <= *upper).count() as f64
+        })
+        .collect();
+    let within = bounds
+        .iter()
+        .position(|b| *b == objective_seconds)
+        .unwrap_or(0);
+    let late = ages.iter().filter(|a| **a > objective_seconds).count();
+    let oldest = ages.iter().copied().fold(0.0, f64::max);
+    let more = if capped { "+" } else { "" };
+    // The ages are the oldest first: if any of them is on time, every newer
+    // one is too, so the late count is exact unless all of them are late.
+    let late_more = if capped && late == ages.len() {
+        "+"
+    } else {
+        ""
+    };
+    let summary = format!(
+        "{}{more} unknown outcomes are open, {late}{late_more} of them longer than the {} \
+         objective; the oldest for {}.",
+        ages.len(),
+        crate::format::duration(objective_seconds as i64),
+        crate::format::duration(oldest as i64),
+    );
+    let labels: Vec<String> = bounds.iter().map(|b| delay_label(*b)).collect();
+    let marker = format!(
+        "resolve within {}",
+        crate::format::duration(objective_seconds as i64)
+    );
+    let svg = match draw_distribution(&Distribution {
+        labels: &labels,
+        counts: &counts,
+        within,
+        marker: &marker,
+        y_desc: "open unknown outcomes",
+        x_desc: "unknown for",
+    }) {
+        Ok(svg) => Some(accessible(svg, "Open unknown outcomes by age", &summary)),
+        Err(err) => {
+            tracing::warn!(error = %err, "could not draw the open unknown outcomes");
+            None
+        }
+    };
+    chart(svg, summary)
+}
+
 /// `≤5m`, `≤1h`, `>1d`: a bucket's upper bound as a person reads it.
 fn delay_label(bound: f64) -> String {
     let s = bound as i64;
@@ -96,11 +189,28 @@ fn delay_label(bound: f64) -> String {
     }
 }
 
-fn draw_delays(
-    labels: &[String],
-    counts: &[f64],
-    window: usize,
-) -> Result<String, Box<dyn std::error::Error>> {
+/// The axes and the marked edge of a distribution chart.
+struct Distribution<'a> {
+    labels: &'a [String],
+    counts: &'a [f64],
+    /// The last bar inside the limit; a dashed line follows it.
+    within: usize,
+    marker: &'a str,
+    y_desc: &'a str,
+    x_desc: &'a str,
+}
+
+/// Bars per bucket, those past the limit in their own colour, the limit
+/// dashed and labelled.
+fn draw_distribution(d: &Distribution) -> Result<String, Box<dyn std::error::Error>> {
+    let Distribution {
+        labels,
+        counts,
+        within: window,
+        marker,
+        y_desc,
+        x_desc,
+    } = *d;
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, (WIDTH, HEIGHT)).into_drawing_area();
@@ -120,8 +230,8 @@ fn draw_delays(
                 SegmentValue::CenterOf(i) => labels.get(*i as usize).cloned().unwrap_or_default(),
                 _ => String::new(),
             })
-            .y_desc("duplicates")
-            .x_desc("time since the key's first delivery")
+            .y_desc(y_desc)
+            .x_desc(x_desc)
             .draw()?;
         let bars = |keep: fn(usize, usize) -> bool| {
             counts
@@ -142,7 +252,7 @@ fn draw_delays(
                 .margin(6)
                 .data(bars(|i, w| i > w)),
         )?;
-        // The window ends between the ≤5m bar and the next one.
+        // The limit falls between the last bar inside it and the next one.
         let edge = SegmentValue::Exact(window as u32 + 1);
         chart.draw_series(DashedLineSeries::new(
             [(edge.clone(), 0.0), (edge.clone(), top)],
@@ -151,7 +261,7 @@ fn draw_delays(
             MARKER.stroke_width(2),
         ))?;
         chart.draw_series(std::iter::once(Text::new(
-            " FIFO dedupe window (5 min)",
+            format!(" {marker}"),
             (edge, top * 0.95),
             ("sans-serif", 13).into_font().color(&MARKER),
         )))?;
@@ -238,6 +348,34 @@ mod tests {
                 "≤1s", "≤10s", "≤30s", "≤1m", "≤2m", "≤5m", "≤10m", "≤30m", "≤1h", "≤6h", "≤1d",
                 ">1d"
             ]
+        );
+    }
+
+    #[test]
+    fn open_unknown_outcomes_are_counted_by_age_against_the_objective() {
+        let chart = open_unknown_outcomes(&[7200.0, 1000.0, 600.0, 60.0], false, 900.0);
+        assert_eq!(
+            chart.summary,
+            "4 unknown outcomes are open, 2 of them longer than the 15 min objective; \
+             the oldest for 2 h."
+        );
+        let svg = chart.svg.expect("a chart");
+        assert!(
+            svg.contains("resolve within 15 min"),
+            "the objective is marked"
+        );
+        assert!(
+            svg.contains("#0550AE") && svg.contains("#BC4C00"),
+            "late bars in their own colour"
+        );
+        assert_eq!(
+            open_unknown_outcomes(&[], false, 900.0).summary,
+            "No unknown outcomes are open."
+        );
+        assert!(
+            open_unknown_outcomes(&[60.0; 3], true, 900.0)
+                .summary
+                .starts_with("3+ unknown outcomes are open, 0 of them longer")
         );
     }
 }

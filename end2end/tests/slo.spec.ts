@@ -43,6 +43,7 @@ const OVERVIEW_CHARTS = [
   "duplicate-delays",
   "queue-age",
   "outbox-age",
+  "unknown-open",
   "unknown-outcomes",
   "dead-letters",
   "transaction-failures",

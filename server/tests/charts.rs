@@ -119,6 +119,7 @@ async fn the_overview_draws_every_chart_with_its_summary() {
         "duplicate-delays",
         "queue-age",
         "outbox-age",
+        "unknown-open",
         "unknown-outcomes",
         "dead-letters",
         "transaction-failures",
@@ -140,6 +141,7 @@ async fn the_overview_draws_every_chart_with_its_summary() {
          1 of 1 intervals with readings went over 1 min.",
         "1 of 200 deliveries (0.50%) were dead-lettered in the last 1h.",
         "1 outcomes became unknown in the last 1h.",
+        "No unknown outcomes are open.",
         "No unknown outcome or dead letter was recovered in the last 1h.",
     ] {
         assert!(page.contains(sentence), "“{sentence}” in {page}");

@@ -255,6 +255,23 @@ impl Store {
         }))
     }
 
+    /// When each open unknown outcome became unknown, oldest first, at most
+    /// `limit`, for one consumer or all: the partial index alone.
+    pub async fn unknown_since(&self, consumer: Option<&str>, limit: i64) -> StoreResult<Vec<Ts>> {
+        let window = Window {
+            consumer: consumer.map(str::to_owned),
+            ..Window::default()
+        };
+        let sql = format!(
+            "SELECT status_at FROM claims WHERE status = 'unknown'{} ORDER BY status_at LIMIT $1",
+            window.conditions("status_at", 2)
+        );
+        let since = dispatch!(&self.pools, pool => {
+            bind_window!(sqlx::query_scalar(&sql).bind(limit), &window).fetch_all(pool).await?
+        });
+        Ok(since)
+    }
+
     /// How many unknown outcomes became unknown inside `window`, counting
     /// no further than `cap`.
     pub async fn count_unknown_in(&self, window: &Window, cap: u64) -> StoreResult<CappedCount> {

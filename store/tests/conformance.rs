@@ -1000,6 +1000,12 @@ async fn a_window_narrows_unknown_outcomes_and_dead_letters_by_time_and_consumer
         CappedCount::from_limited(3, 100)
     );
 
+    // When each open one became unknown, oldest first, for the age chart.
+    let since = store.unknown_since(Some("payments"), 10).await.unwrap();
+    assert_eq!(since, [at(100), at(200), at(300)]);
+    assert_eq!(store.unknown_since(None, 10).await.unwrap().len(), 4);
+    assert_eq!(store.unknown_since(None, 1).await.unwrap(), [at(100)]);
+
     let mut tx = store.begin().await.unwrap();
     for (key, seconds) in [("d1", 100), ("d2", 200), ("d3", 400)] {
         tx.dead_letter(&dead_letter(key, seconds)).await.unwrap();

@@ -81,10 +81,28 @@ pub async fn get_charts(
         let state = crate::ssr::state()?;
         let key = format!("overview:{}:{consumer:?}", span.key());
         let (store, slos) = (state.store.clone(), state.slos.clone());
-        state
+        let mut set = state
             .per_interval
-            .get_or_load(key, || ssr::overview_charts(store, slos, span, consumer))
-            .await
+            .get_or_load(key, {
+                let (store, slos, consumer) = (store.clone(), slos.clone(), consumer.clone());
+                || ssr::overview_charts(store, slos, span, consumer)
+            })
+            .await?;
+        // Open unknown outcomes are about now, not the span: read through the
+        // short cache, so a resolution shows on the next refresh.
+        let open = state
+            .reads
+            .get_or_load(format!("unknown-open:{consumer:?}"), || {
+                ssr::open_unknown_chart(store, slos, consumer)
+            })
+            .await?;
+        let at = set
+            .charts
+            .iter()
+            .position(|c| c.id == "unknown-outcomes")
+            .unwrap_or(set.charts.len());
+        set.charts.insert(at, open);
+        Ok(set)
     })
     .await
 }
@@ -119,10 +137,10 @@ mod ssr {
 
     use chrono::{DateTime, TimeDelta, Utc};
     use idem_domain::{
-        ClaimStatus, Metric,
+        Metric,
         slo::{Events, Indicator, Slo, SloSet, TIERS},
     };
-    use idem_store::{BucketSums, PageRequest, Store, Ts};
+    use idem_store::{BucketSums, Store, Ts};
 
     use super::{Chart, ChartLink, ChartSet, DEFAULT_RANGE, MAX_SPAN_DAYS, RANGES};
     use crate::{
@@ -342,25 +360,10 @@ mod ssr {
         });
         list.push(outbox);
 
-        let open = store
-            .count_claims(ClaimStatus::Unknown, super::super::COUNT_CAP)
-            .await?;
-        let oldest = store.unknown_claims(&PageRequest::first(1)).await?;
-        let oldest = oldest
-            .items
-            .first()
-            .map(|c| (span.to.max(Utc::now()) - c.status_at).num_seconds());
-        let open = if consumer.is_some() {
-            format!("{open} (all consumers)")
-        } else {
-            open.to_string()
-        };
         let mut unknown = charts::new_unknown_outcomes(
             &frame,
             &reported,
             &counts(&buckets(Metric::UnknownOutcomes).await?),
-            &open,
-            oldest,
         );
         unknown.link = keys_link("/unknown", "Unknown outcomes from this span");
         list.push(unknown);
@@ -424,6 +427,37 @@ mod ssr {
             consumers: store.consumers(200).await?,
             charts: list,
         })
+    }
+
+    /// The unknown outcomes open now by age, for one consumer or all, with a
+    /// link to them.
+    pub async fn open_unknown_chart(
+        store: Store,
+        slos: Arc<SloSet>,
+        consumer: Option<String>,
+    ) -> Result<Chart, AppError> {
+        let cap = super::super::COUNT_CAP;
+        let since = store
+            .unknown_since(consumer.as_deref(), cap as i64 + 1)
+            .await?;
+        let now = Utc::now();
+        let ages: Vec<f64> = since
+            .iter()
+            .take(cap as usize)
+            .map(|at| (now - at.0).num_milliseconds() as f64 / 1000.0)
+            .collect();
+        let objective = from_slos(&slos, |slo| match slo.sli {
+            Indicator::UnknownResolved { within_seconds } => Some(within_seconds),
+            _ => None,
+        })
+        .unwrap_or(super::super::UNKNOWN_RESOLUTION_SLO_SECONDS as f64);
+        let mut chart = charts::open_unknown_outcomes(&ages, since.len() as u64 > cap, objective);
+        let consumer = consumer.unwrap_or_default();
+        chart.link = Some(ChartLink {
+            href: links::with_query("/unknown", &[("consumer", &consumer)]),
+            text: "Every open unknown outcome, oldest first".into(),
+        });
+        Ok(chart)
     }
 
     /// The SLI and budget in about a hundred intervals over the SLO's window,

@@ -479,15 +479,8 @@ pub fn gauge_worst(
     chart(id, frame, title, svg, summary)
 }
 
-/// New unknown outcomes per interval, with how many are open now and the
-/// oldest one's age (from the claims, not the metrics).
-pub fn new_unknown_outcomes(
-    frame: &Frame,
-    reported: &[bool],
-    counts: &[f64],
-    open_now: &str,
-    oldest_seconds: Option<i64>,
-) -> Chart {
+/// New unknown outcomes per interval (the open ones now are their own chart).
+pub fn new_unknown_outcomes(frame: &Frame, reported: &[bool], counts: &[f64]) -> Chart {
     let id = "unknown-outcomes";
     let title = format!("New unknown outcomes, {}", frame.label);
     let values: Vec<Option<f64>> = reported
@@ -496,20 +489,13 @@ pub fn new_unknown_outcomes(
         .map(|(r, c)| r.then_some(*c))
         .collect();
     let with_data = values.iter().flatten().count();
-    let open = match oldest_seconds {
-        Some(age) => format!(
-            "{open_now} open now, the oldest unknown for {}.",
-            duration(age)
-        ),
-        None => "None open now.".to_owned(),
-    };
     if with_data == 0 {
-        let summary = format!("No deliveries reported in the {}. {open}", frame.label);
+        let summary = format!("No deliveries reported in the {}.", frame.label);
         return chart(id, frame, title, None, summary);
     }
     let total: f64 = counts.iter().sum();
     let summary = format!(
-        "{total:.0} outcomes became unknown in the {}. {open}{}",
+        "{total:.0} outcomes became unknown in the {}.{}",
         frame.label,
         gaps_sentence(values.len() - with_data)
     );
@@ -1111,17 +1097,10 @@ mod tests {
 
     #[test]
     fn unknown_outcomes_mark_unreported_intervals_as_gaps_not_zeros() {
-        let chart = new_unknown_outcomes(
-            &frame(3),
-            &[true, false, true],
-            &[2.0, 0.0, 0.0],
-            "4",
-            Some(1800),
-        );
+        let chart = new_unknown_outcomes(&frame(3), &[true, false, true], &[2.0, 0.0, 0.0]);
         assert_eq!(
             chart.summary,
-            "2 outcomes became unknown in the last 7h. 4 open now, the oldest unknown for 30 min. \
-             1 interval had no data and is left blank."
+            "2 outcomes became unknown in the last 7h. 1 interval had no data and is left blank."
         );
         let svg = chart.svg.expect("a chart");
         assert_eq!(fills(&svg, NO_DATA), 1, "the unreported interval");
