@@ -169,4 +169,13 @@ mod tests {
             "/keys?q=a+b%26c"
         );
     }
+
+    proptest::proptest! {
+        #[test]
+        fn whatever_next_says_the_destination_is_a_local_path(next in ".{0,200}") {
+            let path = safe_next(&next);
+            proptest::prop_assert!(path.starts_with('/'), "{path}");
+            proptest::prop_assert!(!path.starts_with("//") && !path.starts_with("/\\"), "{path}");
+        }
+    }
 }

@@ -112,4 +112,21 @@ mod tests {
         assert_eq!(PageRequest::new(0, None).limit, 1);
         assert_eq!(PageRequest::new(10_000, None).limit, 200);
     }
+
+    proptest::proptest! {
+        #[test]
+        fn any_text_as_a_cursor_is_a_position_or_refused(cursor in ".{0,300}") {
+            match decode::<(i64, String, String)>("unknown", &cursor) {
+                Ok(_) | Err(StoreError::BadCursor) => {}
+                Err(other) => proptest::prop_assert!(false, "{other:?}"),
+            }
+        }
+
+        #[test]
+        fn a_position_round_trips_through_its_cursor(at: i64, consumer in ".{0,40}", key in ".{0,80}") {
+            let cursor = encode("unknown", &(at, &consumer, &key));
+            let back: (i64, String, String) = decode("unknown", &cursor).unwrap();
+            proptest::prop_assert_eq!(back, (at, consumer, key));
+        }
+    }
 }

@@ -552,6 +552,24 @@ mod ssr {
             assert_eq!(span.label, "2026-11-01 00:00 – 2026-11-03 00:00 UTC");
         }
 
+        proptest::proptest! {
+            #[test]
+            fn any_span_text_is_a_bounded_span_or_a_400(
+                range in proptest::option::of(".{0,12}"),
+                from in proptest::option::of("(2026-[01][0-9]-[0-3][0-9]T[0-2][0-9]:[0-5][0-9]Z?|.{0,30})"),
+                to in proptest::option::of("(2026-[01][0-9]-[0-3][0-9]T[0-2][0-9]:[0-5][0-9]Z?|.{0,30})"),
+            ) {
+                match ChartSpan::parse(range, from, to, at("2026-11-30T14:37:12Z")) {
+                    Ok(span) => {
+                        proptest::prop_assert!(span.from <= span.to);
+                        proptest::prop_assert!(span.frame().len() <= 120, "{}", span.frame().len());
+                    }
+                    Err(AppError::BadRequest(_)) => {}
+                    Err(other) => proptest::prop_assert!(false, "{other:?}"),
+                }
+            }
+        }
+
         #[test]
         fn bad_spans_are_refused_with_what_to_write() {
             let now = at("2026-11-30T00:00:00Z");
