@@ -180,38 +180,26 @@ impl Store {
         Ok(earliest)
     }
 
-    /// One metric's per-bucket totals over `[from, to)` across consumers
-    /// (`""` for counters), read from rollups where they can be.
-    pub async fn metric_totals(
-        &self,
-        metric: Metric,
-        from: Ts,
-        to: Ts,
-        consumer: Option<&str>,
-    ) -> StoreResult<BucketSums> {
-        let watermark = self.rollup_watermark().await?;
-        let series = self
-            .metric_series(metric, &[from], to, watermark, consumer)
-            .await?;
-        Ok(series.sums(from, to))
-    }
-
-    /// One metric's per-bucket sums in each interval `[starts[i],
-    /// starts[i + 1])` (the last ends at `to`), for one consumer or all.
-    /// Intervals need not be whole hours: an hour an interval starts inside
-    /// is read in minutes.
+    /// Each metric's per-bucket sums in each interval `[starts[i],
+    /// starts[i + 1])` (the last ends at `to`), for one consumer or all,
+    /// with the watermark read once for all of them. Intervals need not be
+    /// whole hours: an hour an interval starts inside is read in minutes.
     pub async fn metric_buckets(
         &self,
-        metric: Metric,
+        metrics: &[Metric],
         starts: &[Ts],
         to: Ts,
         consumer: Option<&str>,
-    ) -> StoreResult<Vec<BucketSums>> {
+    ) -> StoreResult<HashMap<Metric, Vec<BucketSums>>> {
         let watermark = self.rollup_watermark().await?;
-        let series = self
-            .metric_series(metric, starts, to, watermark, consumer)
-            .await?;
-        Ok(series.sums_by_interval(starts, to))
+        let mut all = HashMap::with_capacity(metrics.len());
+        for metric in metrics {
+            let series = self
+                .metric_series(*metric, starts, to, watermark, consumer)
+                .await?;
+            all.insert(*metric, series.sums_by_interval(starts, to));
+        }
+        Ok(all)
     }
 
     /// Successful operator actions that recovered an unknown outcome or a

@@ -289,8 +289,10 @@ async fn chart_intervals_read_the_same_from_minutes_and_rollups_for_one_consumer
     let starts: Vec<Ts> = (0..12).map(|q| at(q * 15)).collect();
     let read = async |metric, consumer| {
         store
-            .metric_buckets(metric, &starts, at(180), consumer)
+            .metric_buckets(&[metric], &starts, at(180), consumer)
             .await
+            .unwrap()
+            .remove(&metric)
             .unwrap()
     };
     let total = |sums: &[idem_store::BucketSums]| -> Vec<f64> {
@@ -320,18 +322,24 @@ async fn chart_intervals_read_the_same_from_minutes_and_rollups_for_one_consumer
     // Whole hours come from the rollup and still split by consumer.
     let hours: Vec<Ts> = (0..3).map(|h| at(h * 60)).collect();
     let hourly = store
-        .metric_buckets(Metric::DeadLetters, &hours, at(180), Some("reminders"))
+        .metric_buckets(&[Metric::DeadLetters], &hours, at(180), Some("reminders"))
         .await
+        .unwrap()
+        .remove(&Metric::DeadLetters)
         .unwrap();
     assert!(hourly.iter().all(|h| h.is_empty()), "reminders had none");
     let hourly = store
-        .metric_buckets(Metric::DeadLetters, &hours, at(180), Some("orders"))
+        .metric_buckets(&[Metric::DeadLetters], &hours, at(180), Some("orders"))
         .await
+        .unwrap()
+        .remove(&Metric::DeadLetters)
         .unwrap();
     assert_eq!(total(&hourly), vec![6.0, 6.0, 6.0]);
     let everyone = store
-        .metric_buckets(Metric::Deliveries, &hours, at(180), None)
+        .metric_buckets(&[Metric::Deliveries], &hours, at(180), None)
         .await
+        .unwrap()
+        .remove(&Metric::Deliveries)
         .unwrap();
     assert_eq!(
         total(&everyone),

@@ -296,12 +296,30 @@ mod ssr {
         let starts: Vec<Ts> = frame.starts.iter().copied().map(Ts::from).collect();
         let (from, to) = (Ts::from(span.from), Ts::from(span.to));
         let who = consumer.as_deref();
-        let buckets = async |metric: Metric| -> Result<Vec<BucketSums>, AppError> {
-            Ok(store.metric_buckets(metric, &starts, to, who).await?)
-        };
+        // Every metric the charts draw, the rollup watermark read once.
+        let mut read = store
+            .metric_buckets(
+                &[
+                    Metric::Deliveries,
+                    Metric::DuplicateClaims,
+                    Metric::DuplicateDelaySeconds,
+                    Metric::QueueOldestAgeSeconds,
+                    Metric::OutboxOldestAgeSeconds,
+                    Metric::UnknownOutcomes,
+                    Metric::DeadLetters,
+                    Metric::TransactionFailures,
+                    Metric::OutcomeLatencySeconds,
+                ],
+                &starts,
+                to,
+                who,
+            )
+            .await?;
+        let mut buckets =
+            |metric: Metric| -> Vec<BucketSums> { read.remove(&metric).unwrap_or_default() };
         let counts =
             |sums: &[BucketSums]| -> Vec<f64> { sums.iter().map(|s| s.values().sum()).collect() };
-        let deliveries = buckets(Metric::Deliveries).await?;
+        let deliveries = buckets(Metric::Deliveries);
         let valid: Vec<Option<f64>> = deliveries
             .iter()
             .map(|s| (!s.is_empty()).then(|| s.values().sum()))
@@ -331,19 +349,23 @@ mod ssr {
             &frame,
             "found their key already claimed",
             &valid,
-            &counts(&buckets(Metric::DuplicateClaims).await?),
+            &counts(&buckets(Metric::DuplicateClaims)),
             allowed_share(&slos, Metric::DuplicateClaims),
         ));
-        let delays = store
-            .metric_totals(Metric::DuplicateDelaySeconds, from, to, who)
-            .await?;
+        // The distribution over the whole span: its intervals added up.
+        let mut delays = BucketSums::new();
+        for interval in buckets(Metric::DuplicateDelaySeconds) {
+            for (bucket, n) in interval {
+                *delays.entry(bucket).or_default() += n;
+            }
+        }
         list.push(charts::duplicate_delays(&span.label, &delays));
         list.push(charts::gauge_worst(
             "queue-age",
             "Oldest queued message",
             &frame,
             "oldest queued message",
-            &buckets(Metric::QueueOldestAgeSeconds).await?,
+            &buckets(Metric::QueueOldestAgeSeconds),
             gauge_threshold(&slos, Metric::QueueOldestAgeSeconds),
         ));
         let mut outbox = charts::gauge_worst(
@@ -351,7 +373,7 @@ mod ssr {
             "Oldest unpublished outbox row",
             &frame,
             "oldest unpublished outbox row",
-            &buckets(Metric::OutboxOldestAgeSeconds).await?,
+            &buckets(Metric::OutboxOldestAgeSeconds),
             gauge_threshold(&slos, Metric::OutboxOldestAgeSeconds),
         );
         outbox.link = Some(ChartLink {
@@ -363,7 +385,7 @@ mod ssr {
         let mut unknown = charts::new_unknown_outcomes(
             &frame,
             &reported,
-            &counts(&buckets(Metric::UnknownOutcomes).await?),
+            &counts(&buckets(Metric::UnknownOutcomes)),
         );
         unknown.link = keys_link("/unknown", "Unknown outcomes from this span");
         list.push(unknown);
@@ -374,7 +396,7 @@ mod ssr {
             &frame,
             "were dead-lettered",
             &valid,
-            &counts(&buckets(Metric::DeadLetters).await?),
+            &counts(&buckets(Metric::DeadLetters)),
             allowed_share(&slos, Metric::DeadLetters),
         );
         dead.link = keys_link("/dead-letters", "Dead letters from this span");
@@ -385,7 +407,7 @@ mod ssr {
             &frame,
             "rolled back their claim transaction",
             &valid,
-            &counts(&buckets(Metric::TransactionFailures).await?),
+            &counts(&buckets(Metric::TransactionFailures)),
             allowed_share(&slos, Metric::TransactionFailures),
         ));
         let latency_threshold = from_slos(&slos, |slo| match slo.sli {
@@ -397,7 +419,7 @@ mod ssr {
         });
         list.push(charts::outcome_latency(
             &frame,
-            &buckets(Metric::OutcomeLatencySeconds).await?,
+            &buckets(Metric::OutcomeLatencySeconds),
             Metric::OutcomeLatencySeconds.buckets(),
             latency_threshold,
         ));
