@@ -15,7 +15,7 @@ use idem_domain::{
 };
 use plotters::prelude::*;
 
-use super::{BREACH, GOOD, HEIGHT, MARKER, THIRD, VOLUME, WIDTH, WITHIN, accessible};
+use super::{BEYOND, BREACH, GOOD, HEIGHT, MARKER, THIRD, VOLUME, WIDTH, WITHIN, accessible};
 use crate::{api::Chart, format::duration};
 
 /// Intervals without data are filled with this, so a gap reads as a gap.
@@ -143,6 +143,13 @@ impl Plot<'_> {
         let (lo, hi) = values.fold((0.0f64, 0.0f64), |(lo, hi), v| (lo.min(v), hi.max(v)));
         let pad = ((hi - lo) * 0.15).max(1e-9);
         (if lo < 0.0 { lo - pad } else { 0.0 }, hi + pad)
+    }
+
+    /// The chart with its title and summary, drawn (or, if drawing fails,
+    /// just the summary).
+    fn into_chart(self, id: &str, title: String, summary: String) -> Chart {
+        let svg = self.render(&title, &summary);
+        chart(id, self.frame, title, svg, summary)
     }
 
     /// Draws the chart and gives it its title and summary, or logs why it could not.
@@ -392,8 +399,7 @@ pub fn bad_share(
         )),
         y_range: None,
     };
-    let svg = plot.render(&title, &summary);
-    chart(id, frame, title, svg, summary)
+    plot.into_chart(id, title, summary)
 }
 
 fn gaps_sentence(gaps: usize) -> String {
@@ -475,8 +481,7 @@ pub fn gauge_worst(
         volume: None,
         y_range: None,
     };
-    let svg = plot.render(&title, &summary);
-    chart(id, frame, title, svg, summary)
+    plot.into_chart(id, title, summary)
 }
 
 /// New unknown outcomes per interval (the open ones now are their own chart).
@@ -507,8 +512,7 @@ pub fn new_unknown_outcomes(frame: &Frame, reported: &[bool], counts: &[f64]) ->
         volume: None,
         y_range: None,
     };
-    let svg = plot.render(&title, &summary);
-    chart(id, frame, title, svg, summary)
+    plot.into_chart(id, title, summary)
 }
 
 /// The `q` quantile of a histogram held as per-bucket counts (not
@@ -597,7 +601,7 @@ pub fn outcome_latency(
         marks: Marks::Lines(vec![
             Line {
                 label: "p99",
-                color: BEYOND_LINE,
+                color: BEYOND,
                 values: p99,
             },
             Line {
@@ -615,11 +619,8 @@ pub fn outcome_latency(
         volume: Some(("outcomes", volume)),
         y_range: None,
     };
-    let svg = plot.render(&title, &summary);
-    chart(id, frame, title, svg, summary)
+    plot.into_chart(id, title, summary)
 }
-
-const BEYOND_LINE: RGBColor = super::BEYOND;
 
 /// How long operators took to recover unknown outcomes and dead letters:
 /// the median and the slowest per interval, against the recovery threshold.
@@ -677,7 +678,7 @@ pub fn recovery_times(
         marks: Marks::Lines(vec![
             Line {
                 label: "slowest",
-                color: BEYOND_LINE,
+                color: BEYOND,
                 values: slowest,
             },
             Line {
@@ -690,8 +691,7 @@ pub fn recovery_times(
         volume: Some(("recoveries", per.iter().map(|m| m.len() as f64).collect())),
         y_range: None,
     };
-    let svg = plot.render(&title, &summary);
-    chart(id, frame, title, svg, summary)
+    plot.into_chart(id, title, summary)
 }
 
 /// One SLO's SLI per interval over its window.
@@ -730,8 +730,7 @@ pub fn sli_over_time(slo: &Slo, frame: &Frame, events: &[Events]) -> Chart {
         volume: Some(("events", events.iter().map(|e| e.valid).collect())),
         y_range: Some((floor, 100.0)),
     };
-    let svg = plot.render(&title, &summary);
-    chart(id, frame, title, svg, summary)
+    plot.into_chart(id, title, summary)
 }
 
 /// The error budget left as the window fills: after each interval, the
@@ -772,8 +771,7 @@ pub fn budget_over_time(slo: &Slo, frame: &Frame, events: &[Events]) -> Chart {
         volume: None,
         y_range: None,
     };
-    let svg = plot.render(&title, &summary);
-    chart(id, frame, title, svg, summary)
+    plot.into_chart(id, title, summary)
 }
 
 /// One tier's burn rate over its long window, evaluated at the end of every
@@ -826,8 +824,7 @@ pub fn burn_rate(slo: &Slo, tier: &Tier, frame: &Frame, events: &[Events]) -> Ch
         volume: Some(("events", events.iter().map(|e| e.valid).collect())),
         y_range: None,
     };
-    let svg = plot.render(&title, &summary);
-    chart(&id, frame, title, svg, summary)
+    plot.into_chart(&id, title, summary)
 }
 
 #[cfg(test)]
