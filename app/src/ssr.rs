@@ -27,6 +27,44 @@ pub struct AppState {
     pub claim_retention: chrono::TimeDelta,
     /// The SLOs in force (from `IDEM_SLO_FILE` or the built-in defaults).
     pub slos: std::sync::Arc<idem_domain::slo::SloSet>,
+    /// Whether the database answers, and since when it has not.
+    #[from_ref(skip)]
+    pub database: DatabaseStatus,
+}
+
+/// Whether the database answered its last check, and if not, since when it
+/// has not. Shared by every request and the background check; a failed read
+/// marks it down at once, only a successful check marks it up again.
+#[derive(Clone, Debug, Default)]
+pub struct DatabaseStatus(std::sync::Arc<std::sync::atomic::AtomicI64>);
+
+impl DatabaseStatus {
+    /// When the database first failed to answer, if it is down now.
+    pub fn down_since(&self) -> Option<chrono::DateTime<chrono::Utc>> {
+        match self.0.load(std::sync::atomic::Ordering::Acquire) {
+            0 => None,
+            micros => chrono::DateTime::from_timestamp_micros(micros),
+        }
+    }
+
+    /// Records a failure; the outage keeps the time of its first one.
+    pub fn mark_down(&self) {
+        let now = chrono::Utc::now().timestamp_micros().max(1);
+        let _ = self.0.compare_exchange(
+            0,
+            now,
+            std::sync::atomic::Ordering::AcqRel,
+            std::sync::atomic::Ordering::Acquire,
+        );
+    }
+
+    /// Records an answer; returns when the outage it ends began, if one did.
+    pub fn mark_up(&self) -> Option<chrono::DateTime<chrono::Utc>> {
+        match self.0.swap(0, std::sync::atomic::Ordering::AcqRel) {
+            0 => None,
+            micros => chrono::DateTime::from_timestamp_micros(micros),
+        }
+    }
 }
 
 /// How long one dashboard read serves every viewer of the same list, by default.
@@ -59,6 +97,7 @@ impl AppState {
             ),
             claim_retention: chrono::TimeDelta::days(30),
             slos: std::sync::Arc::default(),
+            database: DatabaseStatus::default(),
         }
     }
 }
@@ -205,12 +244,37 @@ pub fn state() -> Result<AppState, AppError> {
     })
 }
 
+/// How long a client is asked to wait before retrying while the database is down.
+pub const RETRY_AFTER_SECONDS: u32 = 5;
+
 /// Runs a server function body; a failure also sets the response status (of
 /// the page being rendered, or of the server function call).
+///
+/// While the database is known to be down the body is not run: the answer
+/// is 503 at once rather than after a wait for a connection that will not
+/// come. An unavailable database also says when to retry, and marks the
+/// database down for the banner (only the background check, which asks the
+/// database every second, marks it up again).
 pub async fn serve<T>(body: impl Future<Output = Result<T, AppError>>) -> Result<T, AppError> {
-    let result = body.await;
+    let known_down = use_context::<AppState>().is_some_and(|s| s.database.down_since().is_some());
+    let result = if known_down {
+        Err(AppError::Unavailable)
+    } else {
+        body.await
+    };
     if let Err(err) = &result {
         set_status(err.status());
+        if *err == AppError::Unavailable {
+            if let Some(state) = use_context::<AppState>() {
+                state.database.mark_down();
+            }
+            if let Some(response) = use_context::<leptos_axum::ResponseOptions>() {
+                response.insert_header(
+                    http::header::RETRY_AFTER,
+                    http::HeaderValue::from(RETRY_AFTER_SECONDS),
+                );
+            }
+        }
     }
     result
 }

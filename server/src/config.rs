@@ -16,6 +16,12 @@
 //! | `IDEM_READ_CACHE_MS` | how long one dashboard read serves every viewer (0 turns the cache off) | `2000` |
 //! | `IDEM_SLO_FILE` | a TOML file of SLOs (see `slo_config`) | the built-in defaults |
 //! | `IDEM_METRICS_TOKEN` | bearer token a Prometheus scrape of `/metrics` must send; unset turns the export off | unset |
+//! | `IDEM_DB_POOL_SIZE` | database connections Idem holds at most | `10` |
+//! | `IDEM_DB_ACQUIRE_TIMEOUT_MS` | how long a request waits for a connection before it is told the database is unavailable | `3000` |
+//! | `IDEM_STATEMENT_TIMEOUT_MS` | Postgres: the longest one statement of Idem's may run (migrations excepted) | `10000` |
+//! | `IDEM_MAX_IN_FLIGHT` | requests served at once; more are refused at once with 503 (health probes excepted) | `64` |
+//! | `IDEM_REQUEST_TIMEOUT_SECONDS` | a request still running this long is answered 503 | `20` |
+//! | `IDEM_SHUTDOWN_GRACE_SECONDS` | on SIGTERM, how long in-flight requests and the demo may take to finish | `15` |
 //! | `IDEM_LOG_FORMAT` | `json` for JSON lines, else human-readable | text |
 //! | `RUST_LOG` | log filter | `info` |
 //! | `LEPTOS_SITE_ROOT`, `LEPTOS_SITE_PKG_DIR`, `LEPTOS_OUTPUT_NAME`, `LEPTOS_ENV`, `LEPTOS_RELOAD_PORT` | set by cargo-leptos | `target/site`, `pkg`, `idem`, `DEV`, `3001` |
@@ -48,6 +54,34 @@ pub enum DemoSetting {
     Auto,
 }
 
+/// How much Idem takes on at once, and how long anything may take.
+#[derive(Debug, Clone)]
+pub struct Limits {
+    /// Requests served at once (health probes and static files excepted);
+    /// one more is refused at once with 503 and `Retry-After`.
+    pub max_in_flight: usize,
+    /// A request still running this long is answered 503 (its transaction,
+    /// if any, rolls back).
+    pub request_timeout: Duration,
+    /// The largest request body accepted (forms and server-function
+    /// arguments are small; anything larger is refused with 413).
+    pub body_limit: usize,
+    /// On shutdown, how long in-flight requests, the demo and the
+    /// background tasks may take before they are cut off.
+    pub shutdown_grace: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_in_flight: 64,
+            request_timeout: Duration::from_secs(20),
+            body_limit: 64 * 1024,
+            shutdown_grace: Duration::from_secs(15),
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct Config {
     pub database: StoreConfig,
@@ -65,6 +99,7 @@ pub struct Config {
     /// `IDEM_METRICS_TOKEN`: `/metrics` is off without it.
     pub metrics_token: Option<crate::metrics::MetricsToken>,
     pub auth: AuthSettings,
+    pub limits: Limits,
     pub leptos: LeptosOptions,
 }
 
@@ -90,7 +125,30 @@ impl Config {
     pub fn from_env() -> Result<Config, ConfigError> {
         let url = var("DATABASE_URL");
         let embedded_default = url.is_none();
-        let database = StoreConfig::new(url.unwrap_or_else(|| DEFAULT_DATABASE_URL.to_owned()));
+        let mut database =
+            StoreConfig::new(url.unwrap_or_else(|| DEFAULT_DATABASE_URL.to_owned()));
+        let number = |name: &'static str| -> Result<Option<u64>, ConfigError> {
+            var(name).map(|v| parse(name, &v)).transpose()
+        };
+        if let Some(size) = number("IDEM_DB_POOL_SIZE")? {
+            database.max_connections = u32::try_from(size.max(1)).unwrap_or(u32::MAX);
+        }
+        if let Some(ms) = number("IDEM_DB_ACQUIRE_TIMEOUT_MS")? {
+            database.acquire_timeout = Duration::from_millis(ms);
+        }
+        if let Some(ms) = number("IDEM_STATEMENT_TIMEOUT_MS")? {
+            database.statement_timeout = (ms > 0).then(|| Duration::from_millis(ms));
+        }
+        let defaults = Limits::default();
+        let limits = Limits {
+            max_in_flight: number("IDEM_MAX_IN_FLIGHT")?
+                .map_or(defaults.max_in_flight, |n| n.max(1) as usize),
+            request_timeout: number("IDEM_REQUEST_TIMEOUT_SECONDS")?
+                .map_or(defaults.request_timeout, Duration::from_secs),
+            body_limit: defaults.body_limit,
+            shutdown_grace: number("IDEM_SHUTDOWN_GRACE_SECONDS")?
+                .map_or(defaults.shutdown_grace, Duration::from_secs),
+        };
 
         let addr_var = if var("IDEM_ADDR").is_some() {
             "IDEM_ADDR"
@@ -194,6 +252,7 @@ impl Config {
             slo_file: var("IDEM_SLO_FILE").map(Into::into),
             metrics_token: var("IDEM_METRICS_TOKEN").map(crate::metrics::MetricsToken::new),
             auth,
+            limits,
             leptos,
         })
     }
@@ -220,6 +279,7 @@ impl Config {
                 trusted_proxies: TrustedProxies::default(),
                 hash_concurrency: 2,
             },
+            limits: Limits::default(),
             leptos: LeptosOptions::builder()
                 .output_name("idem")
                 .site_root("target/site")

@@ -7,6 +7,7 @@ pub mod auth;
 pub mod config;
 pub mod demo;
 pub mod health;
+pub mod limits;
 pub mod metrics;
 pub mod plans;
 pub mod preferences;

@@ -119,7 +119,10 @@ async fn main() -> ExitCode {
                 metrics_rate,
                 seed,
             };
-            let store = match connect(&config.database).await {
+            // Bulk loads of millions of rows are long statements by design.
+            let mut database = config.database.clone();
+            database.statement_timeout = None;
+            let store = match connect(&database).await {
                 Ok(store) => store,
                 Err(code) => return code,
             };

@@ -1,7 +1,11 @@
 //! Building and running the server: connect and migrate, decide on the demo,
 //! assemble the router, serve until told to stop.
 
-use std::{net::SocketAddr, sync::OnceLock, time::Duration};
+use std::{
+    net::SocketAddr,
+    sync::{Arc, OnceLock},
+    time::Duration,
+};
 
 use axum::{
     Router,
@@ -40,41 +44,66 @@ pub struct Application {
     listener: TcpListener,
     router: Router,
     state: AppState,
-    auth: std::sync::Arc<AuthContext>,
+    auth: Arc<AuthContext>,
+    config: Config,
+    /// What start-up learned from the database; `None` when it was
+    /// unreachable, in which case serving starts with the outage banner and
+    /// the same preparation is retried until the database appears.
+    prepared: Option<Prepared>,
+}
+
+/// What start-up decides once the database answers.
+struct Prepared {
     demo: Option<demo::Settings>,
 }
 
+/// How often start-up tries again while the database is unreachable.
+const PREPARE_RETRY: Duration = Duration::from_secs(2);
+
 impl Application {
-    /// Connects to the database and applies migrations (a failure stops
-    /// start-up with the reason), decides whether the demo runs, and binds.
+    /// Loads the SLOs, builds the pool, and — if the database answers —
+    /// migrates it and decides whether the demo runs; then binds. An
+    /// unreachable database does not stop start-up (Idem serves the outage
+    /// banner and connects when it appears); a migration that fails against
+    /// a reachable one does.
     pub async fn build(config: Config) -> Result<Application, StartError> {
         let slos = crate::slo_config::load(config.slo_file.as_deref())?;
         let store = Store::connect(&config.database)?;
-        store.migrate().await?;
-        tracing::info!(database = %config.database.redacted_url(), backend = store.backend(), "database ready");
-
-        let demo = decide_demo(&config, &store).await?;
-        if demo.is_some() {
-            store.set_meta(DEMO_DATA, "1").await?;
-        }
+        let database = idem_app::ssr::DatabaseStatus::default();
+        let auth = AuthContext::new(config.auth.clone(), store.clone(), database.clone());
+        let prepared = match prepare(&config, &auth).await {
+            Ok(prepared) => Some(prepared),
+            Err(StartError::Store(err)) if err.is_unavailable() => {
+                tracing::warn!(
+                    database = %config.database.redacted_url(),
+                    error = %idem_app::ssr::cause_chain(&err),
+                    "database unavailable at start; serving, and connecting when it appears"
+                );
+                database.mark_down();
+                None
+            }
+            Err(err) => return Err(err),
+        };
+        let demo_data = match &prepared {
+            Some(prepared) => prepared.demo.is_some() || store.meta(DEMO_DATA).await?.is_some(),
+            None => config.demo == DemoSetting::On,
+        };
         let console = ConsoleInfo {
-            demo: demo.is_some() || store.meta(DEMO_DATA).await?.is_some(),
+            demo: demo_data,
             backend: store.backend().to_owned(),
             zone: "UTC".to_owned(),
             user: None,
+            database_down_since: None,
         };
-        let auth = AuthContext::new(config.auth.clone(), store.clone());
-        if demo.is_some() {
-            ensure_demo_accounts(&auth).await?;
-        }
         let mut state = AppState::new(config.leptos.clone(), store, console, config.read_cache_ttl);
         state.claim_retention = config.claim_retention;
-        state.slos = std::sync::Arc::new(slos);
+        state.slos = Arc::new(slos);
+        state.database = database;
         let metrics = crate::metrics::MetricsState {
             app: state.clone(),
-            token: config.metrics_token.clone().map(std::sync::Arc::new),
+            token: config.metrics_token.clone().map(Arc::new),
         };
-        let router = router(state.clone(), auth.clone(), metrics);
+        let router = router(state.clone(), auth.clone(), metrics, &config.limits);
         let listener = TcpListener::bind(config.addr)
             .await
             .map_err(|source| StartError::Bind {
@@ -86,7 +115,8 @@ impl Application {
             router,
             state,
             auth,
-            demo,
+            config,
+            prepared,
         })
     }
 
@@ -101,46 +131,131 @@ impl Application {
     }
 
     /// Serves until `shutdown` resolves, then stops accepting, lets in-flight
-    /// requests finish, stops the demo and closes the pool.
+    /// requests finish (for at most the grace period), stops the demo and
+    /// the background tasks, and closes the pool. Returns an error only when
+    /// the database appeared after start-up and its migration failed.
     pub async fn run_until_stopped(
         self,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<()> {
         let (stop_tx, stop_rx) = watch::channel(false);
-        // Without a demo the sender is dropped at once, which lets rollups start.
-        let (history_tx, history_rx) = tokio::sync::oneshot::channel();
-        let demo_task = self.demo.map(|settings| {
-            tokio::spawn(demo::run(
-                self.state.store.clone(),
-                settings,
-                stop_rx.clone(),
-                history_tx,
-            ))
-        });
-        let sweeper = tokio::spawn(sweep_expired_sessions(self.auth.clone(), stop_rx.clone()));
-        let rollups = tokio::spawn(maintain_rollups(
+        let (fatal_tx, mut fatal_rx) = tokio::sync::mpsc::channel::<StartError>(1);
+        let watcher = tokio::spawn(health::watch_database(
             self.state.store.clone(),
-            history_rx,
+            self.state.database.clone(),
             stop_rx.clone(),
         ));
+        let background = tokio::spawn(background(
+            self.config.clone(),
+            self.auth.clone(),
+            self.prepared,
+            fatal_tx,
+            stop_rx.clone(),
+        ));
+
+        let fatal = Arc::new(std::sync::Mutex::new(None));
         let service = self
             .router
             .into_make_service_with_connect_info::<SocketAddr>();
-        let serve = axum::serve(self.listener, service).with_graceful_shutdown(async move {
-            shutdown.await;
-            let _ = stop_tx.send(true);
+        let serve = axum::serve(self.listener, service).with_graceful_shutdown({
+            let fatal = fatal.clone();
+            async move {
+                tokio::select! {
+                    () = shutdown => {}
+                    Some(err) = fatal_rx.recv() => {
+                        *fatal.lock().unwrap_or_else(|e| e.into_inner()) = Some(err);
+                    }
+                }
+                let _ = stop_tx.send(true);
+            }
         });
-        let served = serve.await;
-        sweeper.abort();
-        // A rollup step is one short transaction; stopping mid-way loses nothing.
-        rollups.abort();
-        if let Some(task) = demo_task {
-            // The simulator stops at its next step; it never holds a transaction across one.
-            let _ = tokio::time::timeout(Duration::from_secs(10), task).await;
+        let mut serving = tokio::spawn(serve.into_future());
+        let grace = self.config.limits.shutdown_grace;
+        let mut stopping = stop_rx.clone();
+        let served = tokio::select! {
+            served = &mut serving => served.unwrap_or_else(|e| Err(std::io::Error::other(e))),
+            () = async {
+                let _ = stopping.wait_for(|stop| *stop).await;
+                tokio::time::sleep(grace).await;
+            } => {
+                tracing::warn!(grace_seconds = grace.as_secs(), "requests still running after the grace period were cut off");
+                serving.abort();
+                Ok(())
+            }
+        };
+        // The simulator stops at its next step (it never holds a transaction
+        // across one); a rollup step is one short transaction.
+        if tokio::time::timeout(grace, background).await.is_err() {
+            tracing::warn!("background tasks did not stop within the grace period");
         }
+        watcher.abort();
         self.state.store.close().await;
+        if let Some(err) = fatal.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            return Err(std::io::Error::other(idem_app::ssr::cause_chain(&err)));
+        }
         served
     }
+}
+
+/// Migrates, decides whether the demo runs and creates its accounts.
+async fn prepare(config: &Config, auth: &AuthContext) -> Result<Prepared, StartError> {
+    let store = &auth.store;
+    store.migrate().await?;
+    tracing::info!(database = %config.database.redacted_url(), backend = store.backend(), "database ready");
+    let demo = decide_demo(config, store).await?;
+    if demo.is_some() {
+        store.set_meta(DEMO_DATA, "1").await?;
+        ensure_demo_accounts(auth).await?;
+    }
+    Ok(Prepared { demo })
+}
+
+/// The work beside serving: once the database is prepared (at start-up, or
+/// here when it was unreachable then), the expired-session sweeper, the
+/// hourly rollups and the demo. Returns when told to stop; a preparation
+/// that fails for any reason but an unreachable database is sent to
+/// `fatal`, which stops the server.
+async fn background(
+    config: Config,
+    auth: Arc<AuthContext>,
+    prepared: Option<Prepared>,
+    fatal: tokio::sync::mpsc::Sender<StartError>,
+    mut stop: watch::Receiver<bool>,
+) {
+    let prepared = match prepared {
+        Some(prepared) => prepared,
+        None => loop {
+            tokio::select! {
+                () = tokio::time::sleep(PREPARE_RETRY) => {}
+                _ = stop.changed() => return,
+            }
+            match prepare(&config, &auth).await {
+                Ok(prepared) => break prepared,
+                Err(StartError::Store(err)) if err.is_unavailable() => {}
+                Err(err) => {
+                    tracing::error!(error = %idem_app::ssr::cause_chain(&err), "the database appeared, but Idem cannot use it");
+                    let _ = fatal.send(err).await;
+                    return;
+                }
+            }
+        },
+    };
+    // Without a demo the sender is dropped at once, which lets rollups start.
+    let (history_tx, history_rx) = tokio::sync::oneshot::channel();
+    let demo = {
+        let (store, stop) = (auth.store.clone(), stop.clone());
+        async move {
+            match prepared.demo {
+                Some(settings) => demo::run(store, settings, stop, history_tx).await,
+                None => drop(history_tx),
+            }
+        }
+    };
+    tokio::join!(
+        demo,
+        sweep_expired_sessions(auth.clone(), stop.clone()),
+        maintain_rollups(auth.store.clone(), history_rx, stop.clone()),
+    );
 }
 
 /// In demo mode (only then), `viewer`, `operator` and `admin` exist, each
@@ -163,10 +278,10 @@ async fn ensure_demo_accounts(auth: &AuthContext) -> Result<(), StartError> {
 
 /// Deletes expired sessions every ten minutes (they are refused anyway).
 async fn sweep_expired_sessions(
-    auth: std::sync::Arc<AuthContext>,
+    auth: Arc<AuthContext>,
     mut stop: watch::Receiver<bool>,
 ) {
-    let sessions = auth::DbSessionStore::new(&auth.store);
+    let sessions = auth.sessions().clone();
     loop {
         if let Err(err) = sessions.delete_expired().await {
             tracing::warn!(error = %err, "could not delete expired sessions");
@@ -237,16 +352,20 @@ fn route_list() -> Vec<AxumRouteListing> {
 
 /// The whole HTTP surface: health probes, the pages and their server
 /// functions, and the static assets cargo-leptos built.
+///
+/// Layers, outermost first: the request span → the body limit → security
+/// headers → the cross-site check → (the health probes) → admission
+/// (in-flight limit and request timeout) → the session → the guard → the
+/// routes.
 pub fn router(
     state: AppState,
-    auth: std::sync::Arc<AuthContext>,
+    auth: Arc<AuthContext>,
     metrics: crate::metrics::MetricsState,
+    limits: &crate::config::Limits,
 ) -> Router {
     let routes = route_list();
     let context_state = state.clone();
     Router::new()
-        .route("/livez", get(health::livez))
-        .route("/readyz", get(health::readyz))
         .route("/metrics", get(crate::metrics::export).with_state(metrics))
         .route("/preferences/zone", post(preferences::set_zone))
         .route("/login", post(auth::login).with_state(auth.clone()))
@@ -267,12 +386,24 @@ pub fn router(
         ))
         .layer(auth.session_layer())
         .layer(axum::middleware::from_fn_with_state(
+            crate::limits::Admission::new(limits),
+            crate::limits::admit,
+        ))
+        // Probes are added after the layers above, so they never wait for
+        // a session, an admission permit or the database (except readiness,
+        // which asks it, within its own timeout).
+        .route("/livez", get(health::livez))
+        .route("/readyz", get(health::readyz))
+        .layer(axum::middleware::from_fn_with_state(
             auth.clone(),
             auth::csrf,
         ))
         .layer(axum::middleware::from_fn_with_state(
             auth.clone(),
             auth::security_headers,
+        ))
+        .layer(tower_http::limit::RequestBodyLimitLayer::new(
+            limits.body_limit,
         ))
         .layer(TraceLayer::new_for_http())
         .with_state(state)

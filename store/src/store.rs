@@ -28,6 +28,10 @@ pub struct StoreConfig {
     /// How long a request waits for a connection before it is told the
     /// database is unavailable. Seconds, not half a minute.
     pub acquire_timeout: Duration,
+    /// Postgres: the longest one statement may run on Idem's connections
+    /// (`statement_timeout`); `None` for no limit. Migrations run on a
+    /// connection of their own without it.
+    pub statement_timeout: Option<Duration>,
     /// Extra run-time settings for every Postgres connection (for example
     /// `auto_explain.*` when checking plans).
     pub postgres_settings: Vec<(String, String)>,
@@ -39,6 +43,7 @@ impl StoreConfig {
             url: url.into(),
             max_connections: 10,
             acquire_timeout: Duration::from_secs(3),
+            statement_timeout: Some(Duration::from_secs(10)),
             postgres_settings: Vec::new(),
         }
     }
@@ -79,6 +84,10 @@ impl std::fmt::Debug for StoreConfig {
 #[derive(Clone, Debug)]
 pub struct Store {
     pub(crate) pools: Dialect<SqlitePool, PgPool>,
+    /// Postgres: how the migrating connection connects (the pool's options
+    /// without the statement timeout: building an index on a large table
+    /// takes as long as it takes).
+    migration_options: Option<PgConnectOptions>,
 }
 
 impl Store {
@@ -86,6 +95,7 @@ impl Store {
     /// while the database is down; [`Store::migrate`] is the first contact.
     pub fn connect(config: &StoreConfig) -> StoreResult<Store> {
         let url = config.url();
+        let mut migration_options = None;
         let pools = if config.is_postgres() {
             let options = PgConnectOptions::from_str(url)
                 .map_err(|e| StoreError::BadUrl(e.to_string()))?
@@ -104,6 +114,16 @@ impl Store {
                         .iter()
                         .map(|(k, v)| (k.as_str(), v.as_str())),
                 );
+            migration_options = Some(options.clone());
+            let options = match config.statement_timeout {
+                // A dashboard read that runs this long is answered as an
+                // error instead of holding a connection while requests queue.
+                Some(limit) => options.options([(
+                    "statement_timeout",
+                    format!("{}ms", limit.as_millis().max(1)),
+                )]),
+                None => options,
+            };
             let pool = PgPoolOptions::new()
                 .max_connections(config.max_connections)
                 .acquire_timeout(config.acquire_timeout)
@@ -130,7 +150,10 @@ impl Store {
                 config.redacted_url()
             )));
         };
-        Ok(Store { pools })
+        Ok(Store {
+            pools,
+            migration_options,
+        })
     }
 
     /// Applies every migration not yet applied. A failure against a reachable
@@ -139,7 +162,21 @@ impl Store {
     pub async fn migrate(&self) -> StoreResult<()> {
         match &self.pools {
             Dialect::Sqlite(pool) => SQLITE_MIGRATIONS.run(pool).await?,
-            Dialect::Postgres(pool) => POSTGRES_MIGRATIONS.run(pool).await?,
+            Dialect::Postgres(pool) => match &self.migration_options {
+                Some(options) => {
+                    // A pool of one (sqlx's migrator over a bare connection
+                    // is not `Send` inside a spawned task).
+                    let migrating = PgPoolOptions::new()
+                        .max_connections(1)
+                        .acquire_timeout(pool.options().get_acquire_timeout())
+                        .connect_with(options.clone())
+                        .await?;
+                    let ran = POSTGRES_MIGRATIONS.run(&migrating).await;
+                    migrating.close().await;
+                    ran?;
+                }
+                None => POSTGRES_MIGRATIONS.run(pool).await?,
+            },
         }
         Ok(())
     }

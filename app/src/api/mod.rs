@@ -61,6 +61,9 @@ pub struct ConsoleInfo {
     pub zone: String,
     /// Who is signed in (nobody on the sign-in page).
     pub user: Option<crate::auth::CurrentUser>,
+    /// When the database stopped answering, in the viewer's zone, while it
+    /// is down.
+    pub database_down_since: Option<String>,
 }
 
 /// What the sign-in page needs to say.

@@ -26,15 +26,16 @@ pub struct StatusCount {
 
 #[server(prefix = "/api/public", input = server_fn::codec::GetUrl)]
 pub async fn get_console_info() -> Result<ConsoleInfo, AppError> {
-    crate::ssr::serve(async {
-        let state = crate::ssr::state()?;
-        Ok(ConsoleInfo {
-            zone: crate::ssr::viewer_zone().name,
-            user: crate::ssr::current_user(),
-            ..state.console
-        })
+    // Not through `ssr::serve`: this never reads the database, and during
+    // an outage it is what says so.
+    let state = crate::ssr::state()?;
+    let zone = crate::ssr::viewer_zone();
+    Ok(ConsoleInfo {
+        database_down_since: state.database.down_since().map(|at| zone.format(at)),
+        zone: zone.name,
+        user: crate::ssr::current_user(),
+        ..state.console
     })
-    .await
 }
 
 #[server(prefix = "/api/public", input = server_fn::codec::GetUrl)]

@@ -3,7 +3,8 @@ use leptos_router::hooks::use_location;
 
 use crate::{api::get_console_info, zones};
 
-/// The navigation bar, the key search box and the demo banner around every page.
+/// The navigation bar, the key search box, and the outage and demo banners
+/// around every page.
 #[component]
 pub fn Layout(children: Children) -> impl IntoView {
     let info = Resource::new(|| (), |_| get_console_info());
@@ -69,6 +70,13 @@ pub fn Layout(children: Children) -> impl IntoView {
                         "a small fleet of fake consumers. Nothing here is real."
                     </p>
                 });
+                let outage = info.database_down_since.map(|since| view! {
+                    <p class="outage-banner" role="alert">
+                        <strong>"Database unavailable since " {since} ". "</strong>
+                        "Read-only views may be stale; actions are disabled until it answers again. "
+                        "This page keeps working and recovers by itself."
+                    </p>
+                });
                 let account = info.user.map(|user| view! {
                     <form class="account" method="post" action="/logout">
                         <span>"Signed in as " <strong>{user.username}</strong> " (" {user.role.as_str()} ") "</span>
@@ -76,6 +84,7 @@ pub fn Layout(children: Children) -> impl IntoView {
                     </form>
                 });
                 Some(view! {
+                    {outage}
                     {banner}
                     <div class="subbar">
                         {account}

@@ -37,7 +37,26 @@ async fn authenticate(ctx: &AuthContext, session: &Session) -> Result<Option<Cur
         .await
         .map_err(|_| ())?
         .unwrap_or(0);
-    let user = ctx.store.user_by_id(user_id).await.map_err(|_| ())?;
+    // During an outage the account as last confirmed stands in (read-only:
+    // nothing can change it or act on anything while the database is down);
+    // while the outage is known, the database is not asked at all.
+    let remembered = || ctx.known_users.recall(&user_id).map(Some).ok_or(());
+    let user = if ctx.database.down_since().is_some() {
+        remembered()?
+    } else {
+        match ctx.store.user_by_id(user_id).await {
+            Ok(Some(user)) => {
+                ctx.known_users.confirm(user_id, user.clone());
+                Some(user)
+            }
+            Ok(None) => {
+                ctx.known_users.forget(&user_id);
+                None
+            }
+            Err(err) if err.is_unavailable() => remembered()?,
+            Err(_) => return Err(()),
+        }
+    };
     let age = chrono::Utc::now().timestamp() - login_at;
     let valid = user.as_ref().filter(|u| {
         !u.disabled
@@ -68,13 +87,15 @@ pub async fn guard(
     let user = match authenticate(&ctx, &session).await {
         Ok(user) => user,
         Err(()) => {
-            tracing::warn!("session or user lookup failed");
-            return (
+            // The store's own error was logged where it happened (sqlx,
+            // tower-sessions); the outage itself by the database check.
+            tracing::debug!("session or account lookup failed");
+            return crate::limits::refusal(
                 StatusCode::SERVICE_UNAVAILABLE,
-                [("retry-after", "5")],
-                "Sign-in is temporarily unavailable; try again in a few seconds.\n",
-            )
-                .into_response();
+                "Sign-in is temporarily unavailable",
+                "Idem cannot reach its database, where sign-ins are kept. Pages come back by \
+                 themselves when it answers again; try again in a few seconds.",
+            );
         }
     };
     if let Some(user) = &user {

@@ -40,12 +40,15 @@ fn failed(next: &str) -> Response {
 
 fn unavailable(err: &(dyn std::error::Error + 'static)) -> Response {
     tracing::error!(error = %idem_app::ssr::cause_chain(err), "sign-in failed on the server");
-    (
+    refused()
+}
+
+fn refused() -> Response {
+    crate::limits::refusal(
         axum::http::StatusCode::SERVICE_UNAVAILABLE,
-        [("retry-after", "5")],
-        "Sign-in is temporarily unavailable; try again in a few seconds.\n",
+        "Sign-in is temporarily unavailable",
+        "Idem cannot reach its database, where accounts are kept. Try again in a few seconds.",
     )
-        .into_response()
 }
 
 /// Signs in. Every failure — unknown name, wrong password, disabled account,
@@ -57,6 +60,9 @@ pub async fn login(
     session: Session,
     Form(form): Form<LoginForm>,
 ) -> Response {
+    if ctx.database.down_since().is_some() {
+        return refused();
+    }
     let client = ctx
         .settings
         .trusted_proxies

@@ -11,6 +11,7 @@ mod csrf;
 mod guard;
 mod headers;
 mod login;
+pub mod outage;
 pub mod password;
 mod sessions;
 
@@ -72,15 +73,29 @@ pub struct AuthContext {
     pub settings: AuthSettings,
     pub store: Store,
     pub passwords: Passwords,
+    /// Accounts as the database last confirmed them, for outages.
+    pub known_users: outage::Recent<i64, idem_store::UserRecord>,
+    /// The session store; one per process, so its outage memory is shared.
+    sessions: DbSessionStore,
+    /// While the database is known to be down, sign-in answers from memory
+    /// at once instead of waiting for a connection that will not come.
+    pub database: idem_app::ssr::DatabaseStatus,
 }
 
 impl AuthContext {
-    pub fn new(settings: AuthSettings, store: Store) -> Arc<Self> {
+    pub fn new(
+        settings: AuthSettings,
+        store: Store,
+        database: idem_app::ssr::DatabaseStatus,
+    ) -> Arc<Self> {
         let passwords = Passwords::new(settings.hash_concurrency);
         Arc::new(AuthContext {
+            sessions: DbSessionStore::new(&store, database.clone()),
+            database,
             settings,
             store,
             passwords,
+            known_users: outage::Recent::default(),
         })
     }
 
@@ -88,10 +103,14 @@ impl AuthContext {
     /// session when someone follows an alert link from chat), `Secure` and
     /// `__Host-` when served over HTTPS, refreshed on every request so the
     /// idle timeout counts reads.
+    pub fn sessions(&self) -> &DbSessionStore {
+        &self.sessions
+    }
+
     pub fn session_layer(&self) -> SessionManagerLayer<DbSessionStore> {
         let idle = time::Duration::try_from(self.settings.idle_timeout)
             .unwrap_or(time::Duration::minutes(30));
-        SessionManagerLayer::new(DbSessionStore::new(&self.store))
+        SessionManagerLayer::new(self.sessions.clone())
             .with_name(self.settings.cookie_name())
             .with_http_only(true)
             .with_same_site(SameSite::Lax)

@@ -1,6 +1,9 @@
 //! Sessions in the database Idem runs on, so any replica serves any request.
 
+use std::sync::Arc;
+
 use async_trait::async_trait;
+use idem_app::ssr::DatabaseStatus;
 use idem_store::Store;
 use tower_sessions::{
     ExpiredDeletion, SessionStore,
@@ -9,22 +12,33 @@ use tower_sessions::{
 };
 use tower_sessions_sqlx_store::{PostgresStore, SqliteStore};
 
-/// tower-sessions' SQL stores, over Idem's own pool and `sessions` table.
+use super::outage::Recent;
+
+/// tower-sessions' SQL stores, over Idem's own pool and `sessions` table,
+/// with a memory of recently loaded sessions for database outages (see
+/// [`super::outage`]).
 #[derive(Debug, Clone)]
-pub enum DbSessionStore {
+pub struct DbSessionStore {
+    backend: Backend,
+    recent: Arc<Recent<Id, Record>>,
+    database: DatabaseStatus,
+}
+
+#[derive(Debug, Clone)]
+enum Backend {
     Sqlite(SqliteStore),
     Postgres(PostgresStore),
 }
 
 impl DbSessionStore {
-    pub fn new(store: &Store) -> Self {
-        match (store.sqlite_pool(), store.postgres_pool()) {
-            (Some(pool), _) => DbSessionStore::Sqlite(
+    pub fn new(store: &Store, database: DatabaseStatus) -> Self {
+        let backend = match (store.sqlite_pool(), store.postgres_pool()) {
+            (Some(pool), _) => Backend::Sqlite(
                 SqliteStore::new(pool.clone())
                     .with_table_name("sessions")
                     .expect("a valid table name"),
             ),
-            (_, Some(pool)) => DbSessionStore::Postgres(
+            (_, Some(pool)) => Backend::Postgres(
                 PostgresStore::new(pool.clone())
                     .with_schema_name("public")
                     .expect("a valid schema name")
@@ -32,14 +46,19 @@ impl DbSessionStore {
                     .expect("a valid table name"),
             ),
             (None, None) => unreachable!("a store has one pool or the other"),
+        };
+        DbSessionStore {
+            backend,
+            recent: Arc::default(),
+            database,
         }
     }
 
     /// Deletes expired sessions (run now and then; expired ones are refused anyway).
     pub async fn delete_expired(&self) -> session_store::Result<()> {
-        match self {
-            DbSessionStore::Sqlite(s) => s.delete_expired().await,
-            DbSessionStore::Postgres(s) => s.delete_expired().await,
+        match &self.backend {
+            Backend::Sqlite(s) => s.delete_expired().await,
+            Backend::Postgres(s) => s.delete_expired().await,
         }
     }
 }
@@ -47,30 +66,78 @@ impl DbSessionStore {
 #[async_trait]
 impl SessionStore for DbSessionStore {
     async fn create(&self, record: &mut Record) -> session_store::Result<()> {
-        match self {
-            DbSessionStore::Sqlite(s) => s.create(record).await,
-            DbSessionStore::Postgres(s) => s.create(record).await,
-        }
+        match &self.backend {
+            Backend::Sqlite(s) => s.create(record).await,
+            Backend::Postgres(s) => s.create(record).await,
+        }?;
+        self.recent.confirm(record.id, record.clone());
+        Ok(())
     }
 
+    /// A failed save of a session loaded a moment ago (the idle timeout's
+    /// refresh, during an outage) is not an error: the session stays as it
+    /// was stored. Any other failed save is.
     async fn save(&self, record: &Record) -> session_store::Result<()> {
-        match self {
-            DbSessionStore::Sqlite(s) => s.save(record).await,
-            DbSessionStore::Postgres(s) => s.save(record).await,
+        let saved = if self.database.down_since().is_some() {
+            Err(down())
+        } else {
+            match &self.backend {
+                Backend::Sqlite(s) => s.save(record).await,
+                Backend::Postgres(s) => s.save(record).await,
+            }
+        };
+        match saved {
+            Ok(()) => {
+                self.recent.confirm(record.id, record.clone());
+                Ok(())
+            }
+            Err(_) if self.recent.recall(&record.id).is_some_and(|r| r.data == record.data) => {
+                Ok(())
+            }
+            Err(err) => Err(err),
         }
     }
 
+    /// When the database does not answer (or is known to be down, in which
+    /// case it is not asked), a session it returned within the outage grace
+    /// (and not expired since) is served from memory.
     async fn load(&self, id: &Id) -> session_store::Result<Option<Record>> {
-        match self {
-            DbSessionStore::Sqlite(s) => s.load(id).await,
-            DbSessionStore::Postgres(s) => s.load(id).await,
+        let loaded = if self.database.down_since().is_some() {
+            Err(down())
+        } else {
+            match &self.backend {
+                Backend::Sqlite(s) => s.load(id).await,
+                Backend::Postgres(s) => s.load(id).await,
+            }
+        };
+        match loaded {
+            Ok(Some(record)) => {
+                self.recent.confirm(*id, record.clone());
+                Ok(Some(record))
+            }
+            Ok(None) => {
+                self.recent.forget(id);
+                Ok(None)
+            }
+            Err(err) => match self.recent.recall(id) {
+                Some(record) if record.expiry_date > time::OffsetDateTime::now_utc() => {
+                    Ok(Some(record))
+                }
+                _ => Err(err),
+            },
         }
     }
 
     async fn delete(&self, id: &Id) -> session_store::Result<()> {
-        match self {
-            DbSessionStore::Sqlite(s) => s.delete(id).await,
-            DbSessionStore::Postgres(s) => s.delete(id).await,
+        self.recent.forget(id);
+        match &self.backend {
+            Backend::Sqlite(s) => s.delete(id).await,
+            Backend::Postgres(s) => s.delete(id).await,
         }
     }
+}
+
+/// The error for a session read or write not attempted during an outage.
+fn down() -> session_store::Error {
+    session_store::Error::Backend("the database is unavailable".to_owned())
 }

@@ -142,3 +142,121 @@ pub fn visible(html: &str) -> String {
     }
     text(&out).split_whitespace().collect::<Vec<_>>().join(" ")
 }
+
+/// A TCP gate between Idem and its Postgres on loopback: while open it
+/// forwards every connection; `close` refuses new ones and cuts the open
+/// ones, as a database that went away does; `open` lets them through again
+/// on the same port.
+pub struct Gate {
+    pub addr: std::net::SocketAddr,
+    target: String,
+    running: std::sync::Mutex<Option<tokio::task::JoinHandle<()>>>,
+}
+
+impl Gate {
+    /// A gate to the Postgres that `url` names, and `url` rewritten to go through it.
+    pub async fn to_postgres(url: &str) -> (Gate, String) {
+        let mut through = url::Url::parse(url).expect("a Postgres URL");
+        let target = format!(
+            "{}:{}",
+            through.host_str().expect("a host"),
+            through.port().unwrap_or(5432)
+        );
+        let listener = Gate::bind(std::net::SocketAddr::from(([127, 0, 0, 1], 0)));
+        let addr = listener.local_addr().unwrap();
+        through.set_host(Some("127.0.0.1")).unwrap();
+        through.set_port(Some(addr.port())).unwrap();
+        let gate = Gate {
+            addr,
+            target,
+            running: std::sync::Mutex::new(None),
+        };
+        gate.serve(listener);
+        (gate, through.to_string())
+    }
+
+    fn bind(addr: std::net::SocketAddr) -> tokio::net::TcpListener {
+        let socket = tokio::net::TcpSocket::new_v4().unwrap();
+        socket.set_reuseaddr(true).unwrap();
+        socket.bind(addr).unwrap();
+        socket.listen(64).unwrap()
+    }
+
+    fn serve(&self, listener: tokio::net::TcpListener) {
+        let target = self.target.clone();
+        let task = tokio::spawn(async move {
+            let mut pipes = tokio::task::JoinSet::new();
+            loop {
+                let Ok((mut inbound, _)) = listener.accept().await else {
+                    continue;
+                };
+                let target = target.clone();
+                pipes.spawn(async move {
+                    if let Ok(mut outbound) = tokio::net::TcpStream::connect(&target).await {
+                        let _ =
+                            tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
+                    }
+                });
+            }
+        });
+        *self.running.lock().unwrap() = Some(task);
+    }
+
+    /// Refuses new connections and cuts every open one.
+    pub async fn close(&self) {
+        if let Some(task) = self.running.lock().unwrap().take() {
+            // Aborting drops the listener and the JoinSet, which aborts every pipe.
+            task.abort();
+            let _ = task.await;
+        }
+    }
+
+    /// Forwards again, on the same port.
+    pub fn open(&self) {
+        let listener = Gate::bind(self.addr);
+        self.serve(listener);
+    }
+}
+
+/// A dead letter for `key` of `orders`, written as a consumer would; its id.
+pub async fn dead_letter(store: &Store, key: &str) -> i64 {
+    let now = idem_store::Ts::now();
+    let mut tx = store.begin().await.unwrap();
+    let id = tx
+        .dead_letter(&idem_store::NewDeadLetter {
+            consumer: "orders",
+            queue: "orders.fifo",
+            key,
+            message_id: key,
+            payload: "{}",
+            delivery_count: 3,
+            first_failure_at: now,
+            last_error: Some("503 from the provider"),
+            at: now,
+        })
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+    id
+}
+
+/// Asks Idem to replay dead letter `id` under `action_id`, as the page's
+/// own code does (the answer is data, not a redirect).
+pub async fn replay(app: &TestApp, client: &reqwest::Client, id: i64, action_id: &str) -> reqwest::Response {
+    client
+        .post(app.url(server_fn("replay_dead_letter")))
+        .header("sec-fetch-site", "same-origin")
+        .header("accept", "application/json")
+        .form(&[("id", id.to_string().as_str()), ("action_id", action_id)])
+        .send()
+        .await
+        .expect("the server answers")
+}
+
+/// The registered path of the server function whose name is `name`.
+pub fn server_fn(name: &str) -> &'static str {
+    leptos::server_fn::axum::server_fn_paths()
+        .map(|(path, _)| path)
+        .find(|path| path.rsplit('/').next().is_some_and(|last| last.starts_with(name)))
+        .unwrap_or_else(|| panic!("no server function named {name}"))
+}
