@@ -125,8 +125,7 @@ impl Config {
     pub fn from_env() -> Result<Config, ConfigError> {
         let url = var("DATABASE_URL");
         let embedded_default = url.is_none();
-        let mut database =
-            StoreConfig::new(url.unwrap_or_else(|| DEFAULT_DATABASE_URL.to_owned()));
+        let mut database = StoreConfig::new(url.unwrap_or_else(|| DEFAULT_DATABASE_URL.to_owned()));
         let number = |name: &'static str| -> Result<Option<u64>, ConfigError> {
             var(name).map(|v| parse(name, &v)).transpose()
         };

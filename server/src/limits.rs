@@ -80,7 +80,9 @@ pub fn refusal(status: StatusCode, title: &str, message: &str) -> Response {
     );
     let mut response = (status, Html(page)).into_response();
     if status == StatusCode::SERVICE_UNAVAILABLE {
-        response.headers_mut().insert(header::RETRY_AFTER, RETRY_AFTER);
+        response
+            .headers_mut()
+            .insert(header::RETRY_AFTER, RETRY_AFTER);
     }
     response
 }

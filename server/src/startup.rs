@@ -277,10 +277,7 @@ async fn ensure_demo_accounts(auth: &AuthContext) -> Result<(), StartError> {
 }
 
 /// Deletes expired sessions every ten minutes (they are refused anyway).
-async fn sweep_expired_sessions(
-    auth: Arc<AuthContext>,
-    mut stop: watch::Receiver<bool>,
-) {
+async fn sweep_expired_sessions(auth: Arc<AuthContext>, mut stop: watch::Receiver<bool>) {
     let sessions = auth.sessions().clone();
     loop {
         if let Err(err) = sessions.delete_expired().await {

@@ -176,14 +176,20 @@ async fn idem_starts_before_its_sqlite_folder_exists_and_migrates_when_it_appear
 
     let started = Instant::now();
     while get("/readyz").await.0 != 200 {
-        assert!(started.elapsed() < Duration::from_secs(10), "still not ready");
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "still not ready"
+        );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     // Migrated by the running process: accounts can be created and used.
     let store = Store::connect(&StoreConfig::new(&url)).unwrap();
     let started = Instant::now();
     while store.users().await.is_err() {
-        assert!(started.elapsed() < Duration::from_secs(10), "never migrated");
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "never migrated"
+        );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     let hash = idem::auth::Passwords::new(1)

@@ -97,17 +97,29 @@ mod tests {
     #[test]
     fn outage_codes_are_unavailable_and_refusals_are_not() {
         for code in ["08006", "57P01", "57P03", "53300", "57014"] {
-            assert!(is_unavailable_code(code, false), "Postgres {code} means not now");
+            assert!(
+                is_unavailable_code(code, false),
+                "Postgres {code} means not now"
+            );
         }
         for code in ["5", "517", "10", "14", "270"] {
-            assert!(is_unavailable_code(code, true), "SQLite {code} means not now");
+            assert!(
+                is_unavailable_code(code, true),
+                "SQLite {code} means not now"
+            );
         }
         // Unique violation, syntax error; SQLite constraint, unique, corruption.
         for code in ["23505", "42601", "22005"] {
-            assert!(!is_unavailable_code(code, false), "Postgres {code} means not this");
+            assert!(
+                !is_unavailable_code(code, false),
+                "Postgres {code} means not this"
+            );
         }
         for code in ["19", "2067", "11"] {
-            assert!(!is_unavailable_code(code, true), "SQLite {code} means not this");
+            assert!(
+                !is_unavailable_code(code, true),
+                "SQLite {code} means not this"
+            );
         }
     }
 }

@@ -91,7 +91,12 @@ impl SessionStore for DbSessionStore {
                 self.recent.confirm(record.id, record.clone());
                 Ok(())
             }
-            Err(_) if self.recent.recall(&record.id).is_some_and(|r| r.data == record.data) => {
+            Err(_)
+                if self
+                    .recent
+                    .recall(&record.id)
+                    .is_some_and(|r| r.data == record.data) =>
+            {
                 Ok(())
             }
             Err(err) => Err(err),

@@ -193,8 +193,7 @@ impl Gate {
                 let target = target.clone();
                 pipes.spawn(async move {
                     if let Ok(mut outbound) = tokio::net::TcpStream::connect(&target).await {
-                        let _ =
-                            tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
+                        let _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
                     }
                 });
             }
@@ -242,7 +241,12 @@ pub async fn dead_letter(store: &Store, key: &str) -> i64 {
 
 /// Asks Idem to replay dead letter `id` under `action_id`, as the page's
 /// own code does (the answer is data, not a redirect).
-pub async fn replay(app: &TestApp, client: &reqwest::Client, id: i64, action_id: &str) -> reqwest::Response {
+pub async fn replay(
+    app: &TestApp,
+    client: &reqwest::Client,
+    id: i64,
+    action_id: &str,
+) -> reqwest::Response {
     client
         .post(app.url(server_fn("replay_dead_letter")))
         .header("sec-fetch-site", "same-origin")
@@ -257,6 +261,10 @@ pub async fn replay(app: &TestApp, client: &reqwest::Client, id: i64, action_id:
 pub fn server_fn(name: &str) -> &'static str {
     leptos::server_fn::axum::server_fn_paths()
         .map(|(path, _)| path)
-        .find(|path| path.rsplit('/').next().is_some_and(|last| last.starts_with(name)))
+        .find(|path| {
+            path.rsplit('/')
+                .next()
+                .is_some_and(|last| last.starts_with(name))
+        })
         .unwrap_or_else(|| panic!("no server function named {name}"))
 }
