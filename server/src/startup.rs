@@ -15,7 +15,6 @@ use idem_app::{App, api::ConsoleInfo, shell, ssr::AppState};
 use idem_store::{DEMO_DATA, Store, StoreError};
 use leptos_axum::{AxumRouteListing, LeptosRoutes, generate_route_list};
 use tokio::{net::TcpListener, sync::watch};
-use tower_http::trace::TraceLayer;
 
 use crate::{
     auth::{self, AuthContext},
@@ -402,6 +401,6 @@ pub fn router(
         .layer(tower_http::limit::RequestBodyLimitLayer::new(
             limits.body_limit,
         ))
-        .layer(TraceLayer::new_for_http())
+        .layer(crate::telemetry::request_layer())
         .with_state(state)
 }
