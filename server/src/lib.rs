@@ -6,6 +6,7 @@ pub mod accounts;
 pub mod auth;
 pub mod config;
 pub mod demo;
+pub mod fn_errors;
 pub mod health;
 pub mod limits;
 pub mod metrics;

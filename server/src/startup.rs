@@ -376,6 +376,7 @@ pub fn router(
             },
         )
         .fallback(leptos_axum::file_and_error_handler::<AppState, _>(shell))
+        .layer(axum::middleware::from_fn(crate::fn_errors::error_status))
         .layer(axum::middleware::from_fn_with_state(
             auth.clone(),
             auth::guard,

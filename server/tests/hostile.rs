@@ -140,3 +140,113 @@ async fn nfc_and_nfd_spellings_of_a_key_are_two_different_keys() {
         "its NFD twin is another key, which was never claimed"
     );
 }
+
+/// Every argument name a server function takes, and the form fields of the
+/// plain handlers: a hostile value goes into all of them at once.
+const FIELDS: &[&str] = &[
+    "id",
+    "action_id",
+    "consumer",
+    "key",
+    "cursor",
+    "from",
+    "to",
+    "until",
+    "range",
+    "state",
+    "status",
+    "q",
+    "name",
+    "outcome",
+    "override_verdict",
+    "provider_ref",
+    "reason",
+    "version",
+    "zone",
+];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_hostile_value_in_any_server_function_argument_or_form_gets_a_server_error() {
+    let app = spawn_app(TestDatabase::sqlite().await).await;
+    app.create_user("ada", idem_domain::Role::Admin).await;
+    let admin = app.sign_in("ada").await;
+    claimed(&app.store, "orders", "key-1").await;
+    let mut calls: Vec<(String, axum::http::Method, &[&str])> =
+        leptos::server_fn::axum::server_fn_paths()
+            .map(|(path, method)| (path.to_owned(), method, FIELDS))
+            .collect();
+    assert!(calls.len() >= 9, "{calls:?}");
+    calls.push((
+        "/preferences/zone".into(),
+        axum::http::Method::POST,
+        &["tz", "next"],
+    ));
+    calls.push((
+        "/login".into(),
+        axum::http::Method::POST,
+        &["username", "password", "next"],
+    ));
+    calls.push(("/logout".into(), axum::http::Method::POST, &["next"]));
+
+    let mut failures = Vec::new();
+    for (path, method, fields) in &calls {
+        // An address stays under 64 KB (the most a client sends): five
+        // 10 KB values at a time.
+        for fields in fields.chunks(5) {
+            for (what, value) in hostile() {
+                let body = fields
+                    .iter()
+                    .map(|field| format!("{field}={value}"))
+                    .collect::<Vec<_>>()
+                    .join("&");
+                let request = if *method == axum::http::Method::GET {
+                    admin.get(app.url(&format!("{path}?{body}")))
+                } else {
+                    admin
+                        .request(method.clone(), app.url(path))
+                        .header("content-type", "application/x-www-form-urlencoded")
+                        .body(body)
+                };
+                let response = request
+                    .header("sec-fetch-site", "same-origin")
+                    .send()
+                    .await
+                    .unwrap_or_else(|e| panic!("{path} with {what}: no answer: {e}"));
+                let status = response.status().as_u16();
+                if status >= 500 {
+                    let text = response.text().await.unwrap_or_default();
+                    failures.push(format!(
+                        "{status} for {method} {path} {fields:?} with {what}: {text:.200}"
+                    ));
+                }
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "server errors:\n{}",
+        failures.join("\n")
+    );
+
+    // Arguments that do not parse are the caller's mistake, said as such.
+    let response = admin
+        .get(app.url(common::server_fn("search_keys")))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 400);
+    assert!(response.text().await.unwrap().contains("missing field"));
+
+    // A megabyte of form is refused before it is read.
+    let huge = format!("reason={}", "r".repeat(1024 * 1024));
+    let response = admin
+        .post(app.url(common::server_fn("replay_dead_letter")))
+        .header("sec-fetch-site", "same-origin")
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(huge)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 413);
+    assert_eq!(app.get("/").await.0, 200, "the server still answers");
+}
