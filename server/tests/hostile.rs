@@ -228,7 +228,9 @@ async fn no_hostile_value_in_any_server_function_argument_or_form_gets_a_server_
         failures.join("\n")
     );
 
-    // Arguments that do not parse are the caller's mistake, said as such.
+    // (The last calls posted to /logout.) Arguments that do not parse are
+    // the caller's mistake, said as such.
+    let admin = app.sign_in("ada").await;
     let response = admin
         .get(app.url(common::server_fn("search_keys")))
         .send()
