@@ -37,3 +37,27 @@ pub use search::{ClaimSearch, SEARCH_CANDIDATES, SearchOrder, SearchResult};
 pub use store::{DEFAULT_DATABASE_URL, Store, StoreConfig, Tx};
 pub use ts::Ts;
 pub use users::{PasswordHash, UserRecord};
+
+/// Entry points for the fuzz targets in `fuzz/` (compiled only under
+/// cargo-fuzz, which sets `--cfg fuzzing`).
+#[cfg(fuzzing)]
+pub mod fuzzing {
+    use crate::{StoreError, cursor};
+
+    /// Decodes `text` as a cursor of the unknown-outcomes list; anything but
+    /// a position or `BadCursor` panics, and a position must re-encode to a
+    /// cursor that decodes to the same position.
+    pub fn check_cursor(text: &str) {
+        type Position = (i64, String, String);
+        match cursor::decode::<Position>("unknown", text) {
+            Ok(position) => {
+                let again: Position =
+                    cursor::decode("unknown", &cursor::encode("unknown", &position))
+                        .expect("a cursor Idem issued decodes");
+                assert_eq!(again, position);
+            }
+            Err(StoreError::BadCursor) => {}
+            Err(other) => panic!("a cursor gave {other:?}"),
+        }
+    }
+}

@@ -203,7 +203,8 @@ impl Gate {
 
     /// Refuses new connections and cuts every open one.
     pub async fn close(&self) {
-        if let Some(task) = self.running.lock().unwrap().take() {
+        let running = self.running.lock().unwrap().take();
+        if let Some(task) = running {
             // Aborting drops the listener and the JoinSet, which aborts every pipe.
             task.abort();
             let _ = task.await;
