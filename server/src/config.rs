@@ -22,6 +22,7 @@
 //! | `IDEM_MAX_IN_FLIGHT` | requests served at once; more are refused at once with 503 (health probes excepted) | `64` |
 //! | `IDEM_REQUEST_TIMEOUT_SECONDS` | a request still running this long is answered 503 | `20` |
 //! | `IDEM_SHUTDOWN_GRACE_SECONDS` | on SIGTERM, how long in-flight requests and the demo may take to finish | `15` |
+//! | `IDEM_BACKGROUND_LEASE_SECONDS` | rollups, the demo and the session sweeper run on one replica at a time; when it stops, another takes over within this | `30` |
 //! | `IDEM_LOG_FORMAT` | `json` for JSON lines, else human-readable | text |
 //! | `RUST_LOG` | log filter | `info` |
 //! | `LEPTOS_SITE_ROOT`, `LEPTOS_SITE_PKG_DIR`, `LEPTOS_OUTPUT_NAME`, `LEPTOS_ENV`, `LEPTOS_RELOAD_PORT` | set by cargo-leptos | `target/site`, `pkg`, `idem`, `DEV`, `3001` |
@@ -100,6 +101,10 @@ pub struct Config {
     pub metrics_token: Option<crate::metrics::MetricsToken>,
     pub auth: AuthSettings,
     pub limits: Limits,
+    /// How long the background lease lasts unrenewed (renewed every third
+    /// of it): after a replica dies, another takes over the background
+    /// work within this.
+    pub background_lease: Duration,
     pub leptos: LeptosOptions,
 }
 
@@ -252,6 +257,11 @@ impl Config {
             metrics_token: var("IDEM_METRICS_TOKEN").map(crate::metrics::MetricsToken::new),
             auth,
             limits,
+            background_lease: Duration::from_secs(
+                number("IDEM_BACKGROUND_LEASE_SECONDS")?
+                    .unwrap_or(30)
+                    .max(3),
+            ),
             leptos,
         })
     }
@@ -279,6 +289,7 @@ impl Config {
                 hash_concurrency: 2,
             },
             limits: Limits::default(),
+            background_lease: Duration::from_secs(3),
             leptos: LeptosOptions::builder()
                 .output_name("idem")
                 .site_root("target/site")

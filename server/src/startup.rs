@@ -12,7 +12,7 @@ use axum::{
     routing::{get, post},
 };
 use idem_app::{App, api::ConsoleInfo, shell, ssr::AppState};
-use idem_store::{DEMO_DATA, Store, StoreError};
+use idem_store::{BACKGROUND_LEASE, DEMO_DATA, Store, StoreError};
 use leptos_axum::{AxumRouteListing, LeptosRoutes, generate_route_list};
 use tokio::{net::TcpListener, sync::watch};
 
@@ -49,6 +49,9 @@ pub struct Application {
     /// unreachable, in which case serving starts with the outage banner and
     /// the same preparation is retried until the database appears.
     prepared: Option<Prepared>,
+    /// This process among the replicas on the database (the background
+    /// lease's holder name): host, process id and a random tag.
+    replica: String,
 }
 
 /// What start-up decides once the database answers.
@@ -116,7 +119,13 @@ impl Application {
             auth,
             config,
             prepared,
+            replica: replica_name(),
         })
+    }
+
+    /// This replica's name, as the background lease records it.
+    pub fn replica(&self) -> &str {
+        &self.replica
     }
 
     pub fn local_addr(&self) -> SocketAddr {
@@ -148,6 +157,7 @@ impl Application {
             self.config.clone(),
             self.auth.clone(),
             self.prepared,
+            self.replica.clone(),
             fatal_tx,
             stop_rx.clone(),
         ));
@@ -196,6 +206,17 @@ impl Application {
     }
 }
 
+/// `host-pid-tag`: unique among replicas, readable in the lease table.
+fn replica_name() -> String {
+    let host = std::fs::read_to_string("/etc/hostname")
+        .ok()
+        .map(|h| h.trim().to_owned())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "idem".to_owned());
+    let tag: u32 = rand::random();
+    format!("{host}-{}-{tag:08x}", std::process::id())
+}
+
 /// Migrates, decides whether the demo runs and creates its accounts.
 async fn prepare(config: &Config, auth: &AuthContext) -> Result<Prepared, StartError> {
     let store = &auth.store;
@@ -210,14 +231,16 @@ async fn prepare(config: &Config, auth: &AuthContext) -> Result<Prepared, StartE
 }
 
 /// The work beside serving: once the database is prepared (at start-up, or
-/// here when it was unreachable then), the expired-session sweeper, the
-/// hourly rollups and the demo. Returns when told to stop; a preparation
-/// that fails for any reason but an unreachable database is sent to
-/// `fatal`, which stops the server.
+/// here when it was unreachable then), and while this replica holds the
+/// background lease, the expired-session sweeper, the hourly rollups and
+/// the demo — once across every replica on the database. Returns when told
+/// to stop (releasing the lease); a preparation that fails for any reason
+/// but an unreachable database is sent to `fatal`, which stops the server.
 async fn background(
     config: Config,
     auth: Arc<AuthContext>,
     prepared: Option<Prepared>,
+    replica: String,
     fatal: tokio::sync::mpsc::Sender<StartError>,
     mut stop: watch::Receiver<bool>,
 ) {
@@ -239,12 +262,73 @@ async fn background(
             }
         },
     };
+    let mut demo = prepared.demo;
+    let store = auth.store.clone();
+    let ttl = config.background_lease;
+    let renew_every = ttl / 3;
+    let hold = || {
+        let now = idem_store::Ts::now();
+        let until =
+            idem_store::Ts::from(now.0 + chrono::TimeDelta::from_std(ttl).unwrap_or_default());
+        store.hold_lease(BACKGROUND_LEASE, &replica, now, until)
+    };
+    loop {
+        // Wait until this replica holds the lease (another may be running the work).
+        if !matches!(hold().await, Ok(true)) {
+            tokio::select! {
+                () = tokio::time::sleep(renew_every) => continue,
+                _ = stop.changed() => return,
+            }
+        }
+        tracing::info!(%replica, "this replica runs the background work");
+        let (work_stop_tx, work_stop_rx) = watch::channel(false);
+        let work = tokio::spawn(background_work(auth.clone(), demo.clone(), work_stop_rx));
+        // A later turn (the lease lost and taken back) continues the demo live.
+        if let Some(settings) = &mut demo {
+            settings.backfill = Duration::ZERO;
+        }
+        let stopping = loop {
+            tokio::select! {
+                () = tokio::time::sleep(renew_every) => {}
+                _ = stop.changed() => break true,
+            }
+            match hold().await {
+                Ok(true) => {}
+                Ok(false) => {
+                    tracing::warn!(%replica, "another replica took the background lease; stopping the background work here");
+                    break false;
+                }
+                Err(err) => {
+                    // Without a renewal another replica may take over after
+                    // the lease expires; stop first, so it is never both.
+                    tracing::warn!(%replica, error = %idem_app::ssr::cause_chain(&err), "cannot renew the background lease; stopping the background work here");
+                    break false;
+                }
+            }
+        };
+        let _ = work_stop_tx.send(true);
+        let _ = work.await;
+        if stopping {
+            // Hand over at once instead of after the lease expires.
+            let _ = store.release_lease(BACKGROUND_LEASE, &replica).await;
+            return;
+        }
+    }
+}
+
+/// The work that runs once across replicas: the demo (if any), the session
+/// sweeper and the hourly rollups, until `stop` turns true.
+async fn background_work(
+    auth: Arc<AuthContext>,
+    demo: Option<demo::Settings>,
+    stop: watch::Receiver<bool>,
+) {
     // Without a demo the sender is dropped at once, which lets rollups start.
     let (history_tx, history_rx) = tokio::sync::oneshot::channel();
     let demo = {
         let (store, stop) = (auth.store.clone(), stop.clone());
         async move {
-            match prepared.demo {
+            match demo {
                 Some(settings) => demo::run(store, settings, stop, history_tx).await,
                 None => drop(history_tx),
             }
@@ -253,7 +337,7 @@ async fn background(
     tokio::join!(
         demo,
         sweep_expired_sessions(auth.clone(), stop.clone()),
-        maintain_rollups(auth.store.clone(), history_rx, stop.clone()),
+        maintain_rollups(auth.store.clone(), history_rx, stop),
     );
 }
 
