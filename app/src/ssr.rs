@@ -30,6 +30,9 @@ pub struct AppState {
     /// Whether the database answers, and since when it has not.
     #[from_ref(skip)]
     pub database: DatabaseStatus,
+    /// Password sign-in is on (`IDEM_PASSWORD_LOGIN`).
+    #[from_ref(skip)]
+    pub password_login: bool,
 }
 
 /// Whether the database answered its last check, and if not, since when it
@@ -98,6 +101,7 @@ impl AppState {
             claim_retention: chrono::TimeDelta::days(30),
             slos: std::sync::Arc::default(),
             database: DatabaseStatus::default(),
+            password_login: true,
         }
     }
 }

@@ -11,6 +11,11 @@
 //! | `IDEM_SESSION_IDLE_MINUTES` | a session unused this long ends | `30` |
 //! | `IDEM_SESSION_ABSOLUTE_HOURS` | a session ends this long after sign-in | `12` |
 //! | `IDEM_TRUSTED_PROXIES` | proxies whose `X-Forwarded-For` is believed (addresses or networks, comma-separated) | none |
+//! | `IDEM_AUTH_PROXY_HEADER` | the header an identity-aware proxy names the user in (e.g. `X-Forwarded-User`); believed only from `IDEM_TRUSTED_PROXIES` | off |
+//! | `IDEM_AUTH_PROXY_GROUPS_HEADER` | the header carrying the user's groups, comma-separated | none |
+//! | `IDEM_AUTH_PROXY_ROLES` | `group=role, …`: the highest role of the user's groups applies | none |
+//! | `IDEM_AUTH_PROXY_DEFAULT_ROLE` | the role of a user in no mapped group, or `none` to refuse them | `viewer` |
+//! | `IDEM_PASSWORD_LOGIN` | `0` turns password sign-in off (the proxy signs people in) | `1` |
 //! | `IDEM_HASH_CONCURRENCY` | password hashes computed at once | `2` |
 //! | `IDEM_CLAIM_RETENTION_DAYS` | how long consumers keep claims; replaying an older key is flagged | `30` |
 //! | `IDEM_READ_CACHE_MS` | how long one dashboard read serves every viewer (0 turns the cache off) | `2000` |
@@ -126,6 +131,38 @@ where
         })
 }
 
+/// `IDEM_AUTH_PROXY_*`: sign-in through an identity-aware proxy, if configured.
+fn proxy_auth() -> Result<Option<crate::auth::proxy::ProxyAuth>, ConfigError> {
+    let Some(user_header) = var("IDEM_AUTH_PROXY_HEADER") else {
+        return Ok(None);
+    };
+    let invalid = |name: &'static str, value: String, reason: String| ConfigError::Invalid {
+        name,
+        value,
+        reason,
+    };
+    let roles_text = var("IDEM_AUTH_PROXY_ROLES").unwrap_or_default();
+    let roles = crate::auth::proxy::ProxyAuth::parse_roles(&roles_text)
+        .map_err(|reason| invalid("IDEM_AUTH_PROXY_ROLES", roles_text.clone(), reason))?;
+    let default_role = match var("IDEM_AUTH_PROXY_DEFAULT_ROLE").as_deref() {
+        None => Some(idem_domain::Role::Viewer),
+        Some("none") => None,
+        Some(text) => Some(text.parse().map_err(|e: idem_domain::UnknownValue| {
+            invalid(
+                "IDEM_AUTH_PROXY_DEFAULT_ROLE",
+                text.to_owned(),
+                e.to_string(),
+            )
+        })?),
+    };
+    Ok(Some(crate::auth::proxy::ProxyAuth {
+        user_header: user_header.trim().to_ascii_lowercase(),
+        groups_header: var("IDEM_AUTH_PROXY_GROUPS_HEADER").map(|h| h.trim().to_ascii_lowercase()),
+        roles,
+        default_role,
+    }))
+}
+
 impl Config {
     pub fn from_env() -> Result<Config, ConfigError> {
         let url = var("DATABASE_URL");
@@ -224,7 +261,28 @@ impl Config {
                 .map(|v| parse("IDEM_HASH_CONCURRENCY", &v))
                 .transpose()?
                 .unwrap_or(2),
+            proxy: proxy_auth()?,
+            password_login: match var("IDEM_PASSWORD_LOGIN").as_deref() {
+                None | Some("1" | "true" | "on" | "yes") => true,
+                Some("0" | "false" | "off" | "no") => false,
+                Some(other) => {
+                    return Err(ConfigError::Invalid {
+                        name: "IDEM_PASSWORD_LOGIN",
+                        value: other.to_owned(),
+                        reason: "expected 1 or 0".into(),
+                    });
+                }
+            },
         };
+        if auth.proxy.is_some() && trusted.trim().is_empty() {
+            return Err(ConfigError::Invalid {
+                name: "IDEM_AUTH_PROXY_HEADER",
+                value: var("IDEM_AUTH_PROXY_HEADER").unwrap_or_default(),
+                reason:
+                    "it is believed only from the proxy's addresses: set IDEM_TRUSTED_PROXIES too"
+                        .into(),
+            });
+        }
         let log_json = var("IDEM_LOG_FORMAT").is_some_and(|v| v.eq_ignore_ascii_case("json"));
 
         let reload_port = var("LEPTOS_RELOAD_PORT")
@@ -287,6 +345,8 @@ impl Config {
                 absolute_timeout: Duration::from_secs(12 * 3600),
                 trusted_proxies: TrustedProxies::default(),
                 hash_concurrency: 2,
+                proxy: None,
+                password_login: true,
             },
             limits: Limits::default(),
             background_lease: Duration::from_secs(3),

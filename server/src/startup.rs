@@ -101,6 +101,7 @@ impl Application {
         state.claim_retention = config.claim_retention;
         state.slos = Arc::new(slos);
         state.database = database;
+        state.password_login = config.auth.password_login;
         let metrics = crate::metrics::MetricsState {
             app: state.clone(),
             token: config.metrics_token.clone().map(Arc::new),

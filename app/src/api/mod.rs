@@ -73,6 +73,8 @@ pub struct LoginInfo {
     pub demo_accounts: Vec<String>,
     /// Whether any account exists yet (a new install has none).
     pub any_accounts: bool,
+    /// Password sign-in is on (off when only the identity proxy signs in).
+    pub password_login: bool,
 }
 
 /// The objective for resolving an unknown outcome (the SLO issue makes it configurable).

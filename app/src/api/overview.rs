@@ -54,6 +54,7 @@ pub async fn get_login_info() -> Result<super::LoginInfo, AppError> {
         Ok(super::LoginInfo {
             demo_accounts,
             any_accounts,
+            password_login: state.password_login,
         })
     })
     .await

@@ -19,7 +19,34 @@ pub fn LoginPage() -> impl IntoView {
         .unwrap_or_else(|| "/".into());
     let failed = links::query_param(&search, "failed").is_some();
     let info = Resource::new(|| (), |_| get_login_info());
-    let render = |info: LoginInfo| {
+    let render = move |info: LoginInfo| {
+        if !info.password_login {
+            return view! {
+                <section class="notice" role="note">
+                    <h2>"Sign in through your company's sign-in"</h2>
+                    <p>
+                        "This Idem takes who you are from the company's identity proxy; "
+                        "password sign-in is off. Open Idem through its usual address and "
+                        "sign in there when asked."
+                    </p>
+                    <p>
+                        "Reached this page through that address? Then the proxy did not say "
+                        "who you are, or your groups give you no role in Idem: ask an Idem administrator."
+                    </p>
+                </section>
+            }
+            .into_any();
+        }
+        let form = view! {
+            <form method="post" action="/login" class="login-form">
+                <input type="hidden" name="next" value=next.clone()/>
+                <label for="login-username">"Name"</label>
+                <input id="login-username" name="username" autocomplete="username" required maxlength="128" autofocus/>
+                <label for="login-password">"Password"</label>
+                <input id="login-password" name="password" type="password" autocomplete="current-password" required maxlength="1024"/>
+                <button type="submit">"Sign in"</button>
+            </form>
+        };
         let demo = (!info.demo_accounts.is_empty()).then(|| {
             let accounts = info
                 .demo_accounts
@@ -43,7 +70,7 @@ pub fn LoginPage() -> impl IntoView {
                 </section>
             }
         });
-        view! { {demo} {empty} }
+        view! { {form} {demo} {empty} }.into_any()
     };
     view! {
         <Title text="Sign in"/>
@@ -54,14 +81,6 @@ pub fn LoginPage() -> impl IntoView {
                     "Sign-in failed. Check the name and password, or wait a few minutes and try again."
                 </p>
             })}
-            <form method="post" action="/login" class="login-form">
-                <input type="hidden" name="next" value=next/>
-                <label for="login-username">"Name"</label>
-                <input id="login-username" name="username" autocomplete="username" required maxlength="128" autofocus/>
-                <label for="login-password">"Password"</label>
-                <input id="login-password" name="password" type="password" autocomplete="current-password" required maxlength="1024"/>
-                <button type="submit">"Sign in"</button>
-            </form>
             <Loaded resource=info render/>
         </div>
     }

@@ -25,7 +25,7 @@ impl TrustedProxies {
             .map(TrustedProxies)
     }
 
-    fn trusts(&self, ip: IpAddr) -> bool {
+    pub fn trusts(&self, ip: IpAddr) -> bool {
         self.0.iter().any(|net| net.contains(&ip))
     }
 

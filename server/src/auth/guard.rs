@@ -12,7 +12,10 @@ use idem_app::auth::{CurrentUser, role_for_api_path};
 use idem_store::NewAuditEntry;
 use tower_sessions::Session;
 
-use super::{AuthContext, EPOCH, LOGIN_AT, USER_ID};
+use super::{
+    AuthContext, EPOCH, LOGIN_AT, USER_ID,
+    proxy::{self, Asserted, Refused},
+};
 
 /// Reachable without signing in.
 fn is_public(method: &Method, path: &str) -> bool {
@@ -77,6 +80,81 @@ async fn authenticate(ctx: &AuthContext, session: &Session) -> Result<Option<Cur
     }
 }
 
+/// The person an identity-aware proxy names, when one is configured and the
+/// request comes straight from one of its addresses (the header from
+/// anywhere else is ignored). `None`: not a proxy sign-in.
+async fn from_proxy(
+    ctx: &AuthContext,
+    peer: SocketAddr,
+    headers: &axum::http::HeaderMap,
+) -> Option<Result<CurrentUser, Response>> {
+    let proxy = ctx.settings.proxy.as_ref()?;
+    if !ctx.settings.trusted_proxies.trusts(peer.ip()) {
+        return None;
+    }
+    let client = ctx
+        .settings
+        .trusted_proxies
+        .client(peer, headers)
+        .to_string();
+    let refuse =
+        |status, title: &str, text: &str| Some(Err(crate::limits::refusal(status, title, text)));
+    match proxy.asserted(headers) {
+        Asserted::Nobody => None,
+        Asserted::Invalid => refuse(
+            StatusCode::BAD_REQUEST,
+            "Unusable user name",
+            "The identity proxy sent a user name Idem cannot use (empty, too long or with \
+             control characters).",
+        ),
+        Asserted::NoRole { username } => {
+            tracing::info!(%username, "identity proxy user has no role in Idem");
+            refuse(
+                StatusCode::FORBIDDEN,
+                "No role in Idem",
+                "You are signed in to the company, but none of your groups gives you a role in \
+                 Idem. Ask an Idem administrator.",
+            )
+        }
+        Asserted::User { username, role } => {
+            if ctx.database.down_since().is_none() {
+                match proxy::account(&ctx.store, &username, role, &client).await {
+                    Ok(user) => {
+                        ctx.known_proxy_users.confirm(username, user.clone());
+                        return Some(Ok(user));
+                    }
+                    Err(Refused::Disabled) => {
+                        return refuse(
+                            StatusCode::FORBIDDEN,
+                            "Account disabled",
+                            "Your Idem account is disabled. Ask an Idem administrator.",
+                        );
+                    }
+                    Err(Refused::Store(err)) if !err.is_unavailable() => {
+                        let _ = idem_app::error::internal(&err);
+                        return refuse(
+                            StatusCode::INTERNAL_SERVER_ERROR,
+                            "Sign-in failed",
+                            "Idem could not look up your account; the cause is in its log.",
+                        );
+                    }
+                    Err(Refused::Store(_)) => {}
+                }
+            }
+            // The database is down: the account as last confirmed, if recent.
+            match ctx.known_proxy_users.recall(&username) {
+                Some(user) => Some(Ok(user)),
+                None => refuse(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "Sign-in is temporarily unavailable",
+                    "Idem cannot reach its database, where accounts are kept. Try again in a few \
+                     seconds.",
+                ),
+            }
+        }
+    }
+}
+
 pub async fn guard(
     State(ctx): State<Arc<AuthContext>>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
@@ -84,19 +162,23 @@ pub async fn guard(
     mut req: Request,
     next: Next,
 ) -> Response {
-    let user = match authenticate(&ctx, &session).await {
-        Ok(user) => user,
-        Err(()) => {
-            // The store's own error was logged where it happened (sqlx,
-            // tower-sessions); the outage itself by the database check.
-            tracing::debug!("session or account lookup failed");
-            return crate::limits::refusal(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "Sign-in is temporarily unavailable",
-                "Idem cannot reach its database, where sign-ins are kept. Pages come back by \
-                 themselves when it answers again; try again in a few seconds.",
-            );
-        }
+    let user = match from_proxy(&ctx, peer, req.headers()).await {
+        Some(Ok(user)) => Some(user),
+        Some(Err(refusal)) => return refusal,
+        None => match authenticate(&ctx, &session).await {
+            Ok(user) => user,
+            Err(()) => {
+                // The store's own error was logged where it happened (sqlx,
+                // tower-sessions); the outage itself by the database check.
+                tracing::debug!("session or account lookup failed");
+                return crate::limits::refusal(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "Sign-in is temporarily unavailable",
+                    "Idem cannot reach its database, where sign-ins are kept. Pages come back by \
+                     themselves when it answers again; try again in a few seconds.",
+                );
+            }
+        },
     };
     if let Some(user) = &user {
         req.extensions_mut().insert(user.clone());

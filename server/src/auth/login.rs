@@ -60,6 +60,14 @@ pub async fn login(
     session: Session,
     Form(form): Form<LoginForm>,
 ) -> Response {
+    if !ctx.settings.password_login {
+        return crate::limits::refusal(
+            axum::http::StatusCode::FORBIDDEN,
+            "Password sign-in is off",
+            "This Idem signs people in through the company's identity proxy. Open it through \
+             its usual address and sign in there.",
+        );
+    }
     if ctx.database.down_since().is_some() {
         return refused();
     }

@@ -13,6 +13,7 @@ mod headers;
 mod login;
 pub mod outage;
 pub mod password;
+pub mod proxy;
 mod sessions;
 
 use std::{sync::Arc, time::Duration};
@@ -47,6 +48,11 @@ pub struct AuthSettings {
     pub trusted_proxies: TrustedProxies,
     /// Password hashes computed at once.
     pub hash_concurrency: usize,
+    /// Sign-in through an identity-aware proxy, believed only on
+    /// connections from `trusted_proxies`.
+    pub proxy: Option<proxy::ProxyAuth>,
+    /// `POST /login` with a password is accepted (off when only the proxy signs in).
+    pub password_login: bool,
 }
 
 impl AuthSettings {
@@ -75,6 +81,8 @@ pub struct AuthContext {
     pub passwords: Passwords,
     /// Accounts as the database last confirmed them, for outages.
     pub known_users: outage::Recent<i64, idem_store::UserRecord>,
+    /// People the identity proxy named, as last confirmed, for outages.
+    pub known_proxy_users: outage::Recent<String, idem_app::auth::CurrentUser>,
     /// The session store; one per process, so its outage memory is shared.
     sessions: DbSessionStore,
     /// While the database is known to be down, sign-in answers from memory
@@ -96,6 +104,7 @@ impl AuthContext {
             store,
             passwords,
             known_users: outage::Recent::default(),
+            known_proxy_users: outage::Recent::default(),
         })
     }
 

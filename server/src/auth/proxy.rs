@@ -1,0 +1,245 @@
+//! Sign-in through an identity-aware proxy (oauth2-proxy, Pomerium,
+//! Cloudflare Access and the like), the way Grafana's auth proxy works: the
+//! proxy authenticates the person and names them in a header; Idem believes
+//! that header only on connections from the proxy's own addresses.
+//!
+//! A person seen this way for the first time gets an account (no password)
+//! with the role their groups map to; on later requests the role follows
+//! the groups again, so removing someone from a group in the company's
+//! directory takes effect on their next request. Creations and role changes
+//! are audited under the proxy's name for the change, `identity-proxy`.
+
+use std::collections::HashMap;
+
+use axum::http::HeaderMap;
+use idem_app::auth::CurrentUser;
+use idem_domain::{ConsumerName, Role};
+use idem_store::{NewAuditEntry, Store, StoreError, UserRecord};
+
+/// How the proxy says who is asking.
+#[derive(Debug, Clone)]
+pub struct ProxyAuth {
+    /// The header carrying the user's name (for example `X-Forwarded-User`).
+    pub user_header: String,
+    /// A header carrying the user's groups, comma-separated.
+    pub groups_header: Option<String>,
+    /// Group → role; a person in several groups gets the highest role.
+    pub roles: HashMap<String, Role>,
+    /// The role of a person in no mapped group; `None` refuses them.
+    pub default_role: Option<Role>,
+}
+
+/// What the proxy's headers say about a request.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Asserted {
+    /// No user header: not a proxy sign-in.
+    Nobody,
+    /// A user the mapping gives no role to.
+    NoRole { username: String },
+    /// A user and the role their groups map to.
+    User { username: String, role: Role },
+    /// A user header that is not a valid name.
+    Invalid,
+}
+
+impl ProxyAuth {
+    /// `group=role, group=role`.
+    pub fn parse_roles(text: &str) -> Result<HashMap<String, Role>, String> {
+        text.split(',')
+            .map(str::trim)
+            .filter(|pair| !pair.is_empty())
+            .map(|pair| {
+                let (group, role) = pair
+                    .split_once('=')
+                    .ok_or_else(|| format!("{pair:?} is not group=role"))?;
+                let role = role
+                    .trim()
+                    .parse::<Role>()
+                    .map_err(|e| format!("{pair:?}: {e}"))?;
+                Ok((group.trim().to_owned(), role))
+            })
+            .collect()
+    }
+
+    /// Reads the headers (the caller has checked that they come from a
+    /// trusted proxy).
+    pub fn asserted(&self, headers: &HeaderMap) -> Asserted {
+        let Some(value) = headers.get(self.user_header.as_str()) else {
+            return Asserted::Nobody;
+        };
+        let Some(username) = value
+            .to_str()
+            .ok()
+            .map(str::trim)
+            .and_then(|name| ConsumerName::parse(name).ok())
+            .map(|name| name.to_string())
+        else {
+            return Asserted::Invalid;
+        };
+        let groups: Vec<&str> = self
+            .groups_header
+            .as_deref()
+            .and_then(|header| headers.get(header))
+            .and_then(|v| v.to_str().ok())
+            .map(|v| v.split(',').map(str::trim).collect())
+            .unwrap_or_default();
+        let role = groups
+            .iter()
+            .filter_map(|group| self.roles.get(*group).copied())
+            .max()
+            .or(self.default_role);
+        match role {
+            Some(role) => Asserted::User { username, role },
+            None => Asserted::NoRole { username },
+        }
+    }
+}
+
+/// Why a proxy-asserted person is not let in.
+#[derive(Debug)]
+pub enum Refused {
+    /// The account exists and is disabled.
+    Disabled,
+    /// The database could not be asked.
+    Store(StoreError),
+}
+
+/// The account for `username` with `role`: created on first sight, its role
+/// brought in line with the groups otherwise; both audited.
+pub async fn account(
+    store: &Store,
+    username: &str,
+    role: Role,
+    client: &str,
+) -> Result<CurrentUser, Refused> {
+    let existing = store.user_by_name(username).await.map_err(Refused::Store)?;
+    let user: UserRecord = match existing {
+        Some(user) if user.disabled => return Err(Refused::Disabled),
+        Some(user) if user.role == role => user,
+        Some(user) => {
+            store
+                .set_role(username, role)
+                .await
+                .map_err(Refused::Store)?;
+            audit(
+                store,
+                username,
+                "role changed by identity proxy",
+                user.role.as_str(),
+                role,
+                client,
+            )
+            .await;
+            UserRecord { role, ..user }
+        }
+        None => {
+            // A concurrent first request may have created it: either way it exists now.
+            if store
+                .create_user(username, role, None)
+                .await
+                .map_err(Refused::Store)?
+                .is_some()
+            {
+                audit(
+                    store,
+                    username,
+                    "user created by identity proxy",
+                    "none",
+                    role,
+                    client,
+                )
+                .await;
+            }
+            store
+                .user_by_name(username)
+                .await
+                .map_err(Refused::Store)?
+                .ok_or(Refused::Store(StoreError::Contract(
+                    "a user created a moment ago is gone".into(),
+                )))?
+        }
+    };
+    Ok(CurrentUser {
+        id: user.id,
+        username: user.username,
+        role: user.role,
+    })
+}
+
+async fn audit(
+    store: &Store,
+    username: &str,
+    action: &str,
+    before: &str,
+    role: Role,
+    client: &str,
+) {
+    let entry = NewAuditEntry {
+        actor: "identity-proxy",
+        actor_role: "admin",
+        action,
+        target: Some(username),
+        state_before: Some(before),
+        state_after: Some(role.as_str()),
+        result: "ok",
+        client_addr: Some(client),
+        ..Default::default()
+    };
+    if let Err(err) = store.append_audit(&entry).await {
+        tracing::error!(error = %idem_app::ssr::cause_chain(&err), action, "could not audit a proxy sign-in");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use axum::http::HeaderValue;
+
+    use super::*;
+
+    fn proxy() -> ProxyAuth {
+        ProxyAuth {
+            user_header: "x-forwarded-user".into(),
+            groups_header: Some("x-forwarded-groups".into()),
+            roles: ProxyAuth::parse_roles("sre=operator, idem-admins=admin").unwrap(),
+            default_role: Some(Role::Viewer),
+        }
+    }
+
+    fn headers(user: &str, groups: &str) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        h.insert("x-forwarded-user", HeaderValue::from_str(user).unwrap());
+        h.insert("x-forwarded-groups", HeaderValue::from_str(groups).unwrap());
+        h
+    }
+
+    #[test]
+    fn the_highest_role_of_the_mapped_groups_wins_and_others_get_the_default() {
+        let p = proxy();
+        let user = |groups| p.asserted(&headers("alice@example.com", groups));
+        let as_role = |role| Asserted::User {
+            username: "alice@example.com".into(),
+            role,
+        };
+        assert_eq!(user("sre, idem-admins"), as_role(Role::Admin));
+        assert_eq!(user("payments,sre"), as_role(Role::Operator));
+        assert_eq!(user("payments"), as_role(Role::Viewer));
+        let strict = ProxyAuth {
+            default_role: None,
+            ..proxy()
+        };
+        assert_eq!(
+            strict.asserted(&headers("bob", "payments")),
+            Asserted::NoRole {
+                username: "bob".into()
+            }
+        );
+    }
+
+    #[test]
+    fn no_header_is_nobody_and_an_unusable_name_is_invalid() {
+        assert_eq!(proxy().asserted(&HeaderMap::new()), Asserted::Nobody);
+        assert_eq!(proxy().asserted(&headers("   ", "sre")), Asserted::Invalid);
+        assert!(ProxyAuth::parse_roles("sre=root").is_err());
+        assert!(ProxyAuth::parse_roles("sre").is_err());
+    }
+}
