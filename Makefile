@@ -17,7 +17,7 @@ export IDEM_PROMTOOL ?= $(CURDIR)/.tools/bin/promtool
 # `make run` on 3000 does not collide).
 E2E_ADDR ?= 127.0.0.1:3917
 
-.PHONY: run test tools tools-run fmt-check unit lint e2e clean-test-dbs
+.PHONY: run test tools tools-run fmt-check unit lint e2e clean-test-dbs fuzz
 
 ## Build and start Idem on the embedded SQLite database (./idem.db) with the demo.
 run: tools-run
@@ -28,6 +28,15 @@ test: tools fmt-check unit lint e2e
 
 tools:
 	scripts/tools.sh test
+
+## Fuzz the key/consumer segment and cursor parsers, FUZZ_SECONDS each (not part of `make test`).
+# `-s none`: no sanitizer, so stable Rust builds it (safe Rust needs none).
+FUZZ_SECONDS ?= 60
+fuzz:
+	command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --version 0.13.2 --locked
+	cd fuzz && for target in key_segment cursor; do \
+	  env -u RUSTFLAGS cargo fuzz run -s none $$target -- -max_total_time=$(FUZZ_SECONDS); \
+	done
 
 tools-run:
 	scripts/tools.sh run
