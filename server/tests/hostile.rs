@@ -252,3 +252,55 @@ async fn no_hostile_value_in_any_server_function_argument_or_form_gets_a_server_
     assert_eq!(response.status().as_u16(), 413);
     assert_eq!(app.get("/").await.0, 200, "the server still answers");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_hostile_value_in_a_header_gets_a_server_error() {
+    let app = spawn_app(TestDatabase::sqlite().await).await;
+    let headers = [
+        "cookie",
+        "x-forwarded-for",
+        "referer",
+        "origin",
+        "accept",
+        "accept-language",
+        "sec-fetch-site",
+        "user-agent",
+    ];
+    let mut failures = Vec::new();
+    for header in headers {
+        for (what, value) in hostile() {
+            // Header values are bytes, not UTF-8: a value with bytes HTTP
+            // forbids (NUL, controls) cannot be sent at all.
+            let Ok(value) = reqwest::header::HeaderValue::from_str(&value) else {
+                continue;
+            };
+            for (method, path) in [
+                ("GET", "/"),
+                ("GET", "/keys/orders/key-1"),
+                ("POST", "/logout"),
+            ] {
+                let request = match method {
+                    "GET" => app.client.get(app.url(path)),
+                    _ => app.client.post(app.url(path)),
+                };
+                let response = request
+                    .header(header, value.clone())
+                    .send()
+                    .await
+                    .unwrap_or_else(|e| panic!("{header} with {what}: no answer: {e}"));
+                let status = response.status().as_u16();
+                if status >= 500 {
+                    failures.push(format!(
+                        "{status} for {method} {path} with {header}: {what}"
+                    ));
+                }
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "server errors:\n{}",
+        failures.join("\n")
+    );
+    assert_eq!(app.get("/").await.0, 200, "still signed in and serving");
+}
