@@ -33,6 +33,50 @@ pub struct AppState {
     /// Password sign-in is on (`IDEM_PASSWORD_LOGIN`).
     #[from_ref(skip)]
     pub password_login: bool,
+    /// A read replica for read-only pages and charts
+    /// (`IDEM_READ_DATABASE_URL`); actions, audit and sessions always use
+    /// `store`, the primary.
+    #[from_ref(skip)]
+    pub replica: Option<idem_store::Store>,
+}
+
+/// Where a read-only page reads from.
+pub struct Reader {
+    pub store: idem_store::Store,
+    /// The read replica, which may lag behind the primary.
+    pub replica: bool,
+}
+
+impl Reader {
+    /// A cache key that keeps the replica's and the primary's answers apart.
+    pub fn key(&self, key: &str) -> String {
+        if self.replica {
+            format!("replica\u{0}{key}")
+        } else {
+            key.to_owned()
+        }
+    }
+}
+
+/// Set on an action's answer: its author's pages read the primary for
+/// [`READ_PRIMARY_SECONDS`], so they see what they just did even while the
+/// replica lags.
+pub const READ_PRIMARY_COOKIE: &str = "idem_read_primary";
+pub const READ_PRIMARY_SECONDS: u32 = 60;
+
+/// The store this request's read-only page reads: the replica when there
+/// is one, unless the person acted within the last minute.
+pub fn reader(state: &AppState) -> Reader {
+    match &state.replica {
+        Some(replica) if cookie(READ_PRIMARY_COOKIE).is_none() => Reader {
+            store: replica.clone(),
+            replica: true,
+        },
+        _ => Reader {
+            store: state.store.clone(),
+            replica: false,
+        },
+    }
 }
 
 /// Whether the database answered its last check, and if not, since when it
@@ -102,6 +146,7 @@ impl AppState {
             slos: std::sync::Arc::default(),
             database: DatabaseStatus::default(),
             password_login: true,
+            replica: None,
         }
     }
 }
@@ -173,6 +218,15 @@ pub fn new_action_id() -> String {
 pub fn answer_form(
     outcome: idem_domain::action::ActionOutcome,
 ) -> idem_domain::action::ActionOutcome {
+    // With a read replica, the author reads the primary for a while.
+    if use_context::<AppState>().is_some_and(|s| s.replica.is_some())
+        && let Some(response) = use_context::<leptos_axum::ResponseOptions>()
+        && let Ok(cookie) = http::HeaderValue::from_str(&format!(
+            "{READ_PRIMARY_COOKIE}=1; Max-Age={READ_PRIMARY_SECONDS}; Path=/; HttpOnly; SameSite=Lax"
+        ))
+    {
+        response.append_header(http::header::SET_COOKIE, cookie);
+    }
     // A browser's own form post asks for HTML; the page's fetch does not.
     let plain_form = use_context::<http::request::Parts>().is_some_and(|parts| {
         parts

@@ -3,6 +3,7 @@
 //! | variable | meaning | default |
 //! |---|---|---|
 //! | `DATABASE_URL` | `postgres://…` (production) or `sqlite:…` | `sqlite://idem.db` in the working directory |
+//! | `IDEM_READ_DATABASE_URL` | a read replica (Postgres) for read-only pages and charts; actions, audit and sessions use `DATABASE_URL` | none |
 //! | `IDEM_ADDR` (or `LEPTOS_SITE_ADDR`) | address to listen on | `127.0.0.1:3000` |
 //! | `IDEM_DEMO` | `1` runs the demo simulator, `0` never does | on for the embedded default when its database is empty or already holds demo data |
 //! | `IDEM_DEMO_SEED` | seed for the simulator's randomness | random |
@@ -91,6 +92,8 @@ impl Default for Limits {
 #[derive(Debug, Clone)]
 pub struct Config {
     pub database: StoreConfig,
+    /// `IDEM_READ_DATABASE_URL`: a read replica for read-only pages and charts.
+    pub read_database: Option<StoreConfig>,
     /// `DATABASE_URL` was not set: Idem runs on its embedded SQLite file.
     pub embedded_default: bool,
     pub addr: SocketAddr,
@@ -302,6 +305,13 @@ impl Config {
             .build();
 
         Ok(Config {
+            read_database: var("IDEM_READ_DATABASE_URL").map(|url| {
+                let mut replica = StoreConfig::new(url);
+                replica.max_connections = database.max_connections;
+                replica.acquire_timeout = database.acquire_timeout;
+                replica.statement_timeout = database.statement_timeout;
+                replica
+            }),
             database,
             embedded_default,
             addr,
@@ -329,6 +339,7 @@ impl Config {
         let addr = SocketAddr::from(([127, 0, 0, 1], 0));
         Config {
             database: StoreConfig::new(database_url),
+            read_database: None,
             embedded_default: false,
             addr,
             demo: DemoSetting::Off,

@@ -102,6 +102,12 @@ impl Application {
         state.slos = Arc::new(slos);
         state.database = database;
         state.password_login = config.auth.password_login;
+        // Never migrated or written: a replica follows the primary.
+        state.replica = config
+            .read_database
+            .as_ref()
+            .map(Store::connect)
+            .transpose()?;
         let metrics = crate::metrics::MetricsState {
             app: state.clone(),
             token: config.metrics_token.clone().map(Arc::new),

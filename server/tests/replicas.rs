@@ -138,3 +138,81 @@ async fn two_replicas_share_sessions_and_actions_and_run_background_work_once() 
     let (status, _) = common::get(&client, &format!("{}/", other.base)).await;
     assert_eq!(status, 200, "the remaining replica serves on");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pages_read_the_replica_actions_write_the_primary_and_their_author_reads_the_primary() {
+    let primary = TestDatabase::postgres().await;
+    // A copy that stopped following the primary: a replica lagging forever.
+    let replica = TestDatabase::postgres().await;
+    let letter = dead_letter(&primary.store, "refund:EU/1842").await;
+    assert_eq!(dead_letter(&replica.store, "refund:EU/1842").await, letter);
+    // A claim only the replica has: a page that shows it read the replica.
+    let mut tx = replica.store.begin().await.unwrap();
+    tx.claim(&idem_store::Delivery {
+        consumer: "orders",
+        key: "only-on-the-replica",
+        payload_hash: None,
+        at: idem_store::Ts::now(),
+    })
+    .await
+    .unwrap();
+    tx.commit().await.unwrap();
+
+    let replica_url = replica.url.clone();
+    let app = common::spawn_with(
+        |config| config.read_database = Some(idem_store::StoreConfig::new(&replica_url)),
+        primary,
+    )
+    .await;
+    app.create_user("operator", Role::Operator).await;
+    let operator = app.sign_in("operator").await;
+    const NOTE: &str = "Read from a read replica";
+
+    let (status, html) = app.get("/keys/orders/only-on-the-replica").await;
+    assert_eq!(status, 200, "the key page reads the replica");
+    assert!(visible(&html).contains(NOTE));
+    let (status, html) = app.get(&format!("/dead-letters/{letter}")).await;
+    assert_eq!(status, 200);
+    assert!(visible(&html).contains("open") && visible(&html).contains(NOTE));
+
+    // The action goes to the primary.
+    let replayed = operator
+        .post(app.url(common::server_fn("replay_dead_letter")))
+        .header("sec-fetch-site", "same-origin")
+        .header("accept", "application/json")
+        .form(&[
+            ("id", letter.to_string()),
+            ("action_id", "replica-test-replay".into()),
+        ])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(replayed.status().as_u16(), 200);
+    let state = |store: &Store| {
+        let store = store.clone();
+        async move { store.dead_letter(letter).await.unwrap().unwrap().state }
+    };
+    assert_eq!(
+        state(&app.store).await,
+        idem_domain::DeadLetterState::Replayed
+    );
+    assert_eq!(
+        state(&replica.store).await,
+        idem_domain::DeadLetterState::Open,
+        "nothing was written to the replica"
+    );
+
+    // Its author sees the primary's state at once…
+    let (status, html) = common::get(&operator, &app.url(&format!("/dead-letters/{letter}"))).await;
+    assert_eq!(status, 200);
+    let page = visible(&html);
+    assert!(page.contains("replayed"), "{page:.300}");
+    assert!(!page.contains(NOTE), "the author reads the primary");
+    // …while others read the (lagging) replica and are told so.
+    let (_, html) = app.get(&format!("/dead-letters/{letter}")).await;
+    let page = visible(&html);
+    assert!(
+        page.contains(NOTE) && !page.contains("replayed"),
+        "{page:.300}"
+    );
+}

@@ -80,7 +80,7 @@ pub async fn get_charts(
         };
         let state = crate::ssr::state()?;
         let key = format!("overview:{}:{consumer:?}", span.key());
-        let (store, slos) = (state.store.clone(), state.slos.clone());
+        let (store, slos) = (crate::ssr::reader(&state).store, state.slos.clone());
         let mut set = state
             .per_interval
             .get_or_load(key, {
@@ -119,7 +119,7 @@ pub async fn get_slo_charts(name: String) -> Result<Vec<Chart>, AppError> {
                 "There is no SLO named “{name}”."
             )));
         };
-        let store = state.store.clone();
+        let store = crate::ssr::reader(&state).store;
         let hour = idem_store::Ts::now().hour();
         state
             .per_interval

@@ -21,6 +21,8 @@ pub struct KeyStory {
     pub action_id: String,
     /// The replay verdict of each open dead letter.
     pub verdicts: Vec<(i64, idem_domain::action::Verdict)>,
+    /// Read from the read replica, which may lag behind an action just taken.
+    pub from_replica: bool,
 }
 
 /// What a link carrying only a key finds.
@@ -70,11 +72,12 @@ const SHARED_REF_LIMIT: i64 = 5;
 
 #[cfg(feature = "ssr")]
 async fn story(
-    store: &idem_store::Store,
+    reader: &crate::ssr::Reader,
     consumer: String,
     key: String,
 ) -> Result<Option<KeyStory>, AppError> {
     use idem_domain::story::{Sources, assemble};
+    let store = &reader.store;
     let claim = store.claim(&consumer, &key).await?;
     let outbox = store.outbox_for_key(&consumer, &key).await?;
     let dead_letters = store.dead_letters_for_key(&consumer, &key).await?;
@@ -127,6 +130,7 @@ async fn story(
         can_act,
         action_id: crate::ssr::new_action_id(),
         verdicts,
+        from_replica: reader.replica,
     }))
 }
 
@@ -139,8 +143,8 @@ pub async fn get_key_story(consumer: String, key: String) -> Result<KeyStory, Ap
         crate::ssr::require(idem_domain::Role::Viewer)?;
         let consumer = ConsumerName::from_segment(&consumer)?;
         let key = IdempotencyKey::from_segment(&key)?;
-        let store = crate::ssr::state()?.store;
-        story(&store, consumer.to_string(), key.to_string()).await?.ok_or_else(|| {
+        let reader = crate::ssr::reader(&crate::ssr::state()?);
+        story(&reader, consumer.to_string(), key.to_string()).await?.ok_or_else(|| {
             AppError::NotFound(format!(
                 "No consumer named “{consumer}” has a claim, outbox row or dead letter for the key “{key}”."
             ))
@@ -157,15 +161,18 @@ pub async fn lookup_key(key: String) -> Result<KeyLookup, AppError> {
     crate::ssr::serve(async move {
         crate::ssr::require(idem_domain::Role::Viewer)?;
         let key = IdempotencyKey::from_segment(&key)?;
-        let store = crate::ssr::state()?.store;
-        let mut claims = store.claims_with_key(key.as_str(), MATCH_LIMIT).await?;
+        let reader = crate::ssr::reader(&crate::ssr::state()?);
+        let mut claims = reader
+            .store
+            .claims_with_key(key.as_str(), MATCH_LIMIT)
+            .await?;
         match claims.len() {
             0 => Err(AppError::NotFound(format!(
                 "No consumer has claimed the key “{key}”."
             ))),
             1 => {
                 let claim = claims.remove(0);
-                let story = story(&store, claim.consumer, claim.key).await?;
+                let story = story(&reader, claim.consumer, claim.key).await?;
                 story.map(|s| KeyLookup::One(Box::new(s))).ok_or_else(|| {
                     AppError::NotFound(format!("The key “{key}” vanished while it was read."))
                 })
@@ -216,7 +223,7 @@ pub async fn search_keys(query: KeyQuery) -> Result<SearchResults, AppError> {
         };
         let cursor = Some(query.cursor).filter(|c| !c.is_empty());
         let first_page = cursor.is_none();
-        let store = crate::ssr::state()?.store;
+        let store = crate::ssr::reader(&crate::ssr::state()?).store;
         let search = ClaimSearch {
             prefix: prefix.clone(),
             consumer: consumer.clone(),

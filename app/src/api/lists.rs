@@ -23,6 +23,8 @@ pub struct DeadLetterDetail {
     pub can_act: bool,
     /// A fresh id for the action forms this page shows.
     pub action_id: String,
+    /// Read from the read replica, which may lag behind an action just taken.
+    pub from_replica: bool,
 }
 
 /// Reads one page of a list through the shared read cache, then shows it in
@@ -35,7 +37,8 @@ where
     Fut: Future<Output = Result<(Page<T>, CappedCount), AppError>>,
 {
     let state = crate::ssr::state()?;
-    let store = state.store;
+    let reader = crate::ssr::reader(&state);
+    let (key, store) = (reader.key(&key), reader.store);
     let page = state
         .reads
         .get_or_load(key, || async move {
@@ -167,7 +170,8 @@ pub async fn get_dead_letter(id: String) -> Result<DeadLetterDetail, AppError> {
         let id: i64 = id.parse().map_err(|_| {
             AppError::BadRequest(format!("“{id}” is not a dead letter id (a whole number)."))
         })?;
-        let store = crate::ssr::state()?.store;
+        let reader = crate::ssr::reader(&crate::ssr::state()?);
+        let store = reader.store;
         let dead_letter = store
             .dead_letter(id)
             .await?
@@ -184,6 +188,7 @@ pub async fn get_dead_letter(id: String) -> Result<DeadLetterDetail, AppError> {
             claim,
             verdict,
             can_act,
+            from_replica: reader.replica,
             action_id: crate::ssr::new_action_id(),
         })
     })

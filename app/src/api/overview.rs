@@ -83,10 +83,12 @@ pub async fn load_overview(state: &crate::ssr::AppState) -> Result<Overview, App
 
     use super::{ATTENTION_ROWS, COUNT_CAP};
 
-    let store = state.store.clone();
+    let reader = crate::ssr::reader(state);
+    let key = reader.key("overview");
+    let store = reader.store;
     state
         .reads
-        .get_or_load("overview".into(), || async {
+        .get_or_load(key, || async {
             let first = PageRequest::first(ATTENTION_ROWS);
             let mut statuses = Vec::with_capacity(ClaimStatus::ALL.len());
             for status in ClaimStatus::ALL {

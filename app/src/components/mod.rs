@@ -8,4 +8,6 @@ mod widgets;
 
 pub use layout::Layout;
 pub use refresh::LiveRefresh;
-pub use widgets::{Age, ChartFigure, KeyLink, Loaded, StatusBadge, Time, provide_clock};
+pub use widgets::{
+    Age, ChartFigure, KeyLink, Loaded, StatusBadge, Time, provide_clock, replica_note,
+};

@@ -131,3 +131,16 @@ pub fn ChartFigure(chart: crate::api::Chart) -> impl IntoView {
         </figure>
     }
 }
+
+/// Said on a page read from the read replica: it may not show an action
+/// someone took a moment ago (the author's own pages read the primary).
+pub fn replica_note(from_replica: bool) -> impl IntoView {
+    from_replica.then(|| {
+        view! {
+            <p class="replica-note" role="note">
+                "Read from a read replica, which can lag behind the primary by a few seconds: "
+                "an action someone took a moment ago may not show here yet. Your own actions show at once."
+            </p>
+        }
+    })
+}

@@ -139,6 +139,7 @@ pub fn DeadLetterPage() -> impl IntoView {
             };
             view! {
                 <h1>"Dead letter #" {dl.id}</h1>
+                {crate::components::replica_note(d.from_replica)}
                 <dl class="fields">
                     <dt>"Key"</dt><dd><KeyLink consumer=dl.consumer.clone() key=dl.key.clone()/></dd>
                     <dt>"Consumer"</dt><dd>{dl.consumer.clone()}</dd>

@@ -280,6 +280,7 @@ fn Story(s: KeyStory, reload: Callback<()>) -> impl IntoView {
             "Consumer " <strong><bdi>{s.consumer.clone()}</bdi></strong>
             " · " <a href=links::key_only_href(&s.key) rel="external">"this key in every consumer"</a>
         </p>
+        {crate::components::replica_note(s.from_replica)}
         {flags}
         <div class="key-columns">
             <div>
