@@ -17,17 +17,33 @@ export IDEM_PROMTOOL ?= $(CURDIR)/.tools/bin/promtool
 # `make run` on 3000 does not collide).
 E2E_ADDR ?= 127.0.0.1:3917
 
-.PHONY: run test tools tools-run fmt-check unit lint e2e clean-test-dbs fuzz
+.PHONY: run test tools tools-run fmt-check unit lint e2e embedded release clean-test-dbs fuzz
 
 ## Build and start Idem on the embedded SQLite database (./idem.db) with the demo.
 run: tools-run
 	cargo leptos serve
 
 ## Everything CI checks: formatting, Rust tests on SQLite and Postgres, both builds linted, browser tests.
-test: tools fmt-check unit lint e2e
+test: tools fmt-check unit lint e2e embedded
 
 tools:
 	scripts/tools.sh test
+
+## One self-contained binary, dist/idem: built for release with the site's
+## assets inside it. Deploying is copying it; see docs/DEPLOY.md.
+release: export RUSTFLAGS =
+release: tools-run
+	cargo leptos build --release
+	LEPTOS_OUTPUT_NAME=idem IDEM_EMBED_SITE=$(CURDIR)/target/site cargo build --release -p idem
+	mkdir -p dist
+	cp target/release/idem dist/idem
+	scripts/check-release.sh dist/idem
+
+# What `make release` ships, as a debug build: the binary with the site
+# compiled in, run from an empty directory with only a database URL.
+embedded:
+	LEPTOS_OUTPUT_NAME=idem IDEM_EMBED_SITE=$(CURDIR)/target/site cargo build -p idem
+	scripts/check-release.sh target/debug/idem
 
 ## Fuzz the key/consumer segment and cursor parsers, FUZZ_SECONDS each (not part of `make test`).
 # `-s none`: no sanitizer, so stable Rust builds it (safe Rust needs none).

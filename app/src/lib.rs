@@ -23,7 +23,7 @@ pub mod ssr;
 pub mod zones;
 
 use leptos::prelude::*;
-use leptos_meta::{MetaTags, Stylesheet, Title, provide_meta_context};
+use leptos_meta::{MetaTags, Title, provide_meta_context};
 use leptos_router::{
     ParamSegment, SsrMode, StaticSegment,
     components::{Route, Router, Routes},
@@ -43,6 +43,13 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
                 <meta name="viewport" content="width=device-width, initial-scale=1"/>
                 <meta name="color-scheme" content="light dark"/>
                 <link rel="icon" href="data:,"/>
+                // Here rather than in `App`: the address depends on the
+                // build (`/pkg/<hash>/` when the assets are in the binary).
+                <link
+                    rel="stylesheet"
+                    id="leptos"
+                    href=format!("/{}/{}.css", options.site_pkg_dir, options.output_name)
+                />
                 <AutoReload options=options.clone()/>
                 <HydrationScripts options/>
                 <MetaTags/>
@@ -62,7 +69,6 @@ pub fn App() -> impl IntoView {
     provide_meta_context();
     let data = SsrMode::Async;
     view! {
-        <Stylesheet id="leptos" href="/pkg/idem.css"/>
         <Title formatter=|title: String| format!("{title} · Idem")/>
         <Router>
             <Layout>

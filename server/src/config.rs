@@ -1,4 +1,6 @@
-//! Configuration, from the environment.
+//! Configuration, from the environment and, for what the environment does
+//! not set, a settings file (`--config FILE` or `IDEM_CONFIG`; `NAME=value`
+//! lines, the format of systemd's `EnvironmentFile`). The environment wins.
 //!
 //! | variable | meaning | default |
 //! |---|---|---|
@@ -42,6 +44,8 @@ use crate::auth::{AuthSettings, TrustedProxies};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
+    #[error("settings file {path}: {reason}")]
+    File { path: String, reason: String },
     #[error("{name}={value:?} is not valid: {reason}")]
     Invalid {
         name: &'static str,
@@ -116,8 +120,105 @@ pub struct Config {
     pub leptos: LeptosOptions,
 }
 
+/// Every setting's name (a settings file may hold only these).
+pub const SETTINGS: &[&str] = &[
+    "DATABASE_URL",
+    "IDEM_ADDR",
+    "IDEM_AUTH_PROXY_DEFAULT_ROLE",
+    "IDEM_AUTH_PROXY_GROUPS_HEADER",
+    "IDEM_AUTH_PROXY_HEADER",
+    "IDEM_AUTH_PROXY_ROLES",
+    "IDEM_BACKGROUND_LEASE_SECONDS",
+    "IDEM_CLAIM_RETENTION_DAYS",
+    "IDEM_DB_ACQUIRE_TIMEOUT_MS",
+    "IDEM_DB_POOL_SIZE",
+    "IDEM_DEMO",
+    "IDEM_DEMO_BACKFILL_HOURS",
+    "IDEM_DEMO_SEED",
+    "IDEM_HASH_CONCURRENCY",
+    "IDEM_LOG_FORMAT",
+    "IDEM_MAX_IN_FLIGHT",
+    "IDEM_METRICS_TOKEN",
+    "IDEM_PASSWORD_LOGIN",
+    "IDEM_PUBLIC_URL",
+    "IDEM_READ_CACHE_MS",
+    "IDEM_READ_DATABASE_URL",
+    "IDEM_REQUEST_TIMEOUT_SECONDS",
+    "IDEM_SESSION_ABSOLUTE_HOURS",
+    "IDEM_SESSION_IDLE_MINUTES",
+    "IDEM_SHUTDOWN_GRACE_SECONDS",
+    "IDEM_SLO_FILE",
+    "IDEM_STATEMENT_TIMEOUT_MS",
+    "IDEM_TRUSTED_PROXIES",
+    "LEPTOS_ENV",
+    "LEPTOS_OUTPUT_NAME",
+    "LEPTOS_RELOAD_PORT",
+    "LEPTOS_SITE_ADDR",
+    "LEPTOS_SITE_PKG_DIR",
+    "LEPTOS_SITE_ROOT",
+    "RUST_LOG",
+];
+
+/// Settings read from the file named by `--config` or `IDEM_CONFIG`.
+static FILE: std::sync::OnceLock<std::collections::HashMap<String, String>> =
+    std::sync::OnceLock::new();
+
+/// One setting: from the environment, else from the settings file.
+pub fn setting(name: &str) -> Option<String> {
+    std::env::var(name)
+        .ok()
+        .or_else(|| FILE.get()?.get(name).cloned())
+        .filter(|v| !v.trim().is_empty())
+}
+
 fn var(name: &str) -> Option<String> {
-    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
+    setting(name)
+}
+
+/// Reads a settings file: `NAME=value` lines (a value may be quoted), `#`
+/// comments and blank lines — the format of systemd's `EnvironmentFile`, so
+/// one file serves both. Only Idem's own names are accepted, so a typo is
+/// an error with its line, not a setting silently ignored. Call once,
+/// before [`Config::from_env`]; the environment overrides the file.
+pub fn load_file(path: &std::path::Path) -> Result<(), ConfigError> {
+    let text = std::fs::read_to_string(path).map_err(|e| ConfigError::File {
+        path: path.display().to_string(),
+        reason: e.to_string(),
+    })?;
+    let settings = parse_file(&text).map_err(|reason| ConfigError::File {
+        path: path.display().to_string(),
+        reason,
+    })?;
+    let _ = FILE.set(settings);
+    Ok(())
+}
+
+fn parse_file(text: &str) -> Result<std::collections::HashMap<String, String>, String> {
+    let mut settings = std::collections::HashMap::new();
+    for (number, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let (name, value) = line
+            .split_once('=')
+            .ok_or_else(|| format!("line {}: expected NAME=value", number + 1))?;
+        let name = name.trim();
+        if !SETTINGS.contains(&name) {
+            return Err(format!(
+                "line {}: {name} is not a setting of Idem's",
+                number + 1
+            ));
+        }
+        let value = value.trim();
+        let value = value
+            .strip_prefix('"')
+            .and_then(|v| v.strip_suffix('"'))
+            .or_else(|| value.strip_prefix('\'').and_then(|v| v.strip_suffix('\'')))
+            .unwrap_or(value);
+        settings.insert(name.to_owned(), value.to_owned());
+    }
+    Ok(settings)
 }
 
 fn parse<T: std::str::FromStr>(name: &'static str, value: &str) -> Result<T, ConfigError>
@@ -367,5 +468,44 @@ impl Config {
                 .site_addr(addr)
                 .build(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_file;
+
+    #[test]
+    fn every_setting_this_module_reads_is_a_known_name() {
+        let source = include_str!("config.rs");
+        for quoted in source.split('"').skip(1).step_by(2) {
+            let setting = quoted.starts_with("IDEM_") || quoted.starts_with("LEPTOS_");
+            if setting && quoted.chars().all(|c| c.is_ascii_uppercase() || c == '_') {
+                assert!(
+                    super::SETTINGS.contains(&quoted),
+                    "{quoted} is missing from SETTINGS"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_settings_file_reads_like_an_environment_file_and_refuses_typos() {
+        let settings = parse_file(
+            "# Idem\nDATABASE_URL=postgres://idem@db/idem\n\nIDEM_PUBLIC_URL=\"https://idem.example.com\"\nRUST_LOG='info'\n",
+        )
+        .unwrap();
+        assert_eq!(settings["DATABASE_URL"], "postgres://idem@db/idem");
+        assert_eq!(settings["IDEM_PUBLIC_URL"], "https://idem.example.com");
+        assert_eq!(settings["RUST_LOG"], "info");
+        assert_eq!(
+            parse_file("IDEM_DEMO=1\nIDEM_PUBLC_URL=x").unwrap_err(),
+            "line 2: IDEM_PUBLC_URL is not a setting of Idem's"
+        );
+        assert!(parse_file("PATH=/bin").is_err());
+        assert_eq!(
+            parse_file("IDEM_DEMO").unwrap_err(),
+            "line 1: expected NAME=value"
+        );
     }
 }

@@ -3,6 +3,7 @@
 //! so tests build the same [`Application`] on port 0.
 
 pub mod accounts;
+pub mod assets;
 pub mod auth;
 pub mod config;
 pub mod demo;

@@ -7,11 +7,25 @@ use idem_store::{Store, StoreConfig};
 
 /// Idem, the console for idempotent queue consumers.
 #[derive(Parser)]
-#[command(version, about)]
+#[command(version = VERSION, about)]
 struct Cli {
+    /// A file of settings (NAME=value lines, as systemd's EnvironmentFile);
+    /// the environment overrides it. Also IDEM_CONFIG.
+    #[arg(long, global = true, value_name = "FILE")]
+    config: Option<std::path::PathBuf>,
     #[command(subcommand)]
     command: Option<Command>,
 }
+
+/// `0.1.0 (commit 1a2b3c4d5e6f, built 2026-11-30)`.
+const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (commit ",
+    env!("IDEM_BUILD_COMMIT"),
+    ", built ",
+    env!("IDEM_BUILD_DATE"),
+    ")"
+);
 
 #[derive(Subcommand)]
 enum Command {
@@ -90,6 +104,16 @@ fn parse_role(value: &str) -> Result<Role, String> {
 #[tokio::main]
 async fn main() -> ExitCode {
     let cli = Cli::parse();
+    let file = cli
+        .config
+        .clone()
+        .or_else(|| std::env::var_os("IDEM_CONFIG").map(Into::into));
+    if let Some(file) = file
+        && let Err(err) = idem::config::load_file(&file)
+    {
+        eprintln!("idem: {err}");
+        return ExitCode::FAILURE;
+    }
     let config = match Config::from_env() {
         Ok(config) => config,
         Err(err) => {

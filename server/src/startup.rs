@@ -97,7 +97,11 @@ impl Application {
             user: None,
             database_down_since: None,
         };
-        let mut state = AppState::new(config.leptos.clone(), store, console, config.read_cache_ttl);
+        let mut leptos = config.leptos.clone();
+        if let Some(pkg_dir) = crate::assets::pkg_dir() {
+            leptos.site_pkg_dir = pkg_dir.into();
+        }
+        let mut state = AppState::new(leptos, store, console, config.read_cache_ttl);
         state.claim_retention = config.claim_retention;
         state.slos = Arc::new(slos);
         state.database = database;
@@ -477,11 +481,12 @@ pub fn router(
             crate::limits::Admission::new(limits),
             crate::limits::admit,
         ))
-        // Probes are added after the layers above, so they never wait for
-        // a session, an admission permit or the database (except readiness,
-        // which asks it, within its own timeout).
+        // Probes (and embedded assets) are added after the layers above, so
+        // they never wait for a session, an admission permit or the database
+        // (except readiness, which asks it, within its own timeout).
         .route("/livez", get(health::livez))
         .route("/readyz", get(health::readyz))
+        .route("/pkg/{hash}/{name}", get(crate::assets::serve))
         .layer(axum::middleware::from_fn_with_state(
             auth.clone(),
             auth::csrf,

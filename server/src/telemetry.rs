@@ -26,8 +26,9 @@ pub const DEFAULT_FILTER: &str = "info,sqlx=warn,tower_http=info";
 
 /// Logs to standard output: human-readable lines, or JSON lines when `json`.
 pub fn init(json: bool) {
-    let filter =
-        EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(DEFAULT_FILTER));
+    let filter = crate::config::setting("RUST_LOG")
+        .and_then(|directives| EnvFilter::try_new(directives).ok())
+        .unwrap_or_else(|| EnvFilter::new(DEFAULT_FILTER));
     init_with(json, filter, std::io::stdout);
 }
 

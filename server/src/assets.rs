@@ -1,0 +1,78 @@
+//! The site's assets (the WASM, its JS glue and the CSS) when they are
+//! compiled into the binary (`make release`; see `build.rs`): served from
+//! memory under `/pkg/<hash>/`, a name that changes with their content, so
+//! browsers may keep them for a year; gzip to clients that accept it.
+//!
+//! A build without embedded assets (development, the tests) serves them
+//! from `LEPTOS_SITE_ROOT` on disk as cargo-leptos wrote them.
+
+use axum::{
+    extract::Path,
+    http::{HeaderMap, HeaderValue, StatusCode, header},
+    response::{IntoResponse, Response},
+};
+
+/// One embedded file of `site/pkg`.
+pub struct Asset {
+    pub name: &'static str,
+    pub raw: &'static [u8],
+    pub gzip: &'static [u8],
+}
+
+include!(concat!(env!("OUT_DIR"), "/site_assets.rs"));
+
+/// Whether this binary carries its assets.
+pub fn embedded() -> bool {
+    !ASSETS.is_empty()
+}
+
+/// The directory the pages link assets under: `pkg/<hash>` when embedded.
+pub fn pkg_dir() -> Option<String> {
+    embedded().then(|| format!("pkg/{ASSET_HASH}"))
+}
+
+fn content_type(name: &str) -> &'static str {
+    match name.rsplit('.').next() {
+        Some("wasm") => "application/wasm",
+        Some("js") => "text/javascript; charset=utf-8",
+        Some("css") => "text/css; charset=utf-8",
+        _ => "application/octet-stream",
+    }
+}
+
+/// `GET /pkg/{hash}/{name}`.
+pub async fn serve(Path((hash, name)): Path<(String, String)>, headers: HeaderMap) -> Response {
+    let Some(asset) = (hash == ASSET_HASH)
+        .then(|| ASSETS.iter().find(|a| a.name == name))
+        .flatten()
+    else {
+        // Another build's asset (a page cached across a deployment): gone.
+        return (
+            StatusCode::NOT_FOUND,
+            "No such asset in this build of Idem.\n",
+        )
+            .into_response();
+    };
+    let gzip = headers
+        .get_all(header::ACCEPT_ENCODING)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .any(|coding| coding.split(';').next().is_some_and(|c| c.trim() == "gzip"));
+    let body = if gzip { asset.gzip } else { asset.raw };
+    let mut response = body.into_response();
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static(content_type(asset.name)),
+    );
+    headers.insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static("public, max-age=31536000, immutable"),
+    );
+    headers.insert(header::VARY, HeaderValue::from_static("accept-encoding"));
+    if gzip {
+        headers.insert(header::CONTENT_ENCODING, HeaderValue::from_static("gzip"));
+    }
+    response
+}
