@@ -55,6 +55,10 @@ if [ "$installed" != "wasm-bindgen $wasm_bindgen_version" ]; then
   exit 1
 fi
 
+# wasm-opt shrinks the release WASM (`make release`); cargo-leptos uses the
+# one on PATH, else tries to download one, which fails here.
+apt_install binaryen
+
 [ "$what" = run ] && exit 0
 
 for component in clippy rustfmt; do

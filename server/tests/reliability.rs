@@ -4,13 +4,11 @@
 mod common;
 
 use std::{
-    io::{BufRead, BufReader},
-    process::{Command, Stdio},
     sync::Arc,
     time::{Duration, Instant},
 };
 
-use common::{TestApp, dead_letter, replay, spawn_with};
+use common::{Process, TestApp, dead_letter, replay, spawn_with};
 use idem_domain::{ClaimStatus, DeadLetterState, Role};
 use idem_store::{Delivery, Outcome, Store, StoreConfig, Ts, testing::TestDatabase};
 
@@ -198,52 +196,6 @@ async fn twenty_concurrent_writers_on_sqlite_lose_nothing_and_never_see_busy() {
     assert_eq!(replays, ACTIONS * EACH, "one audit row per replay");
 }
 
-/// The real binary, started on a free port over `database_url`.
-struct Process {
-    child: std::process::Child,
-    base: String,
-}
-
-impl Process {
-    fn start(database_url: &str, grace_seconds: u64) -> Process {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let mut child = Command::new(env!("CARGO_BIN_EXE_idem"))
-            .env("DATABASE_URL", database_url)
-            .env("IDEM_ADDR", format!("127.0.0.1:{port}"))
-            .env("IDEM_DEMO", "0")
-            .env("IDEM_SHUTDOWN_GRACE_SECONDS", grace_seconds.to_string())
-            .env("RUST_LOG", "warn")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("the idem binary starts");
-        let mut stdout = BufReader::new(child.stdout.take().unwrap()).lines();
-        for line in stdout.by_ref() {
-            if line.unwrap().contains("Idem is running at") {
-                break;
-            }
-        }
-        // Keep reading, so the process never writes into a closed pipe.
-        std::thread::spawn(move || stdout.for_each(drop));
-        Process {
-            child,
-            base: format!("http://127.0.0.1:{port}"),
-        }
-    }
-
-    fn terminate(&self) {
-        let sent = Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
-            .status()
-            .unwrap();
-        assert!(sent.success());
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn sigterm_during_a_burst_of_actions_leaves_each_action_whole_or_absent() {
     const GRACE_SECONDS: u64 = 5;
@@ -261,7 +213,10 @@ async fn sigterm_during_a_burst_of_actions_leaves_each_action_whole_or_absent() 
     for n in 0..BURST {
         letters.push(dead_letter(&db.store, &format!("refund:{n}")).await);
     }
-    let mut process = Process::start(&db.url, GRACE_SECONDS);
+    let mut process = Process::start(
+        &db.url,
+        &[("IDEM_SHUTDOWN_GRACE_SECONDS", &GRACE_SECONDS.to_string())],
+    );
     let app = TestApp {
         base: process.base.clone(),
         store: Store::connect(&StoreConfig::new(&db.url)).unwrap(),

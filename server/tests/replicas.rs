@@ -1,41 +1,15 @@
-//! Two Idem servers on one Postgres, as two replicas behind a load
+//! Two Idem processes on one Postgres, as two replicas behind a load
 //! balancer: either serves any request, and the background work (rollups,
 //! the demo, the session sweeper) runs on exactly one of them at a time.
+//! And a read replica: pages read it, actions write the primary.
 
 mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{dead_letter, new_client, visible};
-use idem::{Application, Config};
+use common::{Process, dead_letter, new_client, visible};
 use idem_domain::Role;
 use idem_store::{BACKGROUND_LEASE, Store, testing::TestDatabase};
-use tokio::sync::oneshot;
-
-struct Replica {
-    base: String,
-    name: String,
-    stop: Option<oneshot::Sender<()>>,
-    stopped: tokio::task::JoinHandle<std::io::Result<()>>,
-}
-
-async fn replica(url: &str) -> Replica {
-    let app = Application::build(Config::for_tests(url))
-        .await
-        .expect("a replica starts");
-    let base = format!("http://{}", app.local_addr());
-    let name = app.replica().to_owned();
-    let (stop, stopped) = oneshot::channel::<()>();
-    let stopped = tokio::spawn(app.run_until_stopped(async {
-        let _ = stopped.await;
-    }));
-    Replica {
-        base,
-        name,
-        stop: Some(stop),
-        stopped,
-    }
-}
 
 /// The background lease's holder, once someone holds it.
 async fn holder(store: &Store) -> String {
@@ -64,9 +38,11 @@ async fn two_replicas_share_sessions_and_actions_and_run_background_work_once() 
         .await
         .unwrap();
     let letter = dead_letter(&db.store, "refund:EU/2026/Ø-1842").await;
-    let mut a = replica(&db.url).await;
-    let mut b = replica(&db.url).await;
-    assert_ne!(a.name, b.name);
+    let lease = [("IDEM_BACKGROUND_LEASE_SECONDS", "3")];
+    let a = Process::start(&db.url, &lease);
+    let b = Process::start(&db.url, &lease);
+    // A replica's lease name carries its process id.
+    let runs = |holder: &str, p: &Process| holder.contains(&format!("-{}-", p.child.id()));
 
     // Signed in through A; B accepts the session (cookies do not depend on
     // the port, as they would not on a load balancer's one address).
@@ -106,7 +82,7 @@ async fn two_replicas_share_sessions_and_actions_and_run_background_work_once() 
 
     // Exactly one runs the background work, and keeps it.
     let first = holder(&db.store).await;
-    assert!(first == a.name || first == b.name, "{first}");
+    assert!(runs(&first, &a) != runs(&first, &b), "{first} is A or B");
     tokio::time::sleep(Duration::from_secs(3)).await;
     assert_eq!(
         holder(&db.store).await,
@@ -114,24 +90,23 @@ async fn two_replicas_share_sessions_and_actions_and_run_background_work_once() 
         "the lease stays with its holder"
     );
 
-    // When it stops, the other takes over.
-    let (running, other) = if first == a.name {
-        (&mut a, &b)
-    } else {
-        (&mut b, &a)
-    };
-    running.stop.take().unwrap().send(()).unwrap();
-    (&mut running.stopped).await.unwrap().unwrap();
+    // When it is stopped (SIGTERM), the other takes over.
+    let (mut running, other) = if runs(&first, &a) { (a, b) } else { (b, a) };
+    running.terminate();
+    let exited = tokio::task::spawn_blocking(move || running.child.wait().map(|s| s.success()))
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(exited, "the stopped replica exits cleanly");
     let started = Instant::now();
     loop {
         let now = holder(&db.store).await;
-        if now == other.name {
+        if runs(&now, &other) {
             break;
         }
         assert!(
             started.elapsed() < Duration::from_secs(5),
-            "{} never took over from {now}",
-            other.name
+            "the other replica never took over from {now}"
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
