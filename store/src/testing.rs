@@ -159,3 +159,24 @@ pub async fn execute_raw(store: &Store, sqlite: &str, postgres: &str) -> Result<
             .map(|r| r.rows_affected()),
     }
 }
+
+/// The columns of `table` as the migrated schema has them, in order.
+pub async fn column_names(store: &Store, table: &str) -> Result<Vec<String>, sqlx::Error> {
+    match &store.pools {
+        crate::dialect::Dialect::Sqlite(pool) => {
+            sqlx::query_scalar("SELECT name FROM pragma_table_info($1) ORDER BY cid")
+                .bind(table)
+                .fetch_all(pool)
+                .await
+        }
+        crate::dialect::Dialect::Postgres(pool) => {
+            sqlx::query_scalar(
+                "SELECT column_name::text FROM information_schema.columns \
+                 WHERE table_schema = current_schema() AND table_name = $1 ORDER BY ordinal_position",
+            )
+            .bind(table)
+            .fetch_all(pool)
+            .await
+        }
+    }
+}
