@@ -30,7 +30,7 @@
 //! | `IDEM_MAX_IN_FLIGHT` | requests served at once; more are refused at once with 503 (health probes excepted) | `64` |
 //! | `IDEM_REQUEST_TIMEOUT_SECONDS` | a request still running this long is answered 503 | `20` |
 //! | `IDEM_SHUTDOWN_GRACE_SECONDS` | on SIGTERM, how long in-flight requests and the demo may take to finish | `15` |
-//! | `IDEM_BACKGROUND_LEASE_SECONDS` | rollups, the demo and the session sweeper run on one replica at a time; when it stops, another takes over within this | `30` |
+//! | `IDEM_BACKGROUND_LEASE_SECONDS` | rollups, the demo and the session sweeper run on one replica at a time; when it dies, its lease expires after this and another takes over | `30` |
 //! | `IDEM_LOG_FORMAT` | `json` for JSON lines, else human-readable | text |
 //! | `RUST_LOG` | log filter | `info` |
 //! | `LEPTOS_SITE_ROOT`, `LEPTOS_SITE_PKG_DIR`, `LEPTOS_OUTPUT_NAME`, `LEPTOS_ENV`, `LEPTOS_RELOAD_PORT` | set by cargo-leptos | `target/site`, `pkg`, `idem`, `DEV`, `3001` |
