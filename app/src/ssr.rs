@@ -79,9 +79,9 @@ pub fn reader(state: &AppState) -> Reader {
     }
 }
 
-/// Whether the database answered its last check, and if not, since when it
-/// has not. Shared by every request and the background check; a failed read
-/// marks it down at once, only a successful check marks it up again.
+/// Whether the database answers, and if not, since when it has not. Read by
+/// every request; written only by the background check
+/// (`idem::health::watch_database`).
 #[derive(Clone, Debug, Default)]
 pub struct DatabaseStatus(std::sync::Arc<std::sync::atomic::AtomicI64>);
 
@@ -310,9 +310,9 @@ pub const RETRY_AFTER_SECONDS: u32 = 5;
 ///
 /// While the database is known to be down the body is not run: the answer
 /// is 503 at once rather than after a wait for a connection that will not
-/// come. An unavailable database also says when to retry, and marks the
-/// database down for the banner (only the background check, which asks the
-/// database every second, marks it up again).
+/// come. An unavailable database also says when to retry. Only the
+/// background check decides that the database is down (a busy pool, one
+/// slow statement or a lagging replica is not an outage).
 pub async fn serve<T>(body: impl Future<Output = Result<T, AppError>>) -> Result<T, AppError> {
     let known_down = use_context::<AppState>().is_some_and(|s| s.database.down_since().is_some());
     let result = if known_down {
@@ -322,16 +322,13 @@ pub async fn serve<T>(body: impl Future<Output = Result<T, AppError>>) -> Result
     };
     if let Err(err) = &result {
         set_status(err.status());
-        if *err == AppError::Unavailable {
-            if let Some(state) = use_context::<AppState>() {
-                state.database.mark_down();
-            }
-            if let Some(response) = use_context::<leptos_axum::ResponseOptions>() {
-                response.insert_header(
-                    http::header::RETRY_AFTER,
-                    http::HeaderValue::from(RETRY_AFTER_SECONDS),
-                );
-            }
+        if *err == AppError::Unavailable
+            && let Some(response) = use_context::<leptos_axum::ResponseOptions>()
+        {
+            response.insert_header(
+                http::header::RETRY_AFTER,
+                http::HeaderValue::from(RETRY_AFTER_SECONDS),
+            );
         }
     }
     result

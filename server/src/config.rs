@@ -14,7 +14,8 @@
 //! | `IDEM_SESSION_IDLE_MINUTES` | a session unused this long ends | `30` |
 //! | `IDEM_SESSION_ABSOLUTE_HOURS` | a session ends this long after sign-in | `12` |
 //! | `IDEM_TRUSTED_PROXIES` | proxies whose `X-Forwarded-For` is believed (addresses or networks, comma-separated) | none |
-//! | `IDEM_AUTH_PROXY_HEADER` | the header an identity-aware proxy names the user in (e.g. `X-Forwarded-User`); believed only from `IDEM_TRUSTED_PROXIES` | off |
+//! | `IDEM_AUTH_PROXY_HEADER` | the header an identity-aware proxy names the user in (e.g. `X-Forwarded-User`); believed only from `IDEM_AUTH_PROXY_ADDRESSES` | off |
+//! | `IDEM_AUTH_PROXY_ADDRESSES` | the identity proxy's own addresses (required with the header) | none |
 //! | `IDEM_AUTH_PROXY_GROUPS_HEADER` | the header carrying the user's groups, comma-separated | none |
 //! | `IDEM_AUTH_PROXY_ROLES` | `group=role, …`: the highest role of the user's groups applies | none |
 //! | `IDEM_AUTH_PROXY_DEFAULT_ROLE` | the role of a user in no mapped group, or `none` to refuse them | `viewer` |
@@ -113,7 +114,7 @@ pub struct Config {
     pub metrics_token: Option<crate::metrics::MetricsToken>,
     pub auth: AuthSettings,
     pub limits: Limits,
-    /// How long the background lease lasts unrenewed (renewed every third
+    /// How long the background lease lasts unrenewed (renewed every quarter
     /// of it): after a replica dies, another takes over the background
     /// work within this.
     pub background_lease: Duration,
@@ -124,6 +125,7 @@ pub struct Config {
 pub const SETTINGS: &[&str] = &[
     "DATABASE_URL",
     "IDEM_ADDR",
+    "IDEM_AUTH_PROXY_ADDRESSES",
     "IDEM_AUTH_PROXY_DEFAULT_ROLE",
     "IDEM_AUTH_PROXY_GROUPS_HEADER",
     "IDEM_AUTH_PROXY_HEADER",
@@ -259,7 +261,20 @@ fn proxy_auth() -> Result<Option<crate::auth::proxy::ProxyAuth>, ConfigError> {
             )
         })?),
     };
+    let addresses_text = var("IDEM_AUTH_PROXY_ADDRESSES").unwrap_or_default();
+    let addresses = TrustedProxies::parse(&addresses_text)
+        .map_err(|reason| invalid("IDEM_AUTH_PROXY_ADDRESSES", addresses_text.clone(), reason))?;
+    if addresses_text.trim().is_empty() {
+        return Err(invalid(
+            "IDEM_AUTH_PROXY_HEADER",
+            user_header,
+            "the header is believed only from the identity proxy's addresses: set \
+             IDEM_AUTH_PROXY_ADDRESSES too"
+                .into(),
+        ));
+    }
     Ok(Some(crate::auth::proxy::ProxyAuth {
+        addresses,
         user_header: user_header.trim().to_ascii_lowercase(),
         groups_header: var("IDEM_AUTH_PROXY_GROUPS_HEADER").map(|h| h.trim().to_ascii_lowercase()),
         roles,
@@ -378,15 +393,6 @@ impl Config {
                 }
             },
         };
-        if auth.proxy.is_some() && trusted.trim().is_empty() {
-            return Err(ConfigError::Invalid {
-                name: "IDEM_AUTH_PROXY_HEADER",
-                value: var("IDEM_AUTH_PROXY_HEADER").unwrap_or_default(),
-                reason:
-                    "it is believed only from the proxy's addresses: set IDEM_TRUSTED_PROXIES too"
-                        .into(),
-            });
-        }
         let log_json = var("IDEM_LOG_FORMAT").is_some_and(|v| v.eq_ignore_ascii_case("json"));
 
         let reload_port = var("LEPTOS_RELOAD_PORT")

@@ -8,7 +8,7 @@
 //! malformed request is a 400, never a server error.
 
 use axum::{
-    body::Body,
+    body::{Body, HttpBody as _},
     extract::Request,
     http::{HeaderValue, StatusCode, header},
     middleware::Next,
@@ -26,8 +26,18 @@ pub async fn error_status(req: Request, next: Next) -> Response {
     {
         return response;
     }
+    // Only an answer whose whole length is known and small is read back.
+    let small = response
+        .body()
+        .size_hint()
+        .upper()
+        .is_some_and(|length| length <= MAX_ERROR_BODY as u64);
+    if !small {
+        return response;
+    }
     let (mut parts, body) = response.into_parts();
     let Ok(bytes) = axum::body::to_bytes(body, MAX_ERROR_BODY).await else {
+        // Shorter than it said: nothing sensible is left to send.
         return Response::from_parts(parts, Body::empty());
     };
     if let Ok(err) = serde_json::from_slice::<AppError>(&bytes)

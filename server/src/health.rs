@@ -19,41 +19,47 @@ pub async fn livez() -> &'static str {
 pub async fn readyz(State(state): State<AppState>) -> (StatusCode, &'static str) {
     match state.store.ping(READINESS_TIMEOUT).await {
         Ok(()) => (StatusCode::OK, "ready\n"),
-        Err(_) => {
-            // The background check logs the outage once; a probe every few
-            // seconds must not.
-            state.database.mark_down();
-            (StatusCode::SERVICE_UNAVAILABLE, "database unavailable\n")
-        }
+        // The background check decides (and logs) outages; a probe every
+        // few seconds must not.
+        Err(_) => (StatusCode::SERVICE_UNAVAILABLE, "database unavailable\n"),
     }
 }
 
 /// How often the background check asks the database whether it answers.
 pub const CHECK_EVERY: Duration = Duration::from_secs(1);
 
-/// Keeps `status` true to the database: asks it every [`CHECK_EVERY`] (within
-/// [`READINESS_TIMEOUT`]), and logs each outage once when it starts and
-/// once when it ends. Pages show the outage banner while it lasts.
+/// Checks that fail in a row before the database counts as down (one slow
+/// answer from a busy pool is not an outage).
+pub const FAILURES_FOR_OUTAGE: u32 = 2;
+
+/// Keeps `status` true to the database: asks it every [`CHECK_EVERY`]
+/// (within [`READINESS_TIMEOUT`]); [`FAILURES_FOR_OUTAGE`] failures in a row
+/// mark it down, the first success after start-up's preparation (`ready`)
+/// marks it up. Logs each outage once when it starts and once when it ends.
+/// Pages show the outage banner while it lasts.
 pub async fn watch_database(
     store: Store,
     status: DatabaseStatus,
+    ready: std::sync::Arc<std::sync::atomic::AtomicBool>,
     mut stop: tokio::sync::watch::Receiver<bool>,
 ) {
-    let mut logged_down = false;
+    let mut failures = 0;
     loop {
         match store.ping(READINESS_TIMEOUT).await {
-            Ok(()) => {
+            // Up only once migrated: before that its tables may not exist.
+            Ok(()) if ready.load(std::sync::atomic::Ordering::Acquire) => {
+                failures = 0;
                 if let Some(since) = status.mark_up() {
                     let seconds = (chrono::Utc::now() - since).num_seconds();
                     tracing::info!(down_seconds = seconds, "database answers again");
                 }
-                logged_down = false;
             }
+            Ok(()) => {}
             Err(err) => {
-                status.mark_down();
-                if !logged_down {
+                failures += 1;
+                if failures == FAILURES_FOR_OUTAGE {
+                    status.mark_down();
                     tracing::warn!(error = %idem_app::ssr::cause_chain(&err), "database unavailable");
-                    logged_down = true;
                 }
             }
         }

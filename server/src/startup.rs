@@ -159,26 +159,30 @@ impl Application {
     ) -> std::io::Result<()> {
         let (stop_tx, stop_rx) = watch::channel(false);
         let (fatal_tx, mut fatal_rx) = tokio::sync::mpsc::channel::<StartError>(1);
+        let ready = Arc::new(std::sync::atomic::AtomicBool::new(self.prepared.is_some()));
         let watcher = tokio::spawn(health::watch_database(
             self.state.store.clone(),
             self.state.database.clone(),
+            ready.clone(),
             stop_rx.clone(),
         ));
         let background = tokio::spawn(background(
             self.config.clone(),
             self.auth.clone(),
             self.prepared,
+            ready,
             self.replica.clone(),
             fatal_tx,
             stop_rx.clone(),
         ));
 
         let fatal = Arc::new(std::sync::Mutex::new(None));
+        let stopped_at = Arc::new(std::sync::OnceLock::new());
         let service = self
             .router
             .into_make_service_with_connect_info::<SocketAddr>();
         let serve = axum::serve(self.listener, service).with_graceful_shutdown({
-            let fatal = fatal.clone();
+            let (fatal, stopped_at) = (fatal.clone(), stopped_at.clone());
             async move {
                 tokio::select! {
                     () = shutdown => {}
@@ -186,12 +190,15 @@ impl Application {
                         *fatal.lock().unwrap_or_else(|e| e.into_inner()) = Some(err);
                     }
                 }
+                let _ = stopped_at.set(tokio::time::Instant::now());
                 let _ = stop_tx.send(true);
             }
         });
         let mut serving = tokio::spawn(serve.into_future());
         let grace = self.config.limits.shutdown_grace;
         let mut stopping = stop_rx.clone();
+        // One deadline for everything, from the stop signal: requests, then
+        // the background work, within the grace period together.
         let served = tokio::select! {
             served = &mut serving => served.unwrap_or_else(|e| Err(std::io::Error::other(e))),
             () = async {
@@ -203,9 +210,10 @@ impl Application {
                 Ok(())
             }
         };
+        let deadline = *stopped_at.get_or_init(tokio::time::Instant::now) + grace;
         // The simulator stops at its next step (it never holds a transaction
         // across one); a rollup step is one short transaction.
-        if tokio::time::timeout(grace, background).await.is_err() {
+        if tokio::time::timeout_at(deadline, background).await.is_err() {
             tracing::warn!("background tasks did not stop within the grace period");
         }
         watcher.abort();
@@ -251,6 +259,7 @@ async fn background(
     config: Config,
     auth: Arc<AuthContext>,
     prepared: Option<Prepared>,
+    ready: Arc<std::sync::atomic::AtomicBool>,
     replica: String,
     fatal: tokio::sync::mpsc::Sender<StartError>,
     mut stop: watch::Receiver<bool>,
@@ -263,7 +272,10 @@ async fn background(
                 _ = stop.changed() => return,
             }
             match prepare(&config, &auth).await {
-                Ok(prepared) => break prepared,
+                Ok(prepared) => {
+                    ready.store(true, std::sync::atomic::Ordering::Release);
+                    break prepared;
+                }
                 Err(StartError::Store(err)) if err.is_unavailable() => {}
                 Err(err) => {
                     tracing::error!(error = %idem_app::ssr::cause_chain(&err), "the database appeared, but Idem cannot use it");
@@ -276,16 +288,23 @@ async fn background(
     let mut demo = prepared.demo;
     let store = auth.store.clone();
     let ttl = config.background_lease;
-    let renew_every = ttl / 3;
+    // Renewed every quarter of its life; a renewal and a stop may take a
+    // quarter each, so even a slow renewal followed by a failed one ends the
+    // work before the lease can expire.
+    let renew_every = ttl / 4;
     let hold = || {
         let now = idem_store::Ts::now();
         let until =
             idem_store::Ts::from(now.0 + chrono::TimeDelta::from_std(ttl).unwrap_or_default());
         store.hold_lease(BACKGROUND_LEASE, &replica, now, until)
     };
+    // A renewal that takes longer than this counts as failed, and the work
+    // then gets as long again to stop: both within the lease's life, so the
+    // work has stopped before another replica can take the lease.
+    let bounded = |future| tokio::time::timeout(renew_every, future);
     loop {
         // Wait until this replica holds the lease (another may be running the work).
-        if !matches!(hold().await, Ok(true)) {
+        if !matches!(bounded(hold()).await, Ok(Ok(true))) {
             tokio::select! {
                 () = tokio::time::sleep(renew_every) => continue,
                 _ = stop.changed() => return,
@@ -293,7 +312,7 @@ async fn background(
         }
         tracing::info!(%replica, "this replica runs the background work");
         let (work_stop_tx, work_stop_rx) = watch::channel(false);
-        let work = tokio::spawn(background_work(auth.clone(), demo.clone(), work_stop_rx));
+        let mut work = tokio::spawn(background_work(auth.clone(), demo.clone(), work_stop_rx));
         // A later turn (the lease lost and taken back) continues the demo live.
         if let Some(settings) = &mut demo {
             settings.backfill = Duration::ZERO;
@@ -303,10 +322,10 @@ async fn background(
                 () = tokio::time::sleep(renew_every) => {}
                 _ = stop.changed() => break true,
             }
-            match hold().await {
+            match bounded(hold()).await.unwrap_or(Ok(false)) {
                 Ok(true) => {}
                 Ok(false) => {
-                    tracing::warn!(%replica, "another replica took the background lease; stopping the background work here");
+                    tracing::warn!(%replica, "the background lease was lost or not renewed in time; stopping the background work here");
                     break false;
                 }
                 Err(err) => {
@@ -318,7 +337,10 @@ async fn background(
             }
         };
         let _ = work_stop_tx.send(true);
-        let _ = work.await;
+        if tokio::time::timeout(renew_every, &mut work).await.is_err() {
+            // Cut off mid-step: a step is one transaction, which rolls back.
+            work.abort();
+        }
         if stopping {
             // Hand over at once instead of after the lease expires.
             let _ = store.release_lease(BACKGROUND_LEASE, &replica).await;

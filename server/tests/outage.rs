@@ -65,6 +65,13 @@ async fn a_postgres_outage_shows_the_banner_refuses_actions_and_heals_without_a_
     );
     assert_eq!(app.get("/livez").await, (200, "ok\n".into()));
 
+    // The background check calls it an outage after two failed checks.
+    let noticed = Instant::now();
+    while !visible(&app.get("/").await.1).contains(BANNER) {
+        assert!(noticed.elapsed() < Duration::from_secs(5), "no banner yet");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+
     // A signed-in viewer still gets pages: the shell with the banner, and
     // the data that could not be read marked as such.
     for page in ["/", "/unknown", "/dead-letters", "/keys?q=refund"] {
@@ -190,6 +197,12 @@ async fn idem_starts_before_its_sqlite_folder_exists_and_migrates_when_it_appear
             started.elapsed() < Duration::from_secs(10),
             "never migrated"
         );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // Up once migrated and checked: the sign-in page loses its banner.
+    let started = Instant::now();
+    while get("/login").await.0 != 200 {
+        assert!(started.elapsed() < Duration::from_secs(5), "still down");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     let hash = idem::auth::Passwords::new(1)

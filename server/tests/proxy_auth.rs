@@ -80,8 +80,8 @@ async fn proxy_to(idem: &str) -> String {
 async fn the_proxy_signs_people_in_with_their_groups_role_and_nobody_else_can_claim_a_name() {
     let app = spawn_bare(
         |config| {
-            config.auth.trusted_proxies = TrustedProxies::parse("127.0.0.2").unwrap();
             config.auth.proxy = Some(ProxyAuth {
+                addresses: TrustedProxies::parse("127.0.0.2").unwrap(),
                 user_header: "x-forwarded-user".into(),
                 groups_header: Some("x-forwarded-groups".into()),
                 roles: ProxyAuth::parse_roles("sre=operator, idem-admins=admin").unwrap(),

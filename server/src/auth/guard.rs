@@ -81,15 +81,15 @@ async fn authenticate(ctx: &AuthContext, session: &Session) -> Result<Option<Cur
 }
 
 /// The person an identity-aware proxy names, when one is configured and the
-/// request comes straight from one of its addresses (the header from
-/// anywhere else is ignored). `None`: not a proxy sign-in.
+/// request comes straight from one of the proxy's addresses (the header
+/// from anywhere else is ignored). `None`: not a proxy sign-in.
 async fn from_proxy(
     ctx: &AuthContext,
     peer: SocketAddr,
     headers: &axum::http::HeaderMap,
 ) -> Option<Result<CurrentUser, Response>> {
     let proxy = ctx.settings.proxy.as_ref()?;
-    if !ctx.settings.trusted_proxies.trusts(peer.ip()) {
+    if !proxy.addresses.trusts(peer.ip()) {
         return None;
     }
     let client = ctx
@@ -124,6 +124,7 @@ async fn from_proxy(
                         return Some(Ok(user));
                     }
                     Err(Refused::Disabled) => {
+                        ctx.known_proxy_users.forget(&username);
                         return refuse(
                             StatusCode::FORBIDDEN,
                             "Account disabled",
@@ -141,9 +142,13 @@ async fn from_proxy(
                     Err(Refused::Store(_)) => {}
                 }
             }
-            // The database is down: the account as last confirmed, if recent.
+            // The database is down: the account as last confirmed, if
+            // recent, with no more than the role the groups give now.
             match ctx.known_proxy_users.recall(&username) {
-                Some(user) => Some(Ok(user)),
+                Some(user) => Some(Ok(CurrentUser {
+                    role: user.role.min(role),
+                    ..user
+                })),
                 None => refuse(
                     StatusCode::SERVICE_UNAVAILABLE,
                     "Sign-in is temporarily unavailable",

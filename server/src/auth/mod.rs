@@ -49,7 +49,7 @@ pub struct AuthSettings {
     /// Password hashes computed at once.
     pub hash_concurrency: usize,
     /// Sign-in through an identity-aware proxy, believed only on
-    /// connections from `trusted_proxies`.
+    /// connections from the proxy's own addresses.
     pub proxy: Option<proxy::ProxyAuth>,
     /// `POST /login` with a password is accepted (off when only the proxy signs in).
     pub password_login: bool,
@@ -108,14 +108,15 @@ impl AuthContext {
         })
     }
 
-    /// The session cookie: HttpOnly, `SameSite=Lax` (Strict would drop the
-    /// session when someone follows an alert link from chat), `Secure` and
-    /// `__Host-` when served over HTTPS, refreshed on every request so the
-    /// idle timeout counts reads.
+    /// The session store (the sweeper deletes expired sessions through it).
     pub fn sessions(&self) -> &DbSessionStore {
         &self.sessions
     }
 
+    /// The session cookie: HttpOnly, `SameSite=Lax` (Strict would drop the
+    /// session when someone follows an alert link from chat), `Secure` and
+    /// `__Host-` when served over HTTPS, refreshed on every request so the
+    /// idle timeout counts reads.
     pub fn session_layer(&self) -> SessionManagerLayer<DbSessionStore> {
         let idle = time::Duration::try_from(self.settings.idle_timeout)
             .unwrap_or(time::Duration::minutes(30));

@@ -1,7 +1,8 @@
 //! Sign-in through an identity-aware proxy (oauth2-proxy, Pomerium,
 //! Cloudflare Access and the like), the way Grafana's auth proxy works: the
 //! proxy authenticates the person and names them in a header; Idem believes
-//! that header only on connections from the proxy's own addresses.
+//! that header only on connections from the proxy's own addresses
+//! (`IDEM_AUTH_PROXY_ADDRESSES`).
 //!
 //! A person seen this way for the first time gets an account (no password)
 //! with the role their groups map to; on later requests the role follows
@@ -19,6 +20,10 @@ use idem_store::{NewAuditEntry, Store, StoreError, UserRecord};
 /// How the proxy says who is asking.
 #[derive(Debug, Clone)]
 pub struct ProxyAuth {
+    /// The identity proxy's own addresses: the header is believed only on
+    /// connections from these (a list of its own, narrower than the load
+    /// balancers trusted for `X-Forwarded-For`).
+    pub addresses: super::TrustedProxies,
     /// The header carrying the user's name (for example `X-Forwarded-User`).
     pub user_header: String,
     /// A header carrying the user's groups, comma-separated.
@@ -198,6 +203,7 @@ mod tests {
 
     fn proxy() -> ProxyAuth {
         ProxyAuth {
+            addresses: crate::auth::TrustedProxies::parse("10.0.0.5").unwrap(),
             user_header: "x-forwarded-user".into(),
             groups_header: Some("x-forwarded-groups".into()),
             roles: ProxyAuth::parse_roles("sre=operator, idem-admins=admin").unwrap(),
