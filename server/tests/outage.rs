@@ -205,14 +205,7 @@ async fn idem_starts_before_its_sqlite_folder_exists_and_migrates_when_it_appear
         assert!(started.elapsed() < Duration::from_secs(5), "still down");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    let hash = idem::auth::Passwords::new(1)
-        .hash("viewer-password".into())
-        .await
-        .unwrap();
-    store
-        .create_user("viewer", Role::Viewer, Some(&hash))
-        .await
-        .unwrap();
+    common::create_user(&store, "viewer", Role::Viewer).await;
     let response = client
         .post(format!("{base}/login"))
         .header("sec-fetch-site", "same-origin")

@@ -117,18 +117,7 @@ async fn the_proxy_signs_people_in_with_their_groups_role_and_nobody_else_can_cl
     );
 
     // Her actions are audited under her name, and so was her account.
-    let replayed = browser
-        .post(format!(
-            "{proxy}{}",
-            common::server_fn("replay_dead_letter")
-        ))
-        .header("sec-fetch-site", "same-origin")
-        .header("accept", "application/json")
-        .form(&[
-            ("id", letter.to_string()),
-            ("action_id", "proxy-replay-1".into()),
-        ])
-        .send()
+    let replayed = common::replay_at(&browser, &proxy, letter, "proxy-replay-1")
         .await
         .unwrap();
     assert_eq!(replayed.status().as_u16(), 200);
@@ -166,19 +155,12 @@ async fn the_proxy_signs_people_in_with_their_groups_role_and_nobody_else_can_cl
     );
 
     // Password sign-in is off, and the sign-in page says how to sign in.
-    let hash = idem::auth::Passwords::new(1)
-        .hash("a-long-enough-password".into())
-        .await
-        .unwrap();
-    app.store
-        .create_user("bob", Role::Admin, Some(&hash))
-        .await
-        .unwrap();
+    app.create_user("bob", Role::Admin).await;
     let refused = app
         .post_form(
             &browser,
             "/login",
-            &[("username", "bob"), ("password", "a-long-enough-password")],
+            &[("username", "bob"), ("password", "bob-password")],
         )
         .await;
     assert_eq!(refused.status().as_u16(), 403);

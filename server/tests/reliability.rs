@@ -201,14 +201,7 @@ async fn sigterm_during_a_burst_of_actions_leaves_each_action_whole_or_absent() 
     const GRACE_SECONDS: u64 = 5;
     const BURST: usize = 120;
     let db = TestDatabase::postgres().await;
-    let hash = idem::auth::Passwords::new(1)
-        .hash("operator-password".into())
-        .await
-        .unwrap();
-    db.store
-        .create_user("operator", Role::Operator, Some(&hash))
-        .await
-        .unwrap();
+    common::create_user(&db.store, "operator", Role::Operator).await;
     let mut letters = Vec::new();
     for n in 0..BURST {
         letters.push(dead_letter(&db.store, &format!("refund:{n}")).await);
@@ -232,16 +225,8 @@ async fn sigterm_during_a_burst_of_actions_leaves_each_action_whole_or_absent() 
         burst.spawn(async move {
             // Spread over about half a second, so SIGTERM lands in the middle.
             tokio::time::sleep(Duration::from_millis(4 * n as u64)).await;
-            let response = operator
-                .post(app.url(common::server_fn("replay_dead_letter")))
-                .header("sec-fetch-site", "same-origin")
-                .header("accept", "application/json")
-                .form(&[
-                    ("id", id.to_string()),
-                    ("action_id", format!("burst-action-{id}")),
-                ])
-                .send()
-                .await;
+            let response =
+                common::replay_at(&operator, &app.base, id, &format!("burst-action-{id}")).await;
             match response {
                 Ok(r) => Some((r.status().as_u16(), r.text().await.unwrap_or_default())),
                 Err(_) => None,

@@ -29,14 +29,7 @@ async fn holder(store: &Store) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn two_replicas_share_sessions_and_actions_and_run_background_work_once() {
     let db = TestDatabase::postgres().await;
-    let hash = idem::auth::Passwords::new(1)
-        .hash("operator-password".into())
-        .await
-        .unwrap();
-    db.store
-        .create_user("operator", Role::Operator, Some(&hash))
-        .await
-        .unwrap();
+    common::create_user(&db.store, "operator", Role::Operator).await;
     let letter = dead_letter(&db.store, "refund:EU/2026/Ø-1842").await;
     let lease = [("IDEM_BACKGROUND_LEASE_SECONDS", "3")];
     let a = Process::start(&db.url, &lease);
@@ -60,19 +53,7 @@ async fn two_replicas_share_sessions_and_actions_and_run_background_work_once() 
     assert!(visible(&html).contains("Signed in as operator"));
 
     // An action through B is what A shows.
-    let replayed = client
-        .post(format!(
-            "{}{}",
-            b.base,
-            common::server_fn("replay_dead_letter")
-        ))
-        .header("sec-fetch-site", "same-origin")
-        .header("accept", "application/json")
-        .form(&[
-            ("id", letter.to_string()),
-            ("action_id", "replica-b-replay".into()),
-        ])
-        .send()
+    let replayed = common::replay_at(&client, &b.base, letter, "replica-b-replay")
         .await
         .unwrap();
     assert_eq!(replayed.status().as_u16(), 200);
@@ -151,17 +132,7 @@ async fn pages_read_the_replica_actions_write_the_primary_and_their_author_reads
     assert!(visible(&html).contains("open") && visible(&html).contains(NOTE));
 
     // The action goes to the primary.
-    let replayed = operator
-        .post(app.url(common::server_fn("replay_dead_letter")))
-        .header("sec-fetch-site", "same-origin")
-        .header("accept", "application/json")
-        .form(&[
-            ("id", letter.to_string()),
-            ("action_id", "replica-test-replay".into()),
-        ])
-        .send()
-        .await
-        .unwrap();
+    let replayed = common::replay(&app, &operator, letter, "replica-test-replay").await;
     assert_eq!(replayed.status().as_u16(), 200);
     let state = |store: &Store| {
         let store = store.clone();

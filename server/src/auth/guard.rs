@@ -87,16 +87,12 @@ async fn from_proxy(
     ctx: &AuthContext,
     peer: SocketAddr,
     headers: &axum::http::HeaderMap,
+    client: &str,
 ) -> Option<Result<CurrentUser, Response>> {
     let proxy = ctx.settings.proxy.as_ref()?;
     if !proxy.addresses.trusts(peer.ip()) {
         return None;
     }
-    let client = ctx
-        .settings
-        .trusted_proxies
-        .client(peer, headers)
-        .to_string();
     let refuse =
         |status, title: &str, text: &str| Some(Err(crate::limits::refusal(status, title, text)));
     match proxy.asserted(headers) {
@@ -118,7 +114,7 @@ async fn from_proxy(
         }
         Asserted::User { username, role } => {
             if ctx.database.down_since().is_none() {
-                match proxy::account(&ctx.store, &username, role, &client).await {
+                match proxy::account(&ctx.store, &username, role, client).await {
                     Ok(user) => {
                         ctx.known_proxy_users.confirm(username, user.clone());
                         return Some(Ok(user));
@@ -167,7 +163,13 @@ pub async fn guard(
     mut req: Request,
     next: Next,
 ) -> Response {
-    let user = match from_proxy(&ctx, peer, req.headers()).await {
+    // The client as the trusted proxies say, worked out once per request.
+    let client = ctx
+        .settings
+        .trusted_proxies
+        .client(peer, req.headers())
+        .to_string();
+    let user = match from_proxy(&ctx, peer, req.headers(), &client).await {
         Some(Ok(user)) => Some(user),
         Some(Err(refusal)) => return refusal,
         None => match authenticate(&ctx, &session).await {
@@ -188,11 +190,6 @@ pub async fn guard(
     if let Some(user) = &user {
         req.extensions_mut().insert(user.clone());
     }
-    let client = ctx
-        .settings
-        .trusted_proxies
-        .client(peer, req.headers())
-        .to_string();
     req.extensions_mut()
         .insert(idem_app::auth::ClientAddr(client.clone()));
     let (method, path) = (req.method().clone(), req.uri().path().to_owned());
@@ -223,11 +220,6 @@ pub async fn guard(
     match needed {
         Some(role) if user.role.includes(role) => next.run(req).await,
         _ => {
-            let client = ctx
-                .settings
-                .trusted_proxies
-                .client(peer, req.headers())
-                .to_string();
             let audited = ctx
                 .store
                 .append_audit(&NewAuditEntry {

@@ -34,15 +34,7 @@ impl TestApp {
 
     /// Creates `name` with `role` (password `{name}-password`).
     pub async fn create_user(&self, name: &str, role: Role) {
-        let hash = idem::auth::Passwords::new(1)
-            .hash(format!("{name}-password"))
-            .await
-            .unwrap();
-        self.store
-            .create_user(name, role, Some(&hash))
-            .await
-            .unwrap()
-            .expect("a new user");
+        create_user(&self.store, name, role).await;
     }
 
     /// A same-origin form post, as the browser sends it.
@@ -76,6 +68,19 @@ impl TestApp {
         assert_eq!(response.headers()["location"], "/", "signed in as {name}");
         client
     }
+}
+
+/// Creates `name` with `role` and the password `{name}-password` in `store`.
+pub async fn create_user(store: &Store, name: &str, role: Role) {
+    let hash = idem::auth::Passwords::new(1)
+        .hash(format!("{name}-password"))
+        .await
+        .unwrap();
+    store
+        .create_user(name, role, Some(&hash))
+        .await
+        .unwrap()
+        .expect("a new user");
 }
 
 pub async fn get(client: &reqwest::Client, url: &str) -> (u16, String) {
@@ -248,14 +253,25 @@ pub async fn replay(
     id: i64,
     action_id: &str,
 ) -> reqwest::Response {
+    replay_at(client, &app.base, id, action_id)
+        .await
+        .expect("the server answers")
+}
+
+/// The same, to the server (or proxy) at `base`; an error if nothing answers.
+pub async fn replay_at(
+    client: &reqwest::Client,
+    base: &str,
+    id: i64,
+    action_id: &str,
+) -> reqwest::Result<reqwest::Response> {
     client
-        .post(app.url(server_fn("replay_dead_letter")))
+        .post(format!("{base}{}", server_fn("replay_dead_letter")))
         .header("sec-fetch-site", "same-origin")
         .header("accept", "application/json")
         .form(&[("id", id.to_string().as_str()), ("action_id", action_id)])
         .send()
         .await
-        .expect("the server answers")
 }
 
 /// The registered path of the server function whose name is `name`.
