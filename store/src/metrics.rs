@@ -4,21 +4,11 @@
 //! upsert per (consumer, metric, minute, bucket): that keeps a claim write from
 //! ever updating a shared counter row, which would serialise every worker on it.
 
-use idem_domain::{Metric, MetricKind};
+use idem_domain::Metric;
 
 use crate::{StoreResult, dialect::dispatch, store::Store, ts::Ts};
 
-/// One value to fold into a minute's row.
-#[derive(Debug, Clone, PartialEq)]
-pub struct MetricSample {
-    pub consumer: String,
-    pub metric: Metric,
-    /// Any instant in the minute; stored truncated to the minute.
-    pub at: Ts,
-    /// The histogram bucket (`Metric::bucket_for`), empty for counters and gauges.
-    pub bucket: String,
-    pub value: f64,
-}
+pub use idem_consumer::MetricSample;
 
 /// One stored row.
 #[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
@@ -34,29 +24,11 @@ impl Store {
     /// Folds samples into their minutes in one transaction: counters and
     /// histogram buckets add, gauges keep the largest value of the minute.
     pub async fn record_metrics(&self, samples: &[MetricSample]) -> StoreResult<()> {
-        const ADD: &str = "INSERT INTO consumer_metrics (consumer, metric, minute, bucket, value) \
-             VALUES ($1, $2, $3, $4, $5) ON CONFLICT (consumer, metric, minute, bucket) \
-             DO UPDATE SET value = consumer_metrics.value + excluded.value";
-        const MAX: &str = "INSERT INTO consumer_metrics (consumer, metric, minute, bucket, value) \
-             VALUES ($1, $2, $3, $4, $5) ON CONFLICT (consumer, metric, minute, bucket) \
-             DO UPDATE SET value = CASE WHEN excluded.value > consumer_metrics.value \
-                                   THEN excluded.value ELSE consumer_metrics.value END";
         if samples.is_empty() {
             return Ok(());
         }
         let mut tx = self.begin().await?;
-        for s in samples {
-            let sql = match s.metric.kind() {
-                MetricKind::Counter | MetricKind::Histogram => ADD,
-                MetricKind::Gauge => MAX,
-            };
-            dispatch!(&mut tx.inner, tx => {
-                sqlx::query(sql)
-                    .bind(&s.consumer).bind(s.metric.name()).bind(s.at.minute())
-                    .bind(&s.bucket).bind(s.value)
-                    .execute(&mut **tx).await?;
-            });
-        }
+        idem_consumer::write_metrics(tx.conn(), samples).await?;
         tx.commit().await
     }
 

@@ -16,7 +16,6 @@
 //! history's rows and metrics are as consistent as the live ones.
 
 mod flows;
-mod meter;
 mod provider;
 mod worker;
 
@@ -27,16 +26,16 @@ use std::{
 };
 
 use chrono::{DateTime, Days, TimeDelta, Utc};
+use idem_consumer::{Decision, Failure, Meter, Next};
 use idem_domain::{Metric, OutboxOrigin};
-use idem_store::{Outcome, Store, StoreError, Ts};
+use idem_store::{Store, StoreError, Ts};
 use rand::{Rng, SeedableRng, rngs::StdRng};
 use sha2::{Digest, Sha256};
 use tokio::sync::watch;
 
 use flows::{Fact, Flow};
-use meter::Meter;
 use provider::Call;
-use worker::{Decision, GiveUp, Step, Work};
+use worker::{Abandon, MAX_DELIVERIES, Step, Work};
 
 /// The tour: stories with fixed keys written at the start of the history,
 /// so the demo (and its tests) always have one of each case to open.
@@ -66,7 +65,6 @@ pub struct Settings {
 }
 
 const VISIBILITY_TIMEOUT: TimeDelta = TimeDelta::seconds(45);
-const MAX_DELIVERIES: u32 = 3;
 const BUSY_BACKOFF: TimeDelta = TimeDelta::seconds(30);
 const RELAY_EVERY: TimeDelta = TimeDelta::seconds(2);
 const FLUSH_EVERY: TimeDelta = TimeDelta::seconds(10);
@@ -523,7 +521,7 @@ impl Simulation {
             message.payload.clone(),
             message.payload_hash.clone(),
         );
-        self.meter.count(flow, Metric::Deliveries, now);
+        self.meter.count(flow.consumer(), Metric::Deliveries, now);
         self.after(
             VISIBILITY_TIMEOUT,
             Event::VisibilityTimeout {
@@ -582,19 +580,29 @@ impl Simulation {
 
     fn after_claim(&mut self, id: u64, flow: Flow, step: Step) {
         let now = self.now;
-        if step.new_claim {
-            self.meter.count(flow, Metric::NewClaims, now);
-        } else if let Some(first) = step.first_delivery_at {
-            self.meter.count(flow, Metric::DuplicateClaims, now);
-            self.meter.observe(
-                flow,
-                Metric::DuplicateDelaySeconds,
-                now,
-                (now - first).num_milliseconds() as f64 / 1000.0,
-            );
-        }
-        match step.decision {
-            Decision::Attempt => {
+        let consumer = flow.consumer();
+        let claim = match step {
+            Step::RolledBack => {
+                self.meter.count(consumer, Metric::TransactionFailures, now);
+                self.retry_later(
+                    id,
+                    "could not serialize access due to concurrent update; transaction rolled back",
+                    TimeDelta::seconds(5),
+                );
+                return;
+            }
+            Step::Applied(claim) => {
+                self.meter.claimed(consumer, &claim, now);
+                self.meter.count(consumer, Metric::Sends, now);
+                self.observe_outcome(id, flow);
+                self.ack(id);
+                return;
+            }
+            Step::Decided(claim) => claim,
+        };
+        self.meter.claimed(consumer, &claim, now);
+        match claim.decision {
+            Decision::Proceed => {
                 let key = self
                     .messages
                     .get(&id)
@@ -627,29 +635,11 @@ impl Simulation {
                     },
                 );
             }
-            Decision::Suppress { .. } => {
-                self.meter.count(flow, Metric::DedupeSuppressed, now);
-                self.ack(id);
-            }
-            Decision::Busy => {
+            // Counted by `Meter::claimed`: a suppressed duplicate, or an
+            // attempt whose lease ran out (now `unknown`).
+            Decision::AlreadyDone { .. } | Decision::LeaseExpired => self.ack(id),
+            Decision::Busy { .. } => {
                 self.retry_later(id, "another worker holds the key's lease", BUSY_BACKOFF)
-            }
-            Decision::LeaseExpired => {
-                self.meter.count(flow, Metric::UnknownOutcomes, now);
-                self.ack(id);
-            }
-            Decision::Applied => {
-                self.meter.count(flow, Metric::Sends, now);
-                self.observe_outcome(id, flow);
-                self.ack(id);
-            }
-            Decision::RolledBack => {
-                self.meter.count(flow, Metric::TransactionFailures, now);
-                self.retry_later(
-                    id,
-                    "could not serialize access due to concurrent update; transaction rolled back",
-                    TimeDelta::seconds(5),
-                );
             }
         }
     }
@@ -657,8 +647,12 @@ impl Simulation {
     fn observe_outcome(&mut self, id: u64, flow: Flow) {
         if let Some(m) = self.messages.get(&id) {
             let seconds = (self.now - m.enqueued_at).num_milliseconds() as f64 / 1000.0;
-            self.meter
-                .observe(flow, Metric::OutcomeLatencySeconds, self.now, seconds);
+            self.meter.observe(
+                flow.consumer(),
+                Metric::OutcomeLatencySeconds,
+                self.now,
+                seconds,
+            );
         }
     }
 
@@ -674,18 +668,8 @@ impl Simulation {
         let now = self.now;
         match call {
             Call::Accepted { provider_ref } => {
-                worker::record(
-                    &self.store,
-                    flow,
-                    &key,
-                    &payload,
-                    Outcome::Sent {
-                        provider_ref: Some(&provider_ref),
-                    },
-                    now,
-                )
-                .await?;
-                self.meter.count(flow, Metric::Sends, now);
+                worker::record_sent(&self.store, flow, &key, &payload, &provider_ref, now).await?;
+                self.meter.count(flow.consumer(), Metric::Sends, now);
                 self.rate_limited.remove(&key);
                 if current {
                     self.observe_outcome(id, flow);
@@ -697,50 +681,28 @@ impl Simulation {
             } => {
                 self.rate_limited.insert(key.clone());
                 let error = format!("429 Too Many Requests (Retry-After: {retry_after_seconds} s)");
-                self.retryable(
-                    id,
-                    current,
-                    &error,
-                    TimeDelta::seconds(i64::from(retry_after_seconds)),
-                )
-                .await?;
+                let retry_after = Some(Duration::from_secs(u64::from(retry_after_seconds)));
+                self.retryable(id, current, &error, retry_after).await?;
             }
             Call::Unavailable => {
-                self.retryable(
-                    id,
-                    current,
-                    "503 Service Unavailable from the provider",
-                    TimeDelta::seconds(10),
-                )
-                .await?;
+                let error = "503 Service Unavailable from the provider";
+                self.retryable(id, current, error, None).await?;
             }
             Call::Rejected { reason } => {
-                worker::record(
-                    &self.store,
-                    flow,
-                    &key,
-                    &payload,
-                    Outcome::Permanent { error: reason },
-                    now,
-                )
-                .await?;
-                self.meter.count(flow, Metric::PermanentFailures, now);
+                let failure = Failure::Permanent { error: reason };
+                let deliveries = self.messages.get(&id).map_or(1, |m| m.deliveries);
+                worker::record_failure(&self.store, flow, &key, failure, deliveries, now).await?;
+                self.meter
+                    .count(flow.consumer(), Metric::PermanentFailures, now);
                 if current {
                     self.ack(id);
                 }
             }
             Call::LostResponse => {
                 let error = "no response within 30 s (connection reset after the request was sent): the provider may have acted";
-                worker::record(
-                    &self.store,
-                    flow,
-                    &key,
-                    &payload,
-                    Outcome::Unknown { error },
-                    now,
-                )
-                .await?;
-                self.meter.count(flow, Metric::UnknownOutcomes, now);
+                worker::record_unknown(&self.store, flow, &key, error, now).await?;
+                self.meter
+                    .count(flow.consumer(), Metric::UnknownOutcomes, now);
                 if current {
                     self.ack(id);
                 }
@@ -757,24 +719,24 @@ impl Simulation {
         id: u64,
         current: bool,
         error: &str,
-        retry_after: TimeDelta,
+        retry_after: Option<Duration>,
     ) -> Result<(), StoreError> {
         let Some(message) = self.messages.get(&id) else {
             return Ok(());
         };
-        let (flow, key, payload) = (message.flow, message.key.clone(), message.payload.clone());
-        self.meter.count(flow, Metric::RetryableFailures, self.now);
-        worker::record(
-            &self.store,
-            flow,
-            &key,
-            &payload,
-            Outcome::Retryable { error },
-            self.now,
-        )
-        .await?;
+        let (flow, key, deliveries) = (message.flow, message.key.clone(), message.deliveries);
+        self.meter
+            .count(flow.consumer(), Metric::RetryableFailures, self.now);
+        let failure = Failure::Retryable { error, retry_after };
+        let next =
+            worker::record_failure(&self.store, flow, &key, failure, deliveries, self.now).await?;
         if current {
-            self.retry_later(id, error, retry_after);
+            // Out of deliveries, `retry_later` gives the message up at once.
+            let delay = match next {
+                Next::RetryIn(wait) => TimeDelta::from_std(wait).unwrap_or(BUSY_BACKOFF),
+                Next::DeadLetter | Next::Acknowledge => TimeDelta::zero(),
+            };
+            self.retry_later(id, error, delay);
         }
         Ok(())
     }
@@ -826,7 +788,7 @@ impl Simulation {
         let Some(message) = self.messages.remove(&id) else {
             return Ok(());
         };
-        let give_up = GiveUp {
+        let give_up = Abandon {
             flow: message.flow,
             key: &message.key,
             message_id: &message.id,
@@ -841,7 +803,7 @@ impl Simulation {
         };
         worker::dead_letter(&self.store, &give_up).await?;
         self.meter
-            .count(message.flow, Metric::DeadLetters, self.now);
+            .count(message.flow.consumer(), Metric::DeadLetters, self.now);
         Ok(())
     }
 
@@ -893,10 +855,10 @@ impl Simulation {
         for flow in Flow::ALL {
             let age = oldest.get(&flow).copied().unwrap_or(0.0);
             self.meter
-                .gauge(flow, Metric::OutboxOldestAgeSeconds, now, age);
+                .gauge(flow.consumer(), Metric::OutboxOldestAgeSeconds, now, age);
         }
         for fact in republish {
-            self.meter.count(fact.flow, Metric::Replays, now);
+            self.meter.count(fact.flow.consumer(), Metric::Replays, now);
             let id = self.enqueue(&fact);
             self.after(TimeDelta::milliseconds(100), Event::Deliver(id));
         }
@@ -915,10 +877,14 @@ impl Simulation {
                     )
                 });
             self.meter
-                .gauge(flow, Metric::QueueDepth, now, depth as f64);
+                .gauge(flow.consumer(), Metric::QueueDepth, now, depth as f64);
             let age = oldest.map_or(0.0, |o| (now - o).num_milliseconds() as f64 / 1000.0);
-            self.meter
-                .gauge(flow, Metric::QueueOldestAgeSeconds, now, age.max(0.0));
+            self.meter.gauge(
+                flow.consumer(),
+                Metric::QueueOldestAgeSeconds,
+                now,
+                age.max(0.0),
+            );
         }
         let samples = self.meter.drain();
         if let Err(err) = self.store.record_metrics(&samples).await {

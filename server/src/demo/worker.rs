@@ -1,17 +1,17 @@
 //! What one worker of the demo fleet does with one delivery: the idempotent
-//! consumer pattern, exactly as the design asks real consumers to do it.
+//! consumer pattern as `idem_consumer` implements it, on Idem's own store —
+//! so the demo exercises the library consumers use, all day long.
 //!
-//! 1. In one transaction, claim the key (insert-if-absent) and decide:
-//!    a key already `sent` or `unknown` is acknowledged without acting; a
-//!    key leased by another worker is handed back to the queue; a lease that
-//!    expired after a call means that call's fate is unknown.
-//! 2. External effects: take a lease, commit, call the provider, then record
-//!    the outcome in a second transaction. In-transaction effects: apply the
-//!    effect and record `sent` in the claim's own transaction.
+//! External effects: claim (lease taken) and commit, call the provider, then
+//! record the outcome in a second transaction. In-transaction effects: apply
+//! the effect and record `sent` in the claim's own transaction.
+
+use std::time::Duration;
 
 use chrono::{DateTime, TimeDelta, Utc};
-use idem_domain::{ClaimStatus, OutboxOrigin};
-use idem_store::{Claimed, Delivery, NewDeadLetter, NewOutboxRow, Outcome, Store, StoreResult, Ts};
+use idem_consumer::{Backoff, Claim, Consumer, ConsumerError, Decision, Failure, GiveUp, Next};
+use idem_domain::IdempotencyKey;
+use idem_store::{Store, StoreResult};
 
 use super::flows::Flow;
 
@@ -19,28 +19,33 @@ use super::flows::Flow;
 /// visibility timeout, so a redelivery during a slow call sees the lease.
 pub const LEASE: TimeDelta = TimeDelta::seconds(60);
 
-/// What the claim step decided.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Decision {
-    /// This worker owns the attempt (lease taken, committed): call the provider.
-    Attempt,
-    /// The effect already happened (or is unknown): acknowledge, do nothing.
-    Suppress { status: ClaimStatus },
-    /// Another worker holds the lease right now: hand the message back.
-    Busy,
-    /// A lease expired after a call without an outcome: recorded `unknown`.
-    LeaseExpired,
-    /// In-transaction effect applied and committed with the claim.
-    Applied,
-    /// The transaction rolled back; nothing was claimed.
-    RolledBack,
+/// Deliveries before a failing message is dead-lettered.
+pub const MAX_DELIVERIES: u32 = 3;
+
+/// The library's view of a flow's consumer.
+pub fn consumer(flow: Flow) -> StoreResult<Consumer> {
+    Ok(Consumer::new(flow.consumer())?
+        .with_lease(LEASE)
+        .with_max_deliveries(MAX_DELIVERIES)
+        .with_backoff(Backoff {
+            base: Duration::from_secs(10),
+            max: Duration::from_secs(120),
+        }))
 }
 
-pub struct Step {
-    pub new_claim: bool,
-    /// For duplicates: when the key was first delivered.
-    pub first_delivery_at: Option<DateTime<Utc>>,
-    pub decision: Decision,
+fn key(key: &str) -> StoreResult<IdempotencyKey> {
+    Ok(IdempotencyKey::parse(key).map_err(ConsumerError::from)?)
+}
+
+/// What the claim step came to.
+pub enum Step {
+    /// The library's decision; for an in-transaction effect never `Proceed`
+    /// (that comes back as `Applied`).
+    Decided(Claim),
+    /// In-transaction effect applied and committed with the claim.
+    Applied(Claim),
+    /// The transaction rolled back; nothing was claimed.
+    RolledBack,
 }
 
 pub struct Work<'a> {
@@ -51,130 +56,100 @@ pub struct Work<'a> {
     pub at: DateTime<Utc>,
 }
 
-/// Step 1 for either kind of effect. `fail_transaction` simulates a
-/// serialization failure inside an in-transaction effect.
+/// Claims the key and, for an in-transaction effect, applies it.
+/// `fail_transaction` simulates a serialization failure inside that effect.
 pub async fn claim(
     store: &Store,
     work: &Work<'_>,
     ledger_ref: &str,
     fail_transaction: bool,
 ) -> StoreResult<Step> {
-    let consumer = work.flow.consumer();
-    let now = Ts::from(work.at);
+    let consumer = consumer(work.flow)?;
+    let key = key(work.key)?;
     let mut tx = store.begin().await?;
-    let claimed = tx
-        .claim(&Delivery {
-            consumer,
-            key: work.key,
-            payload_hash: Some(work.payload_hash),
-            at: now,
-        })
+    let claim = consumer
+        .claim(tx.conn(), &key, Some(work.payload_hash), work.at)
         .await?;
-    let (new_claim, claim) = match &claimed {
-        Claimed::New(c) => (true, c),
-        Claimed::Duplicate(c) => (false, c),
-    };
-    let first_delivery_at = (!new_claim).then_some(claim.first_delivery_at);
-    let decision = match claim.status {
-        ClaimStatus::Sent | ClaimStatus::Unknown => Decision::Suppress {
-            status: claim.status,
-        },
-        ClaimStatus::Pending => match claim.lease_until {
-            Some(until) if until > work.at => Decision::Busy,
-            Some(_) => Decision::LeaseExpired,
-            None => Decision::Attempt,
-        },
-        // A replay, a resolution's retry, or a redelivery after a failure: try again.
-        ClaimStatus::Failed => Decision::Attempt,
-    };
-    let decision = match decision {
-        Decision::Attempt if !work.flow.is_external() => {
-            if fail_transaction {
-                tx.rollback().await?;
-                return Ok(Step {
-                    new_claim: false,
-                    first_delivery_at,
-                    decision: Decision::RolledBack,
-                });
-            }
-            // The business effect and its event, in the claim's transaction.
-            tx.lease(consumer, work.key, now, now).await?;
-            tx.enqueue(&NewOutboxRow {
-                consumer,
-                topic: "invoice.paid",
-                key: work.key,
-                payload: work.payload,
-                origin: OutboxOrigin::Application,
-                dead_letter_id: None,
-                audit_id: None,
-                at: now,
-            })
-            .await?;
-            tx.record(
-                consumer,
-                work.key,
-                Outcome::Sent {
-                    provider_ref: Some(ledger_ref),
-                },
-                now,
-            )
-            .await?;
-            Decision::Applied
-        }
-        Decision::Attempt => {
-            tx.lease(consumer, work.key, Ts::from(work.at + LEASE), now)
-                .await?;
-            Decision::Attempt
-        }
-        Decision::LeaseExpired => {
-            let error = "a worker's lease expired after it called the provider, with no outcome recorded: \
-                         the provider may have acted";
-            tx.record(consumer, work.key, Outcome::Unknown { error }, now)
-                .await?;
-            Decision::LeaseExpired
-        }
-        other => other,
-    };
+    if claim.decision != Decision::Proceed || work.flow.is_external() {
+        tx.commit().await?;
+        return Ok(Step::Decided(claim));
+    }
+    if fail_transaction {
+        tx.rollback().await?;
+        return Ok(Step::RolledBack);
+    }
+    // The business effect and its event, in the claim's transaction.
+    consumer
+        .enqueue(tx.conn(), &key, "invoice.paid", work.payload, work.at)
+        .await?;
+    consumer
+        .record_sent(tx.conn(), &key, Some(ledger_ref), work.at)
+        .await?;
     tx.commit().await?;
-    Ok(Step {
-        new_claim,
-        first_delivery_at,
-        decision,
-    })
+    Ok(Step::Applied(claim))
 }
 
-/// Step 2 for external effects: record how the call ended (and, for orders,
-/// the event that announces it, in the same transaction).
-pub async fn record(
+/// The provider confirmed: `sent` (and, for orders, the event that
+/// announces it, in the same transaction).
+pub async fn record_sent(
     store: &Store,
     flow: Flow,
-    key: &str,
+    key_text: &str,
     payload: &str,
-    outcome: Outcome<'_>,
+    provider_ref: &str,
     at: DateTime<Utc>,
 ) -> StoreResult<()> {
-    let now = Ts::from(at);
+    let consumer = consumer(flow)?;
+    let key = key(key_text)?;
     let mut tx = store.begin().await?;
-    tx.record(flow.consumer(), key, outcome, now).await?;
-    if flow == Flow::Orders && matches!(outcome, Outcome::Sent { .. }) {
-        tx.enqueue(&NewOutboxRow {
-            consumer: flow.consumer(),
-            topic: "order.forwarded",
-            key,
-            payload,
-            origin: OutboxOrigin::Application,
-            dead_letter_id: None,
-            audit_id: None,
-            at: now,
-        })
+    consumer
+        .record_sent(tx.conn(), &key, Some(provider_ref), at)
         .await?;
+    if flow == Flow::Orders {
+        consumer
+            .enqueue(tx.conn(), &key, "order.forwarded", payload, at)
+            .await?;
     }
     tx.commit().await
 }
 
+/// The call's fate cannot be known: `unknown`.
+pub async fn record_unknown(
+    store: &Store,
+    flow: Flow,
+    key_text: &str,
+    error: &str,
+    at: DateTime<Utc>,
+) -> StoreResult<()> {
+    let consumer = consumer(flow)?;
+    let key = key(key_text)?;
+    let mut tx = store.begin().await?;
+    consumer.record_unknown(tx.conn(), &key, error, at).await?;
+    tx.commit().await
+}
+
+/// A failed call; the library says what to do with the message.
+pub async fn record_failure(
+    store: &Store,
+    flow: Flow,
+    key_text: &str,
+    failure: Failure<'_>,
+    deliveries: u32,
+    at: DateTime<Utc>,
+) -> StoreResult<Next> {
+    let consumer = consumer(flow)?;
+    let key = key(key_text)?;
+    let mut tx = store.begin().await?;
+    let next = consumer
+        .record_failure(tx.conn(), &key, failure, deliveries, at)
+        .await?;
+    tx.commit().await?;
+    Ok(next)
+}
+
 /// Gives up on a message: the claim becomes `failed` and the message, with
 /// its key, goes to the dead letters — in one transaction.
-pub struct GiveUp<'a> {
+pub struct Abandon<'a> {
     pub flow: Flow,
     pub key: &'a str,
     pub message_id: &'a str,
@@ -185,36 +160,20 @@ pub struct GiveUp<'a> {
     pub at: DateTime<Utc>,
 }
 
-pub async fn dead_letter(store: &Store, g: &GiveUp<'_>) -> StoreResult<i64> {
-    let now = Ts::from(g.at);
-    let reason = format!(
-        "dead-lettered after {} deliveries: {}",
-        g.deliveries, g.error
-    );
+pub async fn dead_letter(store: &Store, a: &Abandon<'_>) -> StoreResult<i64> {
+    let consumer = consumer(a.flow)?;
+    let key = key(a.key)?;
+    let give_up = GiveUp {
+        key: &key,
+        queue: a.flow.queue(),
+        message_id: a.message_id,
+        payload: a.payload,
+        deliveries: a.deliveries,
+        first_failure_at: a.first_failure_at,
+        error: a.error,
+    };
     let mut tx = store.begin().await?;
-    // An in-transaction effect that kept rolling back never claimed the key.
-    if tx.claim_exists(g.flow.consumer(), g.key).await? {
-        tx.record(
-            g.flow.consumer(),
-            g.key,
-            Outcome::Permanent { error: &reason },
-            now,
-        )
-        .await?;
-    }
-    let id = tx
-        .dead_letter(&NewDeadLetter {
-            consumer: g.flow.consumer(),
-            queue: g.flow.queue(),
-            key: g.key,
-            message_id: g.message_id,
-            payload: g.payload,
-            delivery_count: i64::from(g.deliveries),
-            first_failure_at: Ts::from(g.first_failure_at),
-            last_error: Some(g.error),
-            at: now,
-        })
-        .await?;
+    let id = consumer.dead_letter(tx.conn(), &give_up, a.at).await?;
     tx.commit().await?;
     Ok(id)
 }
