@@ -26,6 +26,10 @@ pub enum AppError {
     /// The signed-in person's role does not allow this.
     #[error("Your role ({role}) may not do this; it needs {needed}.")]
     Forbidden { role: String, needed: String },
+    /// The action cannot be taken on this target at all (a consumer Idem
+    /// reads through an adapter). The text says why and where to act instead.
+    #[error("{0}")]
+    ReadOnly(String),
     /// The database cannot be reached right now.
     #[error("The database is unavailable right now; try again in a few seconds.")]
     Unavailable,
@@ -45,6 +49,7 @@ impl AppError {
             AppError::BadRequest(_) => 400,
             AppError::Unauthorized => 401,
             AppError::Forbidden { .. } => 403,
+            AppError::ReadOnly(_) => 409,
             AppError::Unavailable => 503,
             AppError::Internal { .. } => 500,
             AppError::Transport(_) => 502,
@@ -58,6 +63,7 @@ impl AppError {
             AppError::BadRequest(_) => "Bad request",
             AppError::Unauthorized => "Sign in",
             AppError::Forbidden { .. } => "Not allowed",
+            AppError::ReadOnly(_) => "Not possible here",
             AppError::Unavailable => "Database unavailable",
             AppError::Internal { .. } => "Server error",
             AppError::Transport(_) => "Server unreachable",

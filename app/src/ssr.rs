@@ -38,6 +38,10 @@ pub struct AppState {
     /// `store`, the primary.
     #[from_ref(skip)]
     pub replica: Option<idem_store::Store>,
+    /// Consumers read through an adapter (`IDEM_READ_ONLY_CONSUMERS`):
+    /// their pages work, their actions are refused.
+    #[from_ref(skip)]
+    pub read_only: std::sync::Arc<idem_domain::ReadOnlyConsumers>,
 }
 
 /// Where a read-only page reads from.
@@ -147,6 +151,7 @@ impl AppState {
             database: DatabaseStatus::default(),
             password_login: true,
             replica: None,
+            read_only: std::sync::Arc::default(),
         }
     }
 }

@@ -21,6 +21,7 @@
 //! | `IDEM_AUTH_PROXY_DEFAULT_ROLE` | the role of a user in no mapped group, or `none` to refuse them | `viewer` |
 //! | `IDEM_PASSWORD_LOGIN` | `0` turns password sign-in off (the proxy signs people in) | `1` |
 //! | `IDEM_HASH_CONCURRENCY` | password hashes computed at once | `2` |
+//! | `IDEM_READ_ONLY_CONSUMERS` | consumers read through an adapter over their own tables (comma-separated): their pages work, actions on them are refused with the reason | none |
 //! | `IDEM_CLAIM_RETENTION_DAYS` | how long consumers keep claims; replaying an older key is flagged | `30` |
 //! | `IDEM_READ_CACHE_MS` | how long one dashboard read serves every viewer (0 turns the cache off) | `2000` |
 //! | `IDEM_SLO_FILE` | a TOML file of SLOs (see `slo_config`) | the built-in defaults |
@@ -108,6 +109,8 @@ pub struct Config {
     pub log_json: bool,
     pub read_cache_ttl: Duration,
     pub claim_retention: chrono::TimeDelta,
+    /// `IDEM_READ_ONLY_CONSUMERS`: consumers read through an adapter.
+    pub read_only: idem_domain::ReadOnlyConsumers,
     /// `IDEM_SLO_FILE`; `None` uses the built-in SLOs.
     pub slo_file: Option<std::path::PathBuf>,
     /// `IDEM_METRICS_TOKEN`: `/metrics` is off without it.
@@ -145,6 +148,7 @@ pub const SETTINGS: &[&str] = &[
     "IDEM_PUBLIC_URL",
     "IDEM_READ_CACHE_MS",
     "IDEM_READ_DATABASE_URL",
+    "IDEM_READ_ONLY_CONSUMERS",
     "IDEM_REQUEST_TIMEOUT_SECONDS",
     "IDEM_SESSION_ABSOLUTE_HOURS",
     "IDEM_SESSION_IDLE_MINUTES",
@@ -428,6 +432,16 @@ impl Config {
             log_json,
             read_cache_ttl,
             claim_retention,
+            read_only: {
+                let list = var("IDEM_READ_ONLY_CONSUMERS").unwrap_or_default();
+                idem_domain::ReadOnlyConsumers::parse(&list).map_err(|err| {
+                    ConfigError::Invalid {
+                        name: "IDEM_READ_ONLY_CONSUMERS",
+                        value: list.clone(),
+                        reason: err.to_string(),
+                    }
+                })?
+            },
             slo_file: var("IDEM_SLO_FILE").map(Into::into),
             metrics_token: var("IDEM_METRICS_TOKEN").map(crate::metrics::MetricsToken::new),
             auth,
@@ -455,6 +469,7 @@ impl Config {
             log_json: false,
             read_cache_ttl: idem_app::ssr::READ_CACHE_TTL,
             claim_retention: chrono::TimeDelta::days(30),
+            read_only: idem_domain::ReadOnlyConsumers::default(),
             slo_file: None,
             metrics_token: None,
             auth: AuthSettings {

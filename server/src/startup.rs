@@ -103,6 +103,7 @@ impl Application {
         }
         let mut state = AppState::new(leptos, store, console, config.read_cache_ttl);
         state.claim_retention = config.claim_retention;
+        state.read_only = Arc::new(config.read_only.clone());
         state.slos = Arc::new(slos);
         state.database = database;
         state.password_login = config.auth.password_login;

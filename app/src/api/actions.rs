@@ -36,6 +36,24 @@ mod server {
         Ok(Acting { user, client })
     }
 
+    /// Refuses any action on a consumer Idem reads through an adapter.
+    pub fn writable(consumer: &str) -> Result<(), AppError> {
+        match crate::ssr::state()?.read_only.reason(consumer) {
+            Some(reason) => Err(AppError::ReadOnly(reason)),
+            None => Ok(()),
+        }
+    }
+
+    /// The consumer of a dead letter, refused if read-only; an unknown id
+    /// is left for the action to report.
+    pub async fn writable_dead_letter(id: i64) -> Result<(), AppError> {
+        let state = crate::ssr::state()?;
+        match state.store.dead_letter(id).await? {
+            Some(dead_letter) => writable(&dead_letter.consumer),
+            None => Ok(()),
+        }
+    }
+
     /// An action id as the form carried it: a short token, nothing else.
     pub fn action_id(id: &str) -> Result<&str, AppError> {
         let ok = (8..=64).contains(&id.len())
@@ -58,6 +76,7 @@ pub async fn replay_dead_letter(
 ) -> Result<ActionOutcome, AppError> {
     crate::ssr::serve(async move {
         let acting = server::operator()?;
+        server::writable_dead_letter(id).await?;
         let state = crate::ssr::state()?;
         let outcome = state
             .store
@@ -84,6 +103,7 @@ pub async fn discard_dead_letter(
 ) -> Result<ActionOutcome, AppError> {
     crate::ssr::serve(async move {
         let acting = server::operator()?;
+        server::writable_dead_letter(id).await?;
         let state = crate::ssr::state()?;
         let outcome = state
             .store
@@ -116,6 +136,7 @@ pub async fn resolve_unknown(
         let acting = server::operator()?;
         let consumer = ConsumerName::parse(consumer)?;
         let key = IdempotencyKey::parse(key)?;
+        server::writable(consumer.as_str())?;
         let resolution = match outcome.as_str() {
             "sent" => Resolution::Sent { provider_ref },
             "failed-retry" => Resolution::FailedRetry,

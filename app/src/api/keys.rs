@@ -23,6 +23,9 @@ pub struct KeyStory {
     pub verdicts: Vec<(i64, idem_domain::action::Verdict)>,
     /// Read from the read replica, which may lag behind an action just taken.
     pub from_replica: bool,
+    /// Why no action can be taken on this consumer's keys from Idem (it is
+    /// read through an adapter), if so.
+    pub read_only: Option<String>,
 }
 
 /// What a link carrying only a key finds.
@@ -118,6 +121,15 @@ async fn story(
         clock.as_of,
         &clock.zone,
     );
+    let read_only = crate::ssr::state()?.read_only.reason(&consumer);
+    let mut story = story;
+    if read_only.is_some() {
+        // An adapter's source may have no provider references at all; the
+        // read-only note says so once instead of a flag on every key.
+        story
+            .flags
+            .retain(|f| *f != idem_domain::story::Flag::SentWithoutProviderRef);
+    }
     Ok(Some(KeyStory {
         clock,
         consumer,
@@ -131,6 +143,7 @@ async fn story(
         action_id: crate::ssr::new_action_id(),
         verdicts,
         from_replica: reader.replica,
+        read_only,
     }))
 }
 

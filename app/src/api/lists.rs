@@ -25,6 +25,9 @@ pub struct DeadLetterDetail {
     pub action_id: String,
     /// Read from the read replica, which may lag behind an action just taken.
     pub from_replica: bool,
+    /// Why no action can be taken on it from Idem (its consumer is read
+    /// through an adapter), if so.
+    pub read_only: Option<String>,
 }
 
 /// Reads one page of a list through the shared read cache, then shows it in
@@ -182,7 +185,9 @@ pub async fn get_dead_letter(id: String) -> Result<DeadLetterDetail, AppError> {
         let verdict = idem_domain::action::Verdict::of(claim.as_ref(), retention, clock.as_of);
         let can_act = crate::ssr::current_user()
             .is_some_and(|u| u.role.includes(idem_domain::Role::Operator));
+        let read_only = crate::ssr::state()?.read_only.reason(&dead_letter.consumer);
         Ok(DeadLetterDetail {
+            read_only,
             clock,
             dead_letter,
             claim,

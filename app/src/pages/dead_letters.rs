@@ -113,7 +113,11 @@ pub fn DeadLetterPage() -> impl IntoView {
         <Loaded resource=data render={move |d: DeadLetterDetail| {
             provide_clock(d.clock);
             let dl = d.dead_letter;
-            let actions = (d.can_act && dl.state == DeadLetterState::Open).then(|| {
+            let read_only = (dl.state == DeadLetterState::Open)
+                .then_some(d.read_only.clone())
+                .flatten()
+                .map(|reason| view! { <p class="notice read-only">{reason}</p> });
+            let actions = (d.can_act && d.read_only.is_none() && dl.state == DeadLetterState::Open).then(|| {
                 let discard = (d.verdict == Verdict::AlreadySent).then(|| view! {
                     <DiscardForm dead_letter_id=dl.id action_id=d.action_id.clone() reload/>
                 });
@@ -153,6 +157,7 @@ pub fn DeadLetterPage() -> impl IntoView {
                 </dl>
                 {claim}
                 {closed}
+                {read_only}
                 {actions}
                 <h2>"Payload"</h2>
                 <pre class="payload">{dl.payload}</pre>

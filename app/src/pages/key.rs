@@ -145,6 +145,12 @@ fn Story(s: KeyStory, reload: Callback<()>) -> impl IntoView {
             </section>
         }
     });
+    // Shown whether or not anything would apply: it also explains what the
+    // consumer's own tables cannot tell (failures, provider references).
+    let read_only = s
+        .read_only
+        .clone()
+        .map(|reason| view! { <p class="notice read-only">{reason}</p> });
     let actions = if s.story.actions.is_empty() {
         view! { <p class="empty">"Nothing to do: no unknown outcome and no open dead letter."</p> }
             .into_any()
@@ -155,7 +161,7 @@ fn Story(s: KeyStory, reload: Callback<()>) -> impl IntoView {
             .iter()
             .map(|a| view! { <li>{a.describe()}</li> })
             .collect_view();
-        let forms = s.can_act.then(|| {
+        let forms = (s.can_act && s.read_only.is_none()).then(|| {
             let resolve = s
                 .claim
                 .clone()
@@ -177,7 +183,7 @@ fn Story(s: KeyStory, reload: Callback<()>) -> impl IntoView {
                 .collect_view();
             view! { {resolve} {dead_letters} }
         });
-        let viewer_note = (!s.can_act)
+        let viewer_note = (!s.can_act && s.read_only.is_none())
             .then(|| view! { <p class="lede">"An operator can do these from this page."</p> });
         view! {
             <ul class="actions">{items}</ul>
@@ -287,6 +293,7 @@ fn Story(s: KeyStory, reload: Callback<()>) -> impl IntoView {
                 {claim}
                 <section aria-labelledby="actions-heading">
                     <h2 id="actions-heading">"What would apply"</h2>
+                    {read_only}
                     {actions}
                 </section>
             </div>

@@ -1,0 +1,105 @@
+-- Idem adapter: a reminder store that already records outcomes, read
+-- through Idem's data contract.
+--
+-- For consumers that keep one row per reminder with its own status:
+--     reminder_sends(reminder_id text primary key,
+--                    status text,          -- pending | sent | failed | unknown
+--                    provider_message_id text, last_error text,
+--                    attempts integer, created_at timestamptz, updated_at timestamptz)
+-- claimed with INSERT … ON CONFLICT (reminder_id) DO NOTHING and updated as
+-- the provider answers. Run this file once (psql -f) in the database that
+-- holds reminder_sends and Idem's tables, after Idem has migrated it. It
+-- installs a view (idem_reminder_sends_claims), a trigger that mirrors every
+-- change into Idem's claims table in the store's own transaction, and a
+-- backfill; see processed_jobs.sql for why a mirror and how to detach.
+--
+-- This shape has outcomes, so Idem's unknown and failed lists, provider
+-- reference search and "unknown since" work for it. Resolving an unknown
+-- outcome must happen in reminder_sends itself (Idem's resolution would
+-- change only the mirror): set IDEM_READ_ONLY_CONSUMERS=reminders-legacy and
+-- Idem shows the reason instead of the resolve form. A status outside the
+-- four is mirrored as 'unknown', so it is looked at rather than hidden.
+
+BEGIN;
+
+CREATE FUNCTION idem_reminder_sends_consumer() RETURNS text
+LANGUAGE sql IMMUTABLE AS $$ SELECT 'reminders-legacy'::text $$;
+
+CREATE FUNCTION idem_reminder_sends_as_claim(r reminder_sends)
+RETURNS TABLE (
+    consumer text, idempotency_key text, status text, status_at timestamptz,
+    first_delivery_at timestamptz, last_delivery_at timestamptz, attempts bigint,
+    provider_ref text, last_error text, outcome_at timestamptz
+)
+LANGUAGE sql STABLE AS $$
+    SELECT idem_reminder_sends_consumer(), r.reminder_id, s.status,
+           coalesce(r.updated_at, r.created_at, now()),
+           coalesce(r.created_at, now()), coalesce(r.updated_at, r.created_at, now()),
+           coalesce(r.attempts, 0)::bigint, r.provider_message_id, r.last_error,
+           CASE WHEN s.status <> 'pending' THEN coalesce(r.updated_at, now()) END
+    FROM (SELECT CASE WHEN r.status IN ('pending', 'sent', 'failed', 'unknown')
+                      THEN r.status ELSE 'unknown' END AS status) AS s
+    WHERE octet_length(r.reminder_id) BETWEEN 1 AND 512
+$$;
+
+CREATE VIEW idem_reminder_sends_claims AS
+    SELECT c.* FROM reminder_sends r CROSS JOIN LATERAL idem_reminder_sends_as_claim(r) c;
+
+CREATE FUNCTION idem_reminder_sends_mirror() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    IF TG_OP = 'DELETE' THEN
+        DELETE FROM claims
+        WHERE consumer = idem_reminder_sends_consumer() AND idempotency_key = OLD.reminder_id;
+        RETURN OLD;
+    END IF;
+    IF TG_OP = 'UPDATE' THEN
+        IF OLD.reminder_id IS DISTINCT FROM NEW.reminder_id THEN
+            DELETE FROM claims
+            WHERE consumer = idem_reminder_sends_consumer() AND idempotency_key = OLD.reminder_id;
+        END IF;
+    END IF;
+    -- An INSERT that ON CONFLICT DO NOTHING skips is a repeat delivery:
+    -- counted, nothing else changes. An UPDATE carries the store's new state.
+    INSERT INTO claims (consumer, idempotency_key, status, status_at, first_delivery_at,
+                        last_delivery_at, attempts, provider_ref, last_error, outcome_at)
+    SELECT * FROM idem_reminder_sends_as_claim(NEW)
+    ON CONFLICT (consumer, idempotency_key) DO UPDATE SET
+        delivery_count = claims.delivery_count + CASE WHEN TG_OP = 'INSERT' THEN 1 ELSE 0 END,
+        duplicate_count = claims.duplicate_count + CASE WHEN TG_OP = 'INSERT' THEN 1 ELSE 0 END,
+        last_delivery_at = CASE WHEN TG_OP = 'INSERT'
+                                THEN greatest(claims.last_delivery_at, now())
+                                ELSE claims.last_delivery_at END,
+        status = CASE WHEN TG_OP = 'INSERT' THEN claims.status ELSE excluded.status END,
+        status_at = CASE WHEN TG_OP = 'INSERT' OR claims.status = excluded.status
+                         THEN claims.status_at ELSE excluded.status_at END,
+        attempts = CASE WHEN TG_OP = 'INSERT' THEN claims.attempts ELSE excluded.attempts END,
+        provider_ref = CASE WHEN TG_OP = 'INSERT' THEN claims.provider_ref ELSE excluded.provider_ref END,
+        last_error = CASE WHEN TG_OP = 'INSERT' THEN claims.last_error ELSE excluded.last_error END,
+        outcome_at = CASE WHEN TG_OP = 'INSERT' THEN claims.outcome_at ELSE excluded.outcome_at END,
+        version = claims.version + CASE WHEN TG_OP = 'INSERT' THEN 0 ELSE 1 END;
+    RETURN NEW;
+END
+$$;
+
+CREATE TRIGGER idem_mirror BEFORE INSERT OR UPDATE OR DELETE ON reminder_sends
+    FOR EACH ROW EXECUTE FUNCTION idem_reminder_sends_mirror();
+
+CREATE FUNCTION idem_reminder_sends_truncate() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    DELETE FROM claims WHERE consumer = idem_reminder_sends_consumer();
+    RETURN NULL;
+END
+$$;
+
+CREATE TRIGGER idem_mirror_truncate AFTER TRUNCATE ON reminder_sends
+    FOR EACH STATEMENT EXECUTE FUNCTION idem_reminder_sends_truncate();
+
+LOCK TABLE reminder_sends IN SHARE MODE;
+INSERT INTO claims (consumer, idempotency_key, status, status_at, first_delivery_at,
+                    last_delivery_at, attempts, provider_ref, last_error, outcome_at)
+SELECT * FROM idem_reminder_sends_claims
+ON CONFLICT (consumer, idempotency_key) DO NOTHING;
+
+COMMIT;
