@@ -65,6 +65,8 @@ fmt-check:
 # `ssr` in idem-app at once.
 unit:
 	scripts/with-postgres.sh cargo test --workspace --exclude idem-frontend
+	# The consumer library's documented example, run as a reader would run it.
+	cargo run -q -p idem-consumer --example reminders
 
 # Each build linted on its own: the server build and the WASM build.
 lint:
