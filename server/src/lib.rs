@@ -5,6 +5,7 @@
 pub mod accounts;
 pub mod assets;
 pub mod auth;
+pub mod bench;
 pub mod config;
 pub mod demo;
 pub mod fn_errors;

@@ -57,6 +57,29 @@ enum Command {
     /// Print the plan and time of every dashboard read on DATABASE_URL (Postgres);
     /// fail if any scans a whole table.
     Plans,
+    /// Time every dashboard read on each Postgres database (seeded with
+    /// `idem seed`) beside the naive form of the same question, and the
+    /// growth from the first database to the last; see docs/BENCHMARKS.md.
+    Bench {
+        /// postgres:// URLs, smallest first (for example 1M, then 10M claims).
+        #[arg(required = true)]
+        urls: Vec<String>,
+        /// Timed runs of each of Idem's reads.
+        #[arg(long, default_value_t = 200)]
+        runs: usize,
+        /// Timed runs of each naive query.
+        #[arg(long, default_value_t = 5)]
+        naive_runs: usize,
+        /// Seconds a naive query may run before it counts as timed out.
+        #[arg(long, default_value_t = 30)]
+        naive_timeout: u64,
+        /// Rows deep for the deep keyset page.
+        #[arg(long, default_value_t = 1_000_000)]
+        depth: u64,
+        /// Measure without the pending → sent/failed workload.
+        #[arg(long)]
+        no_workload: bool,
+    },
     /// Print Prometheus alerting rules for the SLOs in force (IDEM_SLO_FILE or the
     /// defaults), with links to IDEM_PUBLIC_URL; see deploy/prometheus/.
     Rules {
@@ -216,6 +239,30 @@ async fn main() -> ExitCode {
                 }
                 Err(err) => {
                     eprintln!("idem rules: {err}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
+        Command::Bench {
+            urls,
+            runs,
+            naive_runs,
+            naive_timeout,
+            depth,
+            no_workload,
+        } => {
+            let options = idem::bench::BenchOptions {
+                urls,
+                runs,
+                naive_runs,
+                naive_timeout: std::time::Duration::from_secs(naive_timeout),
+                depth,
+                workload: !no_workload,
+            };
+            match idem::bench::run(&options).await {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(err) => {
+                    eprintln!("idem bench: {err}");
                     ExitCode::FAILURE
                 }
             }

@@ -132,6 +132,9 @@ pub async fn get_slo_charts(name: String) -> Result<Vec<Chart>, AppError> {
 }
 
 #[cfg(feature = "ssr")]
+pub use ssr::{CHART_METRICS, chart_reads};
+
+#[cfg(feature = "ssr")]
 mod ssr {
     use std::sync::Arc;
 
@@ -286,6 +289,35 @@ mod ssr {
         })
     }
 
+    /// Every metric the overview's charts draw.
+    pub const CHART_METRICS: &[Metric] = &[
+        Metric::Deliveries,
+        Metric::DuplicateClaims,
+        Metric::DuplicateDelaySeconds,
+        Metric::QueueOldestAgeSeconds,
+        Metric::OutboxOldestAgeSeconds,
+        Metric::UnknownOutcomes,
+        Metric::DeadLetters,
+        Metric::TransactionFailures,
+        Metric::OutcomeLatencySeconds,
+    ];
+
+    /// The database read behind the overview's charts for a named range
+    /// ending `now`, across all consumers (what `idem bench` times); returns
+    /// how many metrics came back.
+    pub async fn chart_reads(
+        store: &Store,
+        range: &str,
+        now: DateTime<Utc>,
+    ) -> Result<usize, AppError> {
+        let span = ChartSpan::parse(Some(range.to_owned()), None, None, now)?;
+        let starts: Vec<Ts> = span.frame().starts.iter().copied().map(Ts::from).collect();
+        let read = store
+            .metric_buckets(CHART_METRICS, &starts, Ts::from(span.to), None)
+            .await?;
+        Ok(read.len())
+    }
+
     pub async fn overview_charts(
         store: Store,
         slos: Arc<SloSet>,
@@ -298,22 +330,7 @@ mod ssr {
         let who = consumer.as_deref();
         // Every metric the charts draw, the rollup watermark read once.
         let mut read = store
-            .metric_buckets(
-                &[
-                    Metric::Deliveries,
-                    Metric::DuplicateClaims,
-                    Metric::DuplicateDelaySeconds,
-                    Metric::QueueOldestAgeSeconds,
-                    Metric::OutboxOldestAgeSeconds,
-                    Metric::UnknownOutcomes,
-                    Metric::DeadLetters,
-                    Metric::TransactionFailures,
-                    Metric::OutcomeLatencySeconds,
-                ],
-                &starts,
-                to,
-                who,
-            )
+            .metric_buckets(CHART_METRICS, &starts, to, who)
             .await?;
         let mut buckets =
             |metric: Metric| -> Vec<BucketSums> { read.remove(&metric).unwrap_or_default() };

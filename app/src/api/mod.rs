@@ -5,10 +5,10 @@
 //! server and answers with [`AppError`](crate::error::AppError).
 
 mod actions;
-mod charts;
+pub mod charts;
 mod keys;
 mod lists;
-mod overview;
+pub mod overview;
 mod slo;
 
 use idem_domain::CappedCount;

@@ -77,52 +77,56 @@ pub async fn get_overview() -> Result<Overview, AppError> {
 /// `/metrics` for the read cache's lifetime.
 #[cfg(feature = "ssr")]
 pub async fn load_overview(state: &crate::ssr::AppState) -> Result<Overview, AppError> {
+    let reader = crate::ssr::reader(state);
+    let key = reader.key("overview");
+    let store = reader.store;
+    state
+        .reads
+        .get_or_load(key, || read_overview(&store))
+        .await
+}
+
+/// The overview's reads themselves, uncached (what `idem bench` times).
+#[cfg(feature = "ssr")]
+pub async fn read_overview(store: &idem_store::Store) -> Result<Overview, AppError> {
     use chrono::Utc;
     use idem_domain::DeadLetterState;
     use idem_store::PageRequest;
 
     use super::{ATTENTION_ROWS, COUNT_CAP};
 
-    let reader = crate::ssr::reader(state);
-    let key = reader.key("overview");
-    let store = reader.store;
-    state
-        .reads
-        .get_or_load(key, || async {
-            let first = PageRequest::first(ATTENTION_ROWS);
-            let mut statuses = Vec::with_capacity(ClaimStatus::ALL.len());
-            for status in ClaimStatus::ALL {
-                let count = store.count_claims(*status, COUNT_CAP).await?;
-                statuses.push(StatusCount {
-                    status: *status,
-                    count,
-                });
-            }
-            let unknown_count = statuses
-                .iter()
-                .find(|s| s.status == ClaimStatus::Unknown)
-                .map_or(
-                    CappedCount {
-                        value: 0,
-                        capped: false,
-                    },
-                    |s| s.count,
-                );
-            Ok::<_, AppError>(Overview {
-                clock: Clock::utc(Utc::now()),
-                statuses,
-                unknown: store.unknown_claims(&first).await?.items,
-                unknown_count,
-                dead_letters: store
-                    .dead_letters(DeadLetterState::Open, &first)
-                    .await?
-                    .items,
-                dead_letter_count: store
-                    .count_dead_letters(DeadLetterState::Open, COUNT_CAP)
-                    .await?,
-                outbox: store.unpublished_outbox(&first).await?.items,
-                outbox_count: store.count_unpublished_outbox(COUNT_CAP).await?,
-            })
-        })
-        .await
+    let first = PageRequest::first(ATTENTION_ROWS);
+    let mut statuses = Vec::with_capacity(ClaimStatus::ALL.len());
+    for status in ClaimStatus::ALL {
+        let count = store.count_claims(*status, COUNT_CAP).await?;
+        statuses.push(StatusCount {
+            status: *status,
+            count,
+        });
+    }
+    let unknown_count = statuses
+        .iter()
+        .find(|s| s.status == ClaimStatus::Unknown)
+        .map_or(
+            CappedCount {
+                value: 0,
+                capped: false,
+            },
+            |s| s.count,
+        );
+    Ok(Overview {
+        clock: Clock::utc(Utc::now()),
+        statuses,
+        unknown: store.unknown_claims(&first).await?.items,
+        unknown_count,
+        dead_letters: store
+            .dead_letters(DeadLetterState::Open, &first)
+            .await?
+            .items,
+        dead_letter_count: store
+            .count_dead_letters(DeadLetterState::Open, COUNT_CAP)
+            .await?,
+        outbox: store.unpublished_outbox(&first).await?.items,
+        outbox_count: store.count_unpublished_outbox(COUNT_CAP).await?,
+    })
 }

@@ -1,0 +1,423 @@
+//! `idem bench URL…`: every dashboard read against seeded Postgres
+//! databases, timed over repeated runs (p50, p99), side by side with the
+//! naive form of the same question — `GROUP BY status`, a total count plus
+//! `OFFSET`, raw time-bucket aggregation over the per-minute metrics — as a
+//! ratio measured in the same run, and the growth of each from the first
+//! database to the last (seed one with 1M claims and one with 10M).
+//!
+//! Idem's side runs the same code the pages run (`idem_app`'s overview and
+//! chart reads, the store's list, key and search methods). While it
+//! measures, a workload moves pending claims to sent or failed and claims
+//! new keys, as a live fleet would. Naive queries run under a statement
+//! timeout and are reported as timed out when they hit it.
+
+use std::{
+    future::Future,
+    sync::{
+        Arc,
+        atomic::{AtomicBool, AtomicU64, Ordering},
+    },
+    time::{Duration, Instant},
+};
+
+use chrono::Utc;
+use idem_domain::DeadLetterState;
+use idem_store::{ClaimSearch, PageRequest, Store, StoreConfig};
+use sqlx::{
+    Executor, PgPool,
+    postgres::{PgConnectOptions, PgPoolOptions},
+};
+
+/// How `idem bench` runs.
+#[derive(Debug, Clone)]
+pub struct BenchOptions {
+    pub urls: Vec<String>,
+    /// Timed runs of each of Idem's reads (after two warm-up runs).
+    pub runs: usize,
+    /// Timed runs of each naive query (after one warm-up run).
+    pub naive_runs: usize,
+    /// The statement timeout naive queries run under.
+    pub naive_timeout: Duration,
+    /// How deep the deep keyset page is, in rows.
+    pub depth: u64,
+    /// Run the pending → sent/failed workload while measuring.
+    pub workload: bool,
+}
+
+/// p50 and p99 of one query's runs, in milliseconds.
+#[derive(Debug, Clone, Copy)]
+struct Sample {
+    p50: f64,
+    p99: f64,
+}
+
+impl Sample {
+    fn of(mut millis: Vec<f64>) -> Sample {
+        millis.sort_by(f64::total_cmp);
+        let at = |q: f64| {
+            let i = ((millis.len() as f64 - 1.0) * q).round() as usize;
+            millis.get(i).copied().unwrap_or(f64::NAN)
+        };
+        Sample {
+            p50: at(0.50),
+            p99: at(0.99),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Naive {
+    /// The query has no naive form distinct from Idem's.
+    None,
+    Measured(Sample),
+    /// It ran into the statement timeout.
+    TimedOut,
+}
+
+struct Row {
+    name: &'static str,
+    idem: Sample,
+    naive: Naive,
+}
+
+struct Run {
+    url: String,
+    claims: i64,
+    rows: Vec<Row>,
+    /// Workload updates per second while measuring.
+    workload_rate: Option<f64>,
+}
+
+async fn time_idem<F, Fut, T, E>(runs: usize, mut read: F) -> Result<Sample, String>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, E>>,
+    E: std::fmt::Display,
+{
+    for _ in 0..2 {
+        read().await.map_err(|e| e.to_string())?;
+    }
+    let mut millis = Vec::with_capacity(runs);
+    for _ in 0..runs {
+        let started = Instant::now();
+        read().await.map_err(|e| e.to_string())?;
+        millis.push(started.elapsed().as_secs_f64() * 1000.0);
+    }
+    Ok(Sample::of(millis))
+}
+
+/// Runs `statements` in order as one sample; a statement timeout ends the
+/// measurement as [`Naive::TimedOut`].
+async fn time_naive(pool: &PgPool, runs: usize, statements: &[String]) -> Result<Naive, String> {
+    let mut millis = Vec::with_capacity(runs);
+    for run in 0..=runs {
+        let started = Instant::now();
+        for sql in statements {
+            match pool.execute(sql.as_str()).await {
+                Ok(_) => {}
+                Err(sqlx::Error::Database(db)) if db.code().as_deref() == Some("57014") => {
+                    return Ok(Naive::TimedOut);
+                }
+                Err(err) => return Err(format!("{sql}: {err}")),
+            }
+        }
+        if run > 0 {
+            millis.push(started.elapsed().as_secs_f64() * 1000.0);
+        }
+    }
+    Ok(Naive::Measured(Sample::of(millis)))
+}
+
+/// A cursor `rows` rows into the newest-activity key list.
+async fn deep_cursor(store: &Store, rows: u64) -> Result<Option<String>, String> {
+    let mut cursor = None;
+    let mut seen = 0;
+    while seen + u64::from(PageRequest::MAX_LIMIT) <= rows {
+        let page = PageRequest::new(PageRequest::MAX_LIMIT, cursor.clone());
+        let found = store
+            .search_claims(&ClaimSearch::default(), &page)
+            .await
+            .map_err(|e| e.to_string())?
+            .page;
+        seen += found.items.len() as u64;
+        match found.next {
+            Some(next) => cursor = Some(next),
+            None => break,
+        }
+    }
+    Ok(cursor)
+}
+
+/// Moves pending claims to sent or failed and claims new keys, every 10 ms,
+/// until `stop`; counts the rows it changed.
+fn start_workload(pool: PgPool, stop: Arc<AtomicBool>, done: Arc<AtomicU64>) {
+    const SETTLE: &str = "WITH due AS (SELECT consumer, idempotency_key FROM claims \
+         WHERE status = 'pending' ORDER BY status_at LIMIT 20 FOR UPDATE SKIP LOCKED) \
+         UPDATE claims c SET status = CASE WHEN random() < 0.95 THEN 'sent' ELSE 'failed' END, \
+         status_at = now(), outcome_at = now(), version = c.version + 1 \
+         FROM due WHERE c.consumer = due.consumer AND c.idempotency_key = due.idempotency_key";
+    const CLAIM: &str = "INSERT INTO claims (consumer, idempotency_key, status, status_at, \
+         first_delivery_at, last_delivery_at) \
+         SELECT 'reminders', 'bench:' || md5(random()::text || clock_timestamp()::text), \
+         'pending', now(), now(), now() FROM generate_series(1, 20)";
+    tokio::spawn(async move {
+        while !stop.load(Ordering::Relaxed) {
+            for sql in [SETTLE, CLAIM] {
+                if let Ok(result) = pool.execute(sql).await {
+                    done.fetch_add(result.rows_affected(), Ordering::Relaxed);
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    });
+}
+
+async fn measure(url: &str, options: &BenchOptions) -> Result<Run, String> {
+    let store = Store::connect(&StoreConfig::new(url)).map_err(|e| e.to_string())?;
+    let base: PgConnectOptions = url.parse().map_err(|e: sqlx::Error| e.to_string())?;
+    let naive_timeout = format!("{}ms", options.naive_timeout.as_millis());
+    let naive_pool = PgPoolOptions::new()
+        .max_connections(1)
+        .connect_with(
+            base.clone()
+                .options([("statement_timeout", naive_timeout.as_str())]),
+        )
+        .await
+        .map_err(|e| e.to_string())?;
+    let claims: i64 = sqlx::query_scalar("SELECT count(*) FROM claims")
+        .fetch_one(&naive_pool)
+        .await
+        .map_err(|e| e.to_string())?;
+
+    let sample = store
+        .search_claims(&ClaimSearch::default(), &PageRequest::first(1))
+        .await
+        .map_err(|e| e.to_string())?
+        .page
+        .items
+        .into_iter()
+        .next()
+        .ok_or("the database holds no claims: run `idem seed` first")?;
+    let depth = options
+        .depth
+        .min(u64::try_from(claims).unwrap_or(0).saturating_sub(200));
+    eprintln!("{url}: {claims} claims; paging {depth} rows deep for the deep keyset page");
+    let deep = deep_cursor(&store, depth).await?;
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let done = Arc::new(AtomicU64::new(0));
+    let started = Instant::now();
+    if options.workload {
+        let pool = PgPoolOptions::new()
+            .max_connections(1)
+            .connect_with(base)
+            .await
+            .map_err(|e| e.to_string())?;
+        start_workload(pool, stop.clone(), done.clone());
+    }
+
+    let runs = options.runs;
+    let naive = |statements: Vec<String>| {
+        let pool = naive_pool.clone();
+        async move { time_naive(&pool, options.naive_runs, &statements).await }
+    };
+    let first = PageRequest::first(PageRequest::DEFAULT_LIMIT);
+    let page_sql = |table: &str, filter: &str, order: &str, offset: u64, limit: u32| {
+        format!("SELECT * FROM {table} WHERE {filter} ORDER BY {order} LIMIT {limit} OFFSET {offset}")
+    };
+    let count_sql =
+        |table: &str, filter: &str| format!("SELECT count(*) FROM {table} WHERE {filter}");
+    let mut rows = Vec::new();
+
+    eprintln!("  overview");
+    rows.push(Row {
+        name: "overview (all its reads)",
+        idem: time_idem(runs, || idem_app::api::overview::read_overview(&store)).await?,
+        naive: naive(vec![
+            "SELECT status, count(*) FROM claims GROUP BY status".into(),
+        ])
+        .await?,
+    });
+    let lists: [(&'static str, &str, &str, &str); 3] = [
+        (
+            "/unknown first page",
+            "claims",
+            "status = 'unknown'",
+            "status_at, consumer, idempotency_key",
+        ),
+        (
+            "/dead-letters first page",
+            "dead_letters",
+            "state = 'open'",
+            "dead_lettered_at, id",
+        ),
+        (
+            "/outbox first page",
+            "outbox",
+            "published_at IS NULL",
+            "created_at, id",
+        ),
+    ];
+    for (name, table, filter, order) in lists {
+        eprintln!("  {name}");
+        let idem = match table {
+            "claims" => time_idem(runs, || store.unknown_claims(&first)).await?,
+            "dead_letters" => {
+                time_idem(runs, || store.dead_letters(DeadLetterState::Open, &first)).await?
+            }
+            _ => time_idem(runs, || store.unpublished_outbox(&first)).await?,
+        };
+        // A naive console shows "page 1 of N": a total count, then OFFSET.
+        let naive = naive(vec![
+            count_sql(table, filter),
+            page_sql(table, filter, order, 0, PageRequest::DEFAULT_LIMIT),
+        ])
+        .await?;
+        rows.push(Row { name, idem, naive });
+    }
+
+    eprintln!("  keyset page {depth} rows deep");
+    let deep_page = PageRequest::new(PageRequest::MAX_LIMIT, deep);
+    let everything = ClaimSearch::default();
+    rows.push(Row {
+        name: "/keys newest activity, 1M rows deep",
+        idem: time_idem(runs, || store.search_claims(&everything, &deep_page)).await?,
+        naive: naive(vec![page_sql(
+            "claims",
+            "true",
+            "last_delivery_at DESC, consumer DESC, idempotency_key DESC",
+            depth,
+            PageRequest::MAX_LIMIT,
+        )])
+        .await?,
+    });
+
+    eprintln!("  key page");
+    let (consumer, key) = (sample.consumer.clone(), sample.key.clone());
+    rows.push(Row {
+        name: "key page (all its reads)",
+        idem: time_idem(runs, || async {
+            store.claim(&consumer, &key).await?;
+            store.outbox_for_key(&consumer, &key).await?;
+            store.dead_letters_for_key(&consumer, &key).await?;
+            store.audit_for_key(&consumer, &key).await?;
+            let provider_ref = sample.provider_ref.as_deref().unwrap_or("");
+            store
+                .claims_with_provider_ref(provider_ref, (&consumer, &key), 5)
+                .await
+        })
+        .await?,
+        naive: Naive::None,
+    });
+
+    for (name, range, interval) in [
+        ("charts, 24h (every metric)", "24h", "15 minutes"),
+        ("charts, 28d (every metric)", "28d", "6 hours"),
+    ] {
+        eprintln!("  {name}");
+        let now = Utc::now();
+        let idem = time_idem(runs, || {
+            idem_app::api::charts::chart_reads(&store, range, now)
+        })
+        .await?;
+        let metrics = idem_app::api::charts::CHART_METRICS
+            .iter()
+            .map(|m| format!("'{}'", m.name()))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let days = if range == "24h" { 1 } else { 28 };
+        let naive = naive(vec![format!(
+            "SELECT metric, date_bin('{interval}', minute, TIMESTAMPTZ '2000-01-01') AS t, bucket, \
+             sum(value) FROM consumer_metrics WHERE metric IN ({metrics}) \
+             AND minute >= now() - interval '{days} days' AND minute < now() \
+             GROUP BY 1, 2, 3"
+        )])
+        .await?;
+        rows.push(Row { name, idem, naive });
+    }
+
+    stop.store(true, Ordering::Relaxed);
+    let workload_rate = options
+        .workload
+        .then(|| done.load(Ordering::Relaxed) as f64 / started.elapsed().as_secs_f64());
+    naive_pool.close().await;
+    store.close().await;
+    Ok(Run {
+        url: redact(url),
+        claims,
+        rows,
+        workload_rate,
+    })
+}
+
+fn redact(url: &str) -> String {
+    StoreConfig::new(url).redacted_url()
+}
+
+fn cell(naive: Naive, pick: impl Fn(Sample) -> f64) -> String {
+    match naive {
+        Naive::None => "—".into(),
+        Naive::TimedOut => "timed out".into(),
+        Naive::Measured(s) => format!("{:.2}", pick(s)),
+    }
+}
+
+/// Measures every database in turn and prints the tables (Markdown).
+pub async fn run(options: &BenchOptions) -> Result<(), String> {
+    if options.urls.iter().any(|u| !u.starts_with("postgres")) {
+        return Err("idem bench needs postgres:// URLs".into());
+    }
+    let mut runs = Vec::new();
+    for url in &options.urls {
+        runs.push(measure(url, options).await?);
+    }
+    for run in &runs {
+        println!("\n### {} claims ({})\n", run.claims, run.url);
+        if let Some(rate) = run.workload_rate {
+            println!("Workload while measuring: {rate:.0} claim writes/s (pending → sent/failed, new claims).\n");
+        }
+        println!(
+            "| read | Idem p50 (ms) | Idem p99 (ms) | naive p50 (ms) | naive p99 (ms) | naive ÷ Idem (p50) |"
+        );
+        println!("|---|---:|---:|---:|---:|---:|");
+        for row in &run.rows {
+            let ratio = match row.naive {
+                Naive::Measured(s) => format!("{:.0}×", s.p50 / row.idem.p50),
+                Naive::TimedOut => format!(
+                    "> {:.0}×",
+                    options.naive_timeout.as_secs_f64() * 1000.0 / row.idem.p50
+                ),
+                Naive::None => "—".into(),
+            };
+            println!(
+                "| {} | {:.2} | {:.2} | {} | {} | {ratio} |",
+                row.name,
+                row.idem.p50,
+                row.idem.p99,
+                cell(row.naive, |s| s.p50),
+                cell(row.naive, |s| s.p99),
+            );
+        }
+    }
+    if let [small, .., large] = runs.as_slice() {
+        println!(
+            "\n### Growth from {} to {} claims (p50)\n",
+            small.claims, large.claims
+        );
+        println!("| read | Idem | naive |");
+        println!("|---|---:|---:|");
+        for (a, b) in small.rows.iter().zip(&large.rows) {
+            let naive = match (a.naive, b.naive) {
+                (Naive::Measured(x), Naive::Measured(y)) => format!("{:.1}×", y.p50 / x.p50),
+                (Naive::Measured(_), Naive::TimedOut) => "timed out at the larger size".into(),
+                _ => "—".into(),
+            };
+            println!(
+                "| {} | {:.2}× | {naive} |",
+                a.name,
+                b.idem.p50 / a.idem.p50
+            );
+        }
+    }
+    Ok(())
+}
