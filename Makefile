@@ -17,7 +17,7 @@ export IDEM_PROMTOOL ?= $(CURDIR)/.tools/bin/promtool
 # `make run` on 3000 does not collide).
 E2E_ADDR ?= 127.0.0.1:3917
 
-.PHONY: run test tools tools-run fmt-check unit lint e2e embedded release clean-test-dbs fuzz
+.PHONY: run test tools tools-run fmt-check unit lint e2e embedded release bench clean-test-dbs fuzz
 
 ## Build and start Idem on the embedded SQLite database (./idem.db) with the demo.
 run: tools-run
@@ -38,6 +38,19 @@ release: tools-run
 	mkdir -p dist
 	cp target/release/idem dist/idem
 	scripts/check-release.sh dist/idem
+
+## The benchmark in docs/BENCHMARKS.md against Postgres (BENCH_PG, default
+## the local server): seeds 1M and 10M claims, times every dashboard read
+## beside its naive form, HTTP load, ingest, WASM size. Not part of
+## `make test`; the better part of an hour here. Report: target/bench/report.md.
+bench: export RUSTFLAGS =
+bench: tools-run
+	scripts/tools.sh bench
+	cargo leptos build --release
+	LEPTOS_OUTPUT_NAME=idem IDEM_EMBED_SITE=$(CURDIR)/target/site cargo build --release -p idem --bins --examples
+	cargo build --release -p idem-consumer --example ingest
+	mkdir -p target/bench
+	scripts/bench.sh | tee target/bench/report.md
 
 # What `make release` ships, as a debug build: the binary with the site
 # compiled in, run from an empty directory with only a database URL.

@@ -3,6 +3,7 @@
 # there: every step checks first, so a second run takes a second.
 #
 #   scripts/tools.sh run    what `make run` needs (Rust WASM target, cargo-leptos, wasm-bindgen)
+#   scripts/tools.sh bench  also what `make bench` needs (wrk, brotli)
 #   scripts/tools.sh test   also clippy/rustfmt, Node packages for Playwright, Debian's Chromium
 #
 # Versions are pinned: cargo-leptos 0.3.10 (0.3.11 needs a newer rustc than
@@ -60,6 +61,12 @@ fi
 apt_install binaryen
 
 [ "$what" = run ] && exit 0
+
+# `make bench`: the HTTP load generator and a brotli to measure the WASM with.
+if [ "$what" = bench ]; then
+  apt_install wrk brotli postgresql-client util-linux
+  exit 0
+fi
 
 for component in clippy rustfmt; do
   if ! rustup component list --installed | grep -q "^$component"; then

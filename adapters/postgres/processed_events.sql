@@ -1,50 +1,86 @@
 -- Idem adapter: a processed_events table, read through Idem's data contract.
 --
--- For consumers that record each handled event next to the business rows
--- it produced, in one transaction:
+-- For consumers that record each handled event next to the business rows it
+-- produced, in one transaction:
 --     INSERT INTO processed_events (event_id) VALUES ($1) ON CONFLICT DO NOTHING
 --     -- no row inserted: a duplicate, skip the work
--- The table needs only event_id (text, unique); other columns are ignored.
--- Run this file once (psql -f) in the database that holds processed_events
--- and Idem's tables, after Idem has migrated it. It installs a view
--- (idem_processed_events_claims: each event as a 'sent' claim), a trigger
--- that mirrors events into Idem's claims table in the event's own
--- transaction, and a backfill of the events already there. See
--- processed_jobs.sql for why a mirror, how duplicates are counted and how
--- to detach; then set IDEM_READ_ONLY_CONSUMERS=payment-events.
+-- Source: processed_events(event_id text unique); other columns are ignored.
+-- Consumer name: payment-events.
 --
--- processed_events has no time column, so a mirrored claim carries the
--- time of the transaction that recorded the event (now()), and the backfill
--- carries the time it ran. If your table has one (processed_at), use it in
+-- Install once, in the database that holds processed_events and Idem's tables, after
+-- Idem has migrated it, as the role that owns Idem's tables, with a
+-- search_path that finds both tables:
+--     psql -v ON_ERROR_STOP=1 "$DATABASE_URL" -f adapters/postgres/processed_events.sql
+-- It installs, in one transaction:
+--   idem_processed_events_as_claim(row)  the mapping, written once: one row as a claim
+--   idem_processed_events_claims         a view: every row through the mapping
+--   zz_idem_mirror (trigger)    keeps Idem's claims table in step, inside the
+--                               writer's own transaction: a new row adds a
+--                               claim, a repeat INSERT … ON CONFLICT DO NOTHING
+--                               counts a duplicate, an update, delete or
+--                               truncate follows
+--   and a backfill of the rows already there (the table is locked against
+--   writes until it commits, so nothing slips between backfill and trigger).
+--
+-- Then name the consumer read-only: IDEM_READ_ONLY_CONSUMERS=payment-events.
+-- To use another consumer name, change it in idem_processed_events_consumer() before
+-- installing (after, also UPDATE claims SET consumer = … for the old name).
+--
+-- Why a mirror and not only the view: Idem's pages read claims through its
+-- own indexes (the unknown and failed lists, search, newest activity); a view
+-- over processed_events has none of them. What it costs the writer: one indexed
+-- upsert into claims per row, in the writer's transaction, which also locks
+-- that claim until commit — concurrent deliveries of one key now queue on
+-- each other, and a retention DELETE racing a redelivery of the same key can
+-- deadlock (Postgres aborts one; retry it). The mirror functions run as
+-- their owner (SECURITY DEFINER, search_path fixed at install), so the
+-- writer's role needs no rights on Idem's tables. If Idem's claims table is
+-- gone, writes to processed_events fail: detach before dropping Idem.
+--
+-- To detach:
+--   DROP TRIGGER zz_idem_mirror ON processed_events;
+--   DROP TRIGGER zz_idem_mirror_truncate ON processed_events;
+--   DROP VIEW idem_processed_events_claims;
+--   DROP FUNCTION idem_processed_events_mirror(), idem_processed_events_truncate(),
+--       idem_processed_events_as_claim(processed_events), idem_processed_events_consumer();
+--   DELETE FROM claims WHERE consumer = 'payment-events';
+--
+-- processed_events has no time column, so a mirrored claim carries the time
+-- of the transaction that recorded the event (now()), and the backfill the
+-- time it ran; if your table has one (processed_at), use it in
 -- idem_processed_events_as_claim instead of now(). What processed_events
 -- cannot say — failures, provider references, unknown outcomes, dead
--- letters — Idem does not show. Event ids longer than 512 bytes are skipped.
+-- letters — Idem does not show. Duplicates are counted as for processed_jobs:
+-- only when they reach an INSERT … ON CONFLICT DO NOTHING.
+-- Rows the contract cannot hold are not mirrored: keys over 512 bytes or
+-- with control characters. The trigger is named to fire after any other
+-- BEFORE trigger of the table, so it sees the row as it will be stored.
 
 BEGIN;
 
 CREATE FUNCTION idem_processed_events_consumer() RETURNS text
 LANGUAGE sql IMMUTABLE AS $$ SELECT 'payment-events'::text $$;
 
--- The mapping, written once: one processed job as a contract claim. Used by
--- the view, the backfill and the trigger.
-CREATE FUNCTION idem_processed_events_as_claim(e processed_events)
+-- The mapping: one processed_events row as a contract claim. Used by the view, the
+-- backfill and the trigger.
+CREATE FUNCTION idem_processed_events_as_claim(r processed_events)
 RETURNS TABLE (
     consumer text, idempotency_key text, status text, status_at timestamptz,
     first_delivery_at timestamptz, last_delivery_at timestamptz, delivery_count bigint,
     duplicate_count bigint, attempts bigint, outcome_at timestamptz
 )
-LANGUAGE sql STABLE AS $$
-    SELECT idem_processed_events_consumer(), e.event_id, 'sent'::text, t, t, t,
+LANGUAGE sql STABLE SET search_path FROM CURRENT AS $$
+    SELECT idem_processed_events_consumer(), r.event_id, 'sent'::text, t, t, t,
            1::bigint, 0::bigint, 1::bigint, t
     FROM (SELECT now() AS t) AS processed
-    WHERE octet_length(e.event_id) BETWEEN 1 AND 512
+    WHERE octet_length(r.event_id) BETWEEN 1 AND 512 AND r.event_id !~ '[[:cntrl:]]'
 $$;
 
 CREATE VIEW idem_processed_events_claims AS
-    SELECT c.* FROM processed_events e CROSS JOIN LATERAL idem_processed_events_as_claim(e) c;
+    SELECT c.* FROM processed_events r CROSS JOIN LATERAL idem_processed_events_as_claim(r) c;
 
 CREATE FUNCTION idem_processed_events_mirror() RETURNS trigger
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql SECURITY DEFINER SET search_path FROM CURRENT AS $$
 BEGIN
     IF TG_OP = 'DELETE' THEN
         DELETE FROM claims
@@ -70,22 +106,20 @@ BEGIN
 END
 $$;
 
-CREATE TRIGGER idem_mirror BEFORE INSERT OR UPDATE OR DELETE ON processed_events
+CREATE TRIGGER zz_idem_mirror BEFORE INSERT OR UPDATE OR DELETE ON processed_events
     FOR EACH ROW EXECUTE FUNCTION idem_processed_events_mirror();
 
 CREATE FUNCTION idem_processed_events_truncate() RETURNS trigger
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql SECURITY DEFINER SET search_path FROM CURRENT AS $$
 BEGIN
     DELETE FROM claims WHERE consumer = idem_processed_events_consumer();
     RETURN NULL;
 END
 $$;
 
-CREATE TRIGGER idem_mirror_truncate AFTER TRUNCATE ON processed_events
+CREATE TRIGGER zz_idem_mirror_truncate AFTER TRUNCATE ON processed_events
     FOR EACH STATEMENT EXECUTE FUNCTION idem_processed_events_truncate();
 
--- The jobs already processed. Installing locks processed_events against
--- writes until this commits, so no job slips between backfill and trigger.
 LOCK TABLE processed_events IN SHARE MODE;
 INSERT INTO claims (consumer, idempotency_key, status, status_at, first_delivery_at,
                     last_delivery_at, delivery_count, duplicate_count, attempts, outcome_at)

@@ -3,67 +3,83 @@
 -- For consumers that claim a job with
 --     INSERT INTO processed_jobs (idempotency_key, message_id, processed_at)
 --     VALUES ($1, $2, now()) ON CONFLICT DO NOTHING
--- in the same transaction as the job's work. Run this file once (psql -f)
--- in the database that holds processed_jobs and Idem's tables, after Idem
--- has migrated it. It installs:
+-- in the same transaction as the job's work (no row inserted: a duplicate).
+-- Source: processed_jobs(idempotency_key text primary key, message_id text,
+-- processed_at timestamptz). Consumer name: billing-jobs.
 --
---   idem_processed_jobs_claims  a view: each processed job as a contract
---                               claim (status 'sent': the job's work committed)
---   a trigger on processed_jobs that keeps Idem's claims table in step in
---                               the job's own transaction: a new job adds a
---                               claim, a repeat delivery counts a duplicate,
---                               a deleted or truncated job takes its claim along
---   a backfill of the jobs already there.
+-- Install once, in the database that holds processed_jobs and Idem's tables, after
+-- Idem has migrated it, as the role that owns Idem's tables, with a
+-- search_path that finds both tables:
+--     psql -v ON_ERROR_STOP=1 "$DATABASE_URL" -f adapters/postgres/processed_jobs.sql
+-- It installs, in one transaction:
+--   idem_processed_jobs_as_claim(row)  the mapping, written once: one row as a claim
+--   idem_processed_jobs_claims         a view: every row through the mapping
+--   zz_idem_mirror (trigger)    keeps Idem's claims table in step, inside the
+--                               writer's own transaction: a new row adds a
+--                               claim, a repeat INSERT … ON CONFLICT DO NOTHING
+--                               counts a duplicate, an update, delete or
+--                               truncate follows
+--   and a backfill of the rows already there (the table is locked against
+--   writes until it commits, so nothing slips between backfill and trigger).
+--
+-- Then name the consumer read-only: IDEM_READ_ONLY_CONSUMERS=billing-jobs.
+-- To use another consumer name, change it in idem_processed_jobs_consumer() before
+-- installing (after, also UPDATE claims SET consumer = … for the old name).
 --
 -- Why a mirror and not only the view: Idem's pages read claims through its
--- own indexes (the unknown and failed lists, search, newest activity), and a
--- view over processed_jobs has none of them. The mirror costs one indexed
--- upsert per job, in the job's transaction.
+-- own indexes (the unknown and failed lists, search, newest activity); a view
+-- over processed_jobs has none of them. What it costs the writer: one indexed
+-- upsert into claims per row, in the writer's transaction, which also locks
+-- that claim until commit — concurrent deliveries of one key now queue on
+-- each other, and a retention DELETE racing a redelivery of the same key can
+-- deadlock (Postgres aborts one; retry it). The mirror functions run as
+-- their owner (SECURITY DEFINER, search_path fixed at install), so the
+-- writer's role needs no rights on Idem's tables. If Idem's claims table is
+-- gone, writes to processed_jobs fail: detach before dropping Idem.
 --
--- Then tell Idem the consumer is read-only (IDEM_READ_ONLY_CONSUMERS=billing-jobs):
--- its pages work, and actions that would need writes processed_jobs cannot
--- take are shown as unavailable with the reason.
+-- To detach:
+--   DROP TRIGGER zz_idem_mirror ON processed_jobs;
+--   DROP TRIGGER zz_idem_mirror_truncate ON processed_jobs;
+--   DROP VIEW idem_processed_jobs_claims;
+--   DROP FUNCTION idem_processed_jobs_mirror(), idem_processed_jobs_truncate(),
+--       idem_processed_jobs_as_claim(processed_jobs), idem_processed_jobs_consumer();
+--   DELETE FROM claims WHERE consumer = 'billing-jobs';
 --
--- To rename the consumer, change 'billing-jobs' in idem_processed_jobs_consumer().
--- To detach: DROP TRIGGER idem_mirror ON processed_jobs; DROP TRIGGER
--- idem_mirror_truncate ON processed_jobs; DROP VIEW idem_processed_jobs_claims;
--- DROP FUNCTION idem_processed_jobs_mirror(), idem_processed_jobs_truncate(),
--- idem_processed_jobs_as_claim(processed_jobs), idem_processed_jobs_consumer();
--- then DELETE FROM claims WHERE consumer = 'billing-jobs'.
---
--- What the source cannot say, Idem does not show: processed_jobs records
--- only success, so a failing job (its transaction rolls back) leaves no
--- claim, and there are no provider references, unknown outcomes or dead
--- letters. A duplicate is counted only when it reaches the INSERT (ON
--- CONFLICT DO NOTHING): a worker that checks for the key first and skips,
--- or whose duplicate INSERT fails with a unique violation and rolls back,
--- is invisible. Keys longer than the contract's 512 bytes are skipped.
+-- What processed_jobs cannot say, Idem does not show: it records only
+-- success, so a failing job (its transaction rolls back) has no claim, and
+-- there are no provider references, unknown outcomes or dead letters;
+-- message_id has no place in a claim. A duplicate is counted only when it
+-- reaches the INSERT: a worker that looks the key up first and skips, or
+-- whose plain INSERT fails on the primary key and rolls back, is invisible.
+-- Rows the contract cannot hold are not mirrored: keys over 512 bytes or
+-- with control characters. The trigger is named to fire after any other
+-- BEFORE trigger of the table, so it sees the row as it will be stored.
 
 BEGIN;
 
 CREATE FUNCTION idem_processed_jobs_consumer() RETURNS text
 LANGUAGE sql IMMUTABLE AS $$ SELECT 'billing-jobs'::text $$;
 
--- The mapping, written once: one processed job as a contract claim. Used by
--- the view, the backfill and the trigger.
-CREATE FUNCTION idem_processed_jobs_as_claim(j processed_jobs)
+-- The mapping: one processed_jobs row as a contract claim. Used by the view, the
+-- backfill and the trigger.
+CREATE FUNCTION idem_processed_jobs_as_claim(r processed_jobs)
 RETURNS TABLE (
     consumer text, idempotency_key text, status text, status_at timestamptz,
     first_delivery_at timestamptz, last_delivery_at timestamptz, delivery_count bigint,
     duplicate_count bigint, attempts bigint, outcome_at timestamptz
 )
-LANGUAGE sql STABLE AS $$
-    SELECT idem_processed_jobs_consumer(), j.idempotency_key, 'sent'::text, t, t, t,
+LANGUAGE sql STABLE SET search_path FROM CURRENT AS $$
+    SELECT idem_processed_jobs_consumer(), r.idempotency_key, 'sent'::text, t, t, t,
            1::bigint, 0::bigint, 1::bigint, t
-    FROM (SELECT coalesce(j.processed_at, now()) AS t) AS processed
-    WHERE octet_length(j.idempotency_key) BETWEEN 1 AND 512
+    FROM (SELECT coalesce(r.processed_at, now()) AS t) AS processed
+    WHERE octet_length(r.idempotency_key) BETWEEN 1 AND 512 AND r.idempotency_key !~ '[[:cntrl:]]'
 $$;
 
 CREATE VIEW idem_processed_jobs_claims AS
-    SELECT c.* FROM processed_jobs j CROSS JOIN LATERAL idem_processed_jobs_as_claim(j) c;
+    SELECT c.* FROM processed_jobs r CROSS JOIN LATERAL idem_processed_jobs_as_claim(r) c;
 
 CREATE FUNCTION idem_processed_jobs_mirror() RETURNS trigger
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql SECURITY DEFINER SET search_path FROM CURRENT AS $$
 BEGIN
     IF TG_OP = 'DELETE' THEN
         DELETE FROM claims
@@ -89,22 +105,20 @@ BEGIN
 END
 $$;
 
-CREATE TRIGGER idem_mirror BEFORE INSERT OR UPDATE OR DELETE ON processed_jobs
+CREATE TRIGGER zz_idem_mirror BEFORE INSERT OR UPDATE OR DELETE ON processed_jobs
     FOR EACH ROW EXECUTE FUNCTION idem_processed_jobs_mirror();
 
 CREATE FUNCTION idem_processed_jobs_truncate() RETURNS trigger
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql SECURITY DEFINER SET search_path FROM CURRENT AS $$
 BEGIN
     DELETE FROM claims WHERE consumer = idem_processed_jobs_consumer();
     RETURN NULL;
 END
 $$;
 
-CREATE TRIGGER idem_mirror_truncate AFTER TRUNCATE ON processed_jobs
+CREATE TRIGGER zz_idem_mirror_truncate AFTER TRUNCATE ON processed_jobs
     FOR EACH STATEMENT EXECUTE FUNCTION idem_processed_jobs_truncate();
 
--- The jobs already processed. Installing locks processed_jobs against
--- writes until this commits, so no job slips between backfill and trigger.
 LOCK TABLE processed_jobs IN SHARE MODE;
 INSERT INTO claims (consumer, idempotency_key, status, status_at, first_delivery_at,
                     last_delivery_at, delivery_count, duplicate_count, attempts, outcome_at)

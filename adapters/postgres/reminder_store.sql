@@ -1,4 +1,4 @@
--- Idem adapter: a reminder store that already records outcomes, read
+-- Idem adapter: a reminder store that records its own outcomes, read
 -- through Idem's data contract.
 --
 -- For consumers that keep one row per reminder with its own status:
@@ -7,18 +7,28 @@
 --                    provider_message_id text, last_error text,
 --                    attempts integer, created_at timestamptz, updated_at timestamptz)
 -- claimed with INSERT … ON CONFLICT (reminder_id) DO NOTHING and updated as
--- the provider answers. Run this file once (psql -f) in the database that
--- holds reminder_sends and Idem's tables, after Idem has migrated it. It
--- installs a view (idem_reminder_sends_claims), a trigger that mirrors every
--- change into Idem's claims table in the store's own transaction, and a
--- backfill; see processed_jobs.sql for why a mirror and how to detach.
+-- the provider answers. Consumer name: reminders-legacy.
+--
+-- Install once, like processed_jobs.sql (whose header explains the mirror,
+-- its cost, its privileges and renaming):
+--     psql -v ON_ERROR_STOP=1 "$DATABASE_URL" -f adapters/postgres/reminder_store.sql
+-- To detach:
+--   DROP TRIGGER zz_idem_mirror ON reminder_sends;
+--   DROP TRIGGER zz_idem_mirror_truncate ON reminder_sends;
+--   DROP VIEW idem_reminder_sends_claims;
+--   DROP FUNCTION idem_reminder_sends_mirror(), idem_reminder_sends_truncate(),
+--       idem_reminder_sends_as_claim(reminder_sends), idem_reminder_sends_consumer();
+--   DELETE FROM claims WHERE consumer = 'reminders-legacy';
 --
 -- This shape has outcomes, so Idem's unknown and failed lists, provider
--- reference search and "unknown since" work for it. Resolving an unknown
--- outcome must happen in reminder_sends itself (Idem's resolution would
--- change only the mirror): set IDEM_READ_ONLY_CONSUMERS=reminders-legacy and
--- Idem shows the reason instead of the resolve form. A status outside the
--- four is mirrored as 'unknown', so it is looked at rather than hidden.
+-- reference search and "unknown since" work for it. A status change is
+-- dated by the transaction that made it (now()), whether or not the store
+-- moves updated_at. Resolving an unknown outcome must happen in
+-- reminder_sends itself (an Idem resolution would change only the mirror):
+-- set IDEM_READ_ONLY_CONSUMERS=reminders-legacy and Idem shows the reason
+-- instead of the resolve form. A status outside the four is mirrored as
+-- 'unknown', so it is looked at rather than hidden; keys over 512 bytes or
+-- with control characters are not mirrored.
 
 BEGIN;
 
@@ -31,22 +41,22 @@ RETURNS TABLE (
     first_delivery_at timestamptz, last_delivery_at timestamptz, attempts bigint,
     provider_ref text, last_error text, outcome_at timestamptz
 )
-LANGUAGE sql STABLE AS $$
+LANGUAGE sql STABLE SET search_path FROM CURRENT AS $$
     SELECT idem_reminder_sends_consumer(), r.reminder_id, s.status,
            coalesce(r.updated_at, r.created_at, now()),
            coalesce(r.created_at, now()), coalesce(r.updated_at, r.created_at, now()),
-           coalesce(r.attempts, 0)::bigint, r.provider_message_id, r.last_error,
+           greatest(coalesce(r.attempts, 0), 0)::bigint, r.provider_message_id, r.last_error,
            CASE WHEN s.status <> 'pending' THEN coalesce(r.updated_at, now()) END
     FROM (SELECT CASE WHEN r.status IN ('pending', 'sent', 'failed', 'unknown')
                       THEN r.status ELSE 'unknown' END AS status) AS s
-    WHERE octet_length(r.reminder_id) BETWEEN 1 AND 512
+    WHERE octet_length(r.reminder_id) BETWEEN 1 AND 512 AND r.reminder_id !~ '[[:cntrl:]]'
 $$;
 
 CREATE VIEW idem_reminder_sends_claims AS
     SELECT c.* FROM reminder_sends r CROSS JOIN LATERAL idem_reminder_sends_as_claim(r) c;
 
 CREATE FUNCTION idem_reminder_sends_mirror() RETURNS trigger
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql SECURITY DEFINER SET search_path FROM CURRENT AS $$
 BEGIN
     IF TG_OP = 'DELETE' THEN
         DELETE FROM claims
@@ -72,28 +82,30 @@ BEGIN
                                 ELSE claims.last_delivery_at END,
         status = CASE WHEN TG_OP = 'INSERT' THEN claims.status ELSE excluded.status END,
         status_at = CASE WHEN TG_OP = 'INSERT' OR claims.status = excluded.status
-                         THEN claims.status_at ELSE excluded.status_at END,
+                         THEN claims.status_at ELSE now() END,
         attempts = CASE WHEN TG_OP = 'INSERT' THEN claims.attempts ELSE excluded.attempts END,
         provider_ref = CASE WHEN TG_OP = 'INSERT' THEN claims.provider_ref ELSE excluded.provider_ref END,
         last_error = CASE WHEN TG_OP = 'INSERT' THEN claims.last_error ELSE excluded.last_error END,
-        outcome_at = CASE WHEN TG_OP = 'INSERT' THEN claims.outcome_at ELSE excluded.outcome_at END,
+        outcome_at = CASE WHEN TG_OP = 'INSERT' OR claims.status = excluded.status
+                          THEN claims.outcome_at
+                          WHEN excluded.status = 'pending' THEN NULL ELSE now() END,
         version = claims.version + CASE WHEN TG_OP = 'INSERT' THEN 0 ELSE 1 END;
     RETURN NEW;
 END
 $$;
 
-CREATE TRIGGER idem_mirror BEFORE INSERT OR UPDATE OR DELETE ON reminder_sends
+CREATE TRIGGER zz_idem_mirror BEFORE INSERT OR UPDATE OR DELETE ON reminder_sends
     FOR EACH ROW EXECUTE FUNCTION idem_reminder_sends_mirror();
 
 CREATE FUNCTION idem_reminder_sends_truncate() RETURNS trigger
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql SECURITY DEFINER SET search_path FROM CURRENT AS $$
 BEGIN
     DELETE FROM claims WHERE consumer = idem_reminder_sends_consumer();
     RETURN NULL;
 END
 $$;
 
-CREATE TRIGGER idem_mirror_truncate AFTER TRUNCATE ON reminder_sends
+CREATE TRIGGER zz_idem_mirror_truncate AFTER TRUNCATE ON reminder_sends
     FOR EACH STATEMENT EXECUTE FUNCTION idem_reminder_sends_truncate();
 
 LOCK TABLE reminder_sends IN SHARE MODE;

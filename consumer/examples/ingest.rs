@@ -45,7 +45,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 let mut tx = pool.begin().await?;
                 let claim = consumer.claim(&mut *tx, &key, None, now).await?;
                 if claim.decision == Decision::Proceed {
-                    consumer.record_sent(&mut *tx, &key, Some("bench"), now).await?;
+                    consumer
+                        .record_sent(&mut *tx, &key, Some("bench"), now)
+                        .await?;
                 }
                 tx.commit().await?;
                 written.fetch_add(1, Ordering::Relaxed);

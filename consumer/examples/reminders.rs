@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use chrono::{TimeDelta, Utc};
 use idem_consumer::{
-    Backoff, Consumer, ConsumerResult, Decision, Failure, Meter, Metric, Next, derive_key,
+    Backoff, Consumer, ConsumerResult, Decision, Failure, GiveUp, Meter, Metric, Next, derive_key,
     write_metrics,
 };
 use sqlx::{SqlitePool, sqlite::SqliteConnectOptions};
@@ -69,9 +69,11 @@ async fn handle(
         }
     }
 
-    // 2. Call the provider outside any transaction, 3. record what happened.
+    // 2. Call the provider outside any transaction (no lock is held while
+    // it answers), 3. record what happened in a second one.
+    let answer = send_sms(account);
     let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
-    let said = match send_sms(account) {
+    let said = match answer {
         Sent::Accepted(provider_ref) => {
             consumer
                 .record_sent(&mut *tx, &key, Some(&provider_ref), at)
@@ -101,7 +103,19 @@ async fn handle(
                 Next::RetryIn(wait) => {
                     format!("{key}: rate-limited; back to the queue for {wait:?}")
                 }
-                Next::DeadLetter => format!("{key}: out of deliveries; dead-letter it"),
+                Next::DeadLetter => {
+                    let give_up = GiveUp {
+                        key: &key,
+                        queue: "reminders.fifo",
+                        message_id: "m-1",
+                        payload: "{}",
+                        deliveries,
+                        first_failure_at: at,
+                        error: "429 Too Many Requests",
+                    };
+                    let id = consumer.dead_letter(&mut *tx, &give_up, at).await?;
+                    format!("{key}: out of deliveries; dead letter #{id}, same key")
+                }
                 Next::Acknowledge => format!("{key}: failed for good"),
             }
         }

@@ -2,13 +2,14 @@
 
 use std::time::Duration;
 
-/// Exponential backoff that honours a provider's `Retry-After`, bounded by
-/// a maximum: the wait before attempt `n + 1` is
-/// `min(max, max(base × 2^(n−1), retry_after))`.
+/// Exponential backoff bounded by a maximum, and never shorter than a
+/// provider's `Retry-After`: the wait before attempt `n + 1` is
+/// `max(min(max, base × 2^(n−1)), retry_after)`.
 ///
-/// A `Retry-After` longer than the maximum is cut to the maximum: the
-/// message goes back to the queue either way, and a worker that waits
-/// longer than its visibility timeout would lose it.
+/// The maximum bounds only the backoff's own growth. A provider that says
+/// "not before an hour" is obeyed: retrying sooner would only spend a
+/// delivery (and bring the dead letter closer) on a certain refusal. The
+/// message goes back to the queue with that delay; no worker waits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Backoff {
     pub base: Duration,
@@ -30,8 +31,8 @@ impl Backoff {
         let doublings = attempt.saturating_sub(1).min(30);
         let exponential = self.base.saturating_mul(1 << doublings);
         exponential
-            .max(retry_after.unwrap_or_default())
             .min(self.max)
+            .max(retry_after.unwrap_or_default())
     }
 }
 
@@ -60,10 +61,10 @@ mod tests {
     }
 
     #[test]
-    fn a_retry_after_beyond_the_maximum_is_cut_to_it() {
+    fn a_retry_after_beyond_the_maximum_is_still_obeyed() {
         assert_eq!(
             BACKOFF.delay(1, Some(Duration::from_secs(3600))).as_secs(),
-            60
+            3600
         );
     }
 

@@ -40,8 +40,9 @@ pub enum Decision {
     /// [`Consumer::record_sent`], then commit. An external effect: commit
     /// now, call the provider, then record the outcome in a new transaction.
     Proceed,
-    /// The effect already happened (`sent`), or may have (`unknown`, for an
-    /// operator to resolve): acknowledge the message and do nothing.
+    /// The effect already happened (`sent`), may have (`unknown`, for an
+    /// operator to resolve), or will not succeed as sent (`failed`; only an
+    /// operator's redrive tries it again): acknowledge and do nothing.
     AlreadyDone { status: ClaimStatus },
     /// Another worker holds the lease right now: hand the message back to
     /// the queue without acting.
@@ -129,6 +130,11 @@ impl Consumer {
     /// claim is leased to this delivery; with [`Decision::LeaseExpired`]
     /// the claim has been marked `unknown`. Either way, commit what this
     /// wrote together with the caller's own writes.
+    ///
+    /// A `failed` key is not tried again by an ordinary delivery (a
+    /// publisher's retry, a redelivery): `failed` means it will not succeed
+    /// as sent. Only an operator's redrive does that; see
+    /// [`Consumer::claim_redrive`].
     pub async fn claim<'c>(
         &self,
         conn: impl Into<Conn<'c>>,
@@ -136,7 +142,34 @@ impl Consumer {
         payload_hash: Option<&str>,
         at: DateTime<Utc>,
     ) -> ConsumerResult<Claim> {
-        let mut conn = conn.into();
+        self.claim_as(conn.into(), key, payload_hash, at, false)
+            .await
+    }
+
+    /// [`Consumer::claim`] for a delivery an operator sent again: a
+    /// replayed dead letter or an unknown outcome resolved as "failed,
+    /// retry" (Idem's outbox rows whose `origin` is `replay` or
+    /// `resolution`). A `failed` claim is then tried once more; `sent` and
+    /// `unknown` are still never repeated.
+    pub async fn claim_redrive<'c>(
+        &self,
+        conn: impl Into<Conn<'c>>,
+        key: &IdempotencyKey,
+        payload_hash: Option<&str>,
+        at: DateTime<Utc>,
+    ) -> ConsumerResult<Claim> {
+        self.claim_as(conn.into(), key, payload_hash, at, true)
+            .await
+    }
+
+    async fn claim_as(
+        &self,
+        mut conn: Conn<'_>,
+        key: &IdempotencyKey,
+        payload_hash: Option<&str>,
+        at: DateTime<Utc>,
+        redrive: bool,
+    ) -> ConsumerResult<Claim> {
         let now = Ts::from(at);
         let (new, state) = writes::claim(
             conn.by_ref(),
@@ -157,9 +190,11 @@ impl Consumer {
                 Some(_) => Decision::LeaseExpired,
                 None => Decision::Proceed,
             },
-            // A replayed dead letter, an operator's "failed, retry", or a
-            // redelivery after a permanent failure someone fixed: try again.
-            ClaimStatus::Failed => Decision::Proceed,
+            // A replayed dead letter or an operator's "failed, retry".
+            ClaimStatus::Failed if redrive => Decision::Proceed,
+            ClaimStatus::Failed => Decision::AlreadyDone {
+                status: ClaimStatus::Failed,
+            },
         };
         match decision {
             Decision::Proceed => {
@@ -294,10 +329,11 @@ impl Consumer {
         writes::enqueue(conn.into(), &row).await
     }
 
-    /// Gives up on a message: its claim (if the key was ever claimed)
-    /// becomes `failed` and the message, with its key and payload, goes to
-    /// the dead letters, where an operator can replay it under the same key.
-    /// Returns the dead letter's id.
+    /// Gives up on a message: the message, with its key and payload, goes to
+    /// the dead letters, where an operator can replay it under the same key,
+    /// and its claim becomes `failed` — unless the claim says more than that
+    /// (`sent`, `unknown`, or `pending` under another worker's live lease,
+    /// whose call will record its own outcome). Returns the dead letter's id.
     pub async fn dead_letter<'c>(
         &self,
         conn: impl Into<Conn<'c>>,
@@ -311,11 +347,9 @@ impl Consumer {
             "dead-lettered after {} deliveries: {}",
             give_up.deliveries, give_up.error
         );
-        // An effect whose transaction kept rolling back never claimed the key.
-        if writes::is_claimed(conn.by_ref(), self.name(), key).await? {
-            let outcome = Outcome::Permanent { error: &reason };
-            writes::record(conn.by_ref(), self.name(), key, outcome, now).await?;
-        }
+        // A key never claimed (its transaction kept rolling back), already
+        // settled, or under another worker's live lease is left as it is.
+        writes::give_up(conn.by_ref(), self.name(), key, &reason, now).await?;
         let dead_letter = NewDeadLetter {
             consumer: self.name(),
             queue: give_up.queue,

@@ -8,7 +8,9 @@
 //!    from the delivery;
 //! 2. in its own transaction, [`Consumer::claim`]s the key and gets a
 //!    [`Decision`]: proceed, already done, busy (another worker holds the
-//!    lease), or lease expired (a crashed attempt: now `unknown`);
+//!    lease), or lease expired (a crashed attempt: now `unknown`); a
+//!    `failed` key is tried again only by an operator's redrive
+//!    ([`Consumer::claim_redrive`]);
 //! 3. applies the effect — in that same transaction when it is a database
 //!    write, or after committing the lease when it is a call to a provider;
 //! 4. records the outcome: [`Consumer::record_sent`] with the provider's

@@ -230,6 +230,31 @@ pub async fn record(
     claimed(row, consumer, key)
 }
 
+/// Gives up on a key whose message is being dead-lettered: `failed`, lease
+/// released — but only when no attempt may be in flight or done. A claim
+/// that is `sent` or `unknown`, or `pending` under a live lease (a worker's
+/// call is still running and will record its own outcome), is left alone,
+/// so a replay's verdict sees what really happened. Returns whether the
+/// claim was changed.
+pub async fn give_up(
+    conn: Conn<'_>,
+    consumer: &str,
+    key: &str,
+    error: &str,
+    at: Ts,
+) -> ConsumerResult<bool> {
+    const GIVE_UP: &str = "UPDATE claims SET status = 'failed', \
+         status_at = CASE WHEN status <> 'failed' THEN $3 ELSE status_at END, \
+         outcome_at = $3, last_error = $4, lease_until = NULL, version = version + 1 \
+         WHERE consumer = $1 AND idempotency_key = $2 \
+           AND (status = 'failed' OR (status = 'pending' AND (lease_until IS NULL OR lease_until <= $3)))";
+    let changed = on_conn!(conn, c => {
+        sqlx::query(GIVE_UP).bind(consumer).bind(key).bind(at).bind(error)
+            .execute(c).await?.rows_affected()
+    });
+    Ok(changed > 0)
+}
+
 /// Writes an outbox row; returns its id.
 pub async fn enqueue(conn: Conn<'_>, row: &NewOutboxRow<'_>) -> ConsumerResult<i64> {
     const INSERT: &str = "INSERT INTO outbox (consumer, topic, idempotency_key, payload, \

@@ -33,6 +33,8 @@ idem_store::on_both_backends!(
     a_dead_letter_replayed_seven_days_later_under_the_same_key_is_sent_once,
     a_rate_limit_with_retry_after_then_a_permanent_rejection_ends_failed,
     a_failing_in_transaction_effect_rolls_the_claim_back_with_it,
+    a_lost_response_is_recorded_unknown_and_never_called_again,
+    giving_up_while_another_worker_holds_the_lease_leaves_the_outcome_to_that_worker,
 );
 
 const QUEUE: &str = "reminders.fifo";
@@ -123,11 +125,37 @@ async fn deliver(
     deliveries: u32,
     at: DateTime<Utc>,
 ) -> Handled {
+    deliver_as(store, consumer, provider, key, deliveries, at, false).await
+}
+
+/// The same for an operator's redrive (a replayed dead letter).
+async fn redeliver_replay(
+    store: &Store,
+    consumer: &Consumer,
+    provider: &Provider,
+    key: &IdempotencyKey,
+    at: DateTime<Utc>,
+) -> Handled {
+    deliver_as(store, consumer, provider, key, 1, at, true).await
+}
+
+async fn deliver_as(
+    store: &Store,
+    consumer: &Consumer,
+    provider: &Provider,
+    key: &IdempotencyKey,
+    deliveries: u32,
+    at: DateTime<Utc>,
+    redrive: bool,
+) -> Handled {
     let mut tx = store.begin().await.unwrap();
-    let claim = consumer
-        .claim(tx.conn(), key, Some("payload-v1"), at)
-        .await
-        .unwrap();
+    let hash = Some("payload-v1");
+    let claim = if redrive {
+        consumer.claim_redrive(tx.conn(), key, hash, at).await
+    } else {
+        consumer.claim(tx.conn(), key, hash, at).await
+    }
+    .unwrap();
     tx.commit().await.unwrap();
     match claim.decision {
         Decision::Proceed => {}
@@ -375,8 +403,14 @@ async fn a_dead_letter_replayed_seven_days_later_under_the_same_key_is_sent_once
     tx.commit().await.unwrap();
     let week_later = at(15) + TimeDelta::days(7);
     let redelivered = IdempotencyKey::parse(row.key.clone()).unwrap();
+    // An ordinary copy of the old message would not try a failed key again;
+    // the replay is the operator's redrive, and does.
     assert_eq!(
         deliver(store, &consumer, &provider, &redelivered, 1, week_later).await,
+        Handled::Suppressed(ClaimStatus::Failed)
+    );
+    assert_eq!(
+        redeliver_replay(store, &consumer, &provider, &redelivered, week_later).await,
         Handled::Sent
     );
     // A stray copy of the original message changes nothing.
@@ -423,6 +457,11 @@ async fn a_rate_limit_with_retry_after_then_a_permanent_rejection_ends_failed(st
     assert_eq!(
         deliver(store, &consumer, &provider, &key, 2, at(30)).await,
         Handled::Failed
+    );
+    // A publisher's retry of the rejected message does not call again.
+    assert_eq!(
+        deliver(store, &consumer, &provider, &key, 1, at(600)).await,
+        Handled::Suppressed(ClaimStatus::Failed)
     );
     assert_eq!(provider.calls(), 2);
     let claim = claim(store, &key).await;
@@ -473,4 +512,83 @@ async fn a_failing_in_transaction_effect_rolls_the_claim_back_with_it(store: &St
         .unwrap();
     assert_eq!(outbox.len(), 1);
     assert_eq!(outbox[0].key, key.as_str());
+}
+
+async fn a_lost_response_is_recorded_unknown_and_never_called_again(store: &Store) {
+    let (consumer, provider, key) = (reminders(), Provider::default(), renewal_key());
+    let mut tx = store.begin().await.unwrap();
+    let first = consumer.claim(tx.conn(), &key, None, at(0)).await.unwrap();
+    tx.commit().await.unwrap();
+    assert_eq!(first.decision, Decision::Proceed);
+    // The request went out; the connection reset before the answer came.
+    provider.call();
+    let mut tx = store.begin().await.unwrap();
+    consumer
+        .record_unknown(
+            tx.conn(),
+            &key,
+            "connection reset after the request was sent",
+            at(30),
+        )
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+    for later in [60, 6 * 60, 86_400] {
+        assert_eq!(
+            deliver(store, &consumer, &provider, &key, 2, at(later)).await,
+            Handled::Suppressed(ClaimStatus::Unknown)
+        );
+    }
+    assert_eq!(provider.calls(), 1);
+    let claim = claim(store, &key).await;
+    assert_eq!(claim.status, ClaimStatus::Unknown);
+    assert_eq!(claim.status_at, at(30));
+}
+
+async fn giving_up_while_another_worker_holds_the_lease_leaves_the_outcome_to_that_worker(
+    store: &Store,
+) {
+    let (consumer, provider, key) = (reminders(), Provider::default(), renewal_key());
+    // A worker claims and calls; its call is slow.
+    let mut tx = store.begin().await.unwrap();
+    let first = consumer.claim(tx.conn(), &key, None, at(0)).await.unwrap();
+    tx.commit().await.unwrap();
+    assert_eq!(first.decision, Decision::Proceed);
+    let (_accepted, provider_ref) = provider.call();
+    // Meanwhile the queue runs out of deliveries and the message is
+    // dead-lettered: the claim is not marked failed under the live lease.
+    let give_up = GiveUp {
+        key: &key,
+        queue: QUEUE,
+        message_id: "m-1",
+        payload: "payload-v1",
+        deliveries: 3,
+        first_failure_at: at(0),
+        error: "the worker did not acknowledge within the visibility timeout",
+    };
+    let mut tx = store.begin().await.unwrap();
+    let id = consumer
+        .dead_letter(tx.conn(), &give_up, at(45))
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+    assert_eq!(claim(store, &key).await.status, ClaimStatus::Pending);
+    // The slow call returns and is recorded.
+    let mut tx = store.begin().await.unwrap();
+    consumer
+        .record_sent(tx.conn(), &key, Some(&provider_ref), at(50))
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+    // So a replay of the dead letter is a suppressed duplicate, not a second send.
+    assert_eq!(
+        redeliver_replay(store, &consumer, &provider, &key, at(3600)).await,
+        Handled::Suppressed(ClaimStatus::Sent)
+    );
+    assert_eq!(provider.calls(), 1);
+    assert_eq!(
+        store.dead_letter(id).await.unwrap().unwrap().key,
+        key.as_str()
+    );
+    assert_eq!(claim(store, &key).await.provider_ref, Some(provider_ref));
 }

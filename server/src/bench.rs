@@ -223,7 +223,9 @@ async fn measure(url: &str, options: &BenchOptions) -> Result<Run, String> {
     };
     let first = PageRequest::first(PageRequest::DEFAULT_LIMIT);
     let page_sql = |table: &str, filter: &str, order: &str, offset: u64, limit: u32| {
-        format!("SELECT * FROM {table} WHERE {filter} ORDER BY {order} LIMIT {limit} OFFSET {offset}")
+        format!(
+            "SELECT * FROM {table} WHERE {filter} ORDER BY {order} LIMIT {limit} OFFSET {offset}"
+        )
     };
     let count_sql =
         |table: &str, filter: &str| format!("SELECT count(*) FROM {table} WHERE {filter}");
@@ -374,7 +376,9 @@ pub async fn run(options: &BenchOptions) -> Result<(), String> {
     for run in &runs {
         println!("\n### {} claims ({})\n", run.claims, run.url);
         if let Some(rate) = run.workload_rate {
-            println!("Workload while measuring: {rate:.0} claim writes/s (pending → sent/failed, new claims).\n");
+            println!(
+                "Workload while measuring: {rate:.0} claim writes/s (pending → sent/failed, new claims).\n"
+            );
         }
         println!(
             "| read | Idem p50 (ms) | Idem p99 (ms) | naive p50 (ms) | naive p99 (ms) | naive ÷ Idem (p50) |"
@@ -412,11 +416,7 @@ pub async fn run(options: &BenchOptions) -> Result<(), String> {
                 (Naive::Measured(_), Naive::TimedOut) => "timed out at the larger size".into(),
                 _ => "—".into(),
             };
-            println!(
-                "| {} | {:.2}× | {naive} |",
-                a.name,
-                b.idem.p50 / a.idem.p50
-            );
+            println!("| {} | {:.2}× | {naive} |", a.name, b.idem.p50 / a.idem.p50);
         }
     }
     Ok(())

@@ -87,6 +87,9 @@ async fn a_processed_jobs_table_shows_in_idem_through_its_adapter() {
     .await
     .unwrap();
     install(&db.url, "processed_jobs.sql").await;
+    // The team's workers connect as their own role, with rights on their
+    // own tables only: the mirror runs with its owner's rights.
+    let pool = team_role_pool(&db.url, &pool, &["processed_jobs", "charges"]).await;
 
     let key = "charge:EU/2026/Ø-1842 #7 🧾";
     let failing = "charge:INV-1843";
@@ -104,13 +107,9 @@ async fn a_processed_jobs_table_shows_in_idem_through_its_adapter() {
     let page = visible(&html);
     assert!(page.contains(key), "{page}");
     assert!(page.contains("Deliveries 2 ( 1 duplicate)"), "{page}");
-    // Read-only, and why: no flag on every key for what the source cannot record.
+    // Read-only, and why.
     assert!(
         page.contains("“billing-jobs” is read through an adapter"),
-        "{page}"
-    );
-    assert!(
-        !page.contains("Sent without a provider reference"),
         "{page}"
     );
     assert_eq!(
@@ -139,6 +138,99 @@ async fn a_processed_jobs_table_shows_in_idem_through_its_adapter() {
         "{page}"
     );
     assert!(!page.contains(failing), "{page}");
+    // The view presents the same rows the mirror holds.
+    let admin = team_pool(&app_url(&app)).await;
+    let in_view: i64 = sqlx::query_scalar("SELECT count(*) FROM idem_processed_jobs_claims")
+        .fetch_one(&admin)
+        .await
+        .unwrap();
+    let mirrored: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM claims WHERE consumer = 'billing-jobs'")
+            .fetch_one(&admin)
+            .await
+            .unwrap();
+    assert_eq!((in_view, mirrored), (2, 2));
+
+    // Keys the contract cannot hold are not mirrored, and the job still commits.
+    let long = format!("charge:{}", "x".repeat(600));
+    assert_eq!(process_job(&pool, &long, "m-4", Some(1)).await, "done");
+    assert_eq!(
+        process_job(&pool, "charge:\u{1}bell", "m-5", Some(1)).await,
+        "done"
+    );
+    let mirrored: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM claims WHERE consumer = 'billing-jobs'")
+            .fetch_one(&admin)
+            .await
+            .unwrap();
+    assert_eq!(mirrored, 2);
+
+    // Retention: a deleted job takes its claim along; so does a truncate.
+    sqlx::query("DELETE FROM processed_jobs WHERE idempotency_key = 'charge:INV-0001'")
+        .execute(&pool)
+        .await
+        .unwrap();
+    let (status, _) = app.get(&key_href("billing-jobs", "charge:INV-0001")).await;
+    assert_eq!(status, 404, "the deleted job's claim is gone");
+    sqlx::query("TRUNCATE processed_jobs")
+        .execute(&admin)
+        .await
+        .unwrap();
+    let (status, _) = app.get(&key_href("billing-jobs", key)).await;
+    assert_eq!(status, 404, "a truncate empties the mirror");
+    assert!(
+        sqlx::query("SELECT 1 FROM claims")
+            .fetch_all(&pool)
+            .await
+            .is_err(),
+        "the team's role has no rights on Idem's tables, yet its writes were mirrored"
+    );
+    drop_team_role(&admin, pool).await;
+}
+
+/// Roles outlive databases: the team's role goes when its test ends.
+async fn drop_team_role(admin: &PgPool, pool: PgPool) {
+    pool.close().await;
+    let database: String = sqlx::query_scalar("SELECT current_database()")
+        .fetch_one(admin)
+        .await
+        .unwrap();
+    let role = format!("team_{database}");
+    sqlx::raw_sql(&format!(r#"DROP OWNED BY "{role}"; DROP ROLE "{role}""#))
+        .execute(admin)
+        .await
+        .unwrap();
+}
+
+/// The database URL the app under test uses.
+fn app_url(app: &TestApp) -> String {
+    app._db.url.clone()
+}
+
+/// A login role with rights on `tables` only (trust auth: no password), and
+/// a pool connected as it.
+async fn team_role_pool(url: &str, admin: &PgPool, tables: &[&str]) -> PgPool {
+    let database: String = sqlx::query_scalar("SELECT current_database()")
+        .fetch_one(admin)
+        .await
+        .unwrap();
+    let role = format!("team_{database}");
+    sqlx::raw_sql(&format!(r#"CREATE ROLE "{role}" LOGIN"#))
+        .execute(admin)
+        .await
+        .unwrap();
+    for table in tables {
+        sqlx::raw_sql(&format!(
+            r#"GRANT SELECT, INSERT, UPDATE, DELETE ON {table} TO "{role}""#
+        ))
+        .execute(admin)
+        .await
+        .unwrap();
+    }
+    let mut as_team = url::Url::parse(url).unwrap();
+    as_team.set_username(&role).unwrap();
+    as_team.set_password(None).unwrap();
+    PgPool::connect(as_team.as_str()).await.unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -147,7 +239,8 @@ async fn a_processed_events_table_shows_in_idem_through_its_adapter() {
     let pool = team_pool(&db.url).await;
     sqlx::raw_sql(
         "CREATE TABLE processed_events (event_id text UNIQUE);
-         CREATE TABLE payments (event_id text PRIMARY KEY, amount_cents bigint NOT NULL CHECK (amount_cents > 0));",
+         CREATE TABLE payments (event_id text PRIMARY KEY, amount_cents bigint NOT NULL CHECK (amount_cents > 0));
+         INSERT INTO processed_events VALUES ('evt_0001');",
     )
     .execute(&pool)
     .await
@@ -209,6 +302,16 @@ async fn a_processed_events_table_shows_in_idem_through_its_adapter() {
     let (status, html) = app.get("/keys/evt_7f3%20%D8%B4%D8%B1%D8%A7%D8%A1").await;
     assert_eq!(status, 200);
     assert!(visible(&html).contains("payment-events"));
+    // The consumer's list holds the new event and the one from before the
+    // adapter (backfilled), not the refused one.
+    let (status, html) = app.get("/keys?consumer=payment-events").await;
+    assert_eq!(status, 200);
+    let list = visible(&html);
+    assert!(
+        list.contains("evt_7f3 شراء") && list.contains("evt_0001"),
+        "{list}"
+    );
+    assert!(!list.contains("evt_bad"), "{list}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -404,4 +507,7 @@ async fn a_read_only_reminder_store_shows_its_unknown_outcomes_but_refuses_to_re
         .unwrap();
     assert_eq!(resolved.status, ClaimStatus::Sent);
     assert!(resolved.version > unknown.version);
+    // The store did not move updated_at; the change is dated all the same.
+    assert!(resolved.status_at > unknown.status_at);
+    assert_eq!(resolved.provider_ref.as_deref(), Some("sms_0003"));
 }

@@ -94,7 +94,7 @@ async fn two_hours_of_demo_history_contain_every_case_of_the_tour(store: &Store)
     assert_eq!(
         shipped.status,
         ClaimStatus::Sent,
-        "published again after the dead letter, and sent"
+        "redriven after the dead letter, and sent"
     );
     let open = store
         .dead_letters_for_key("order-events", tour::DEAD_LETTER_ALREADY_SENT)

@@ -122,14 +122,6 @@ async fn story(
         &clock.zone,
     );
     let read_only = crate::ssr::state()?.read_only.reason(&consumer);
-    let mut story = story;
-    if read_only.is_some() {
-        // An adapter's source may have no provider references at all; the
-        // read-only note says so once instead of a flag on every key.
-        story
-            .flags
-            .retain(|f| *f != idem_domain::story::Flag::SentWithoutProviderRef);
-    }
     Ok(Some(KeyStory {
         clock,
         consumer,

@@ -80,10 +80,7 @@ pub async fn load_overview(state: &crate::ssr::AppState) -> Result<Overview, App
     let reader = crate::ssr::reader(state);
     let key = reader.key("overview");
     let store = reader.store;
-    state
-        .reads
-        .get_or_load(key, || read_overview(&store))
-        .await
+    state.reads.get_or_load(key, || read_overview(&store)).await
 }
 
 /// The overview's reads themselves, uncached (what `idem bench` times).

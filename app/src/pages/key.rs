@@ -145,8 +145,8 @@ fn Story(s: KeyStory, reload: Callback<()>) -> impl IntoView {
             </section>
         }
     });
-    // Shown whether or not anything would apply: it also explains what the
-    // consumer's own tables cannot tell (failures, provider references).
+    // Shown whether or not anything would apply, so it is clear why a
+    // consumer read through an adapter never offers an action.
     let read_only = s
         .read_only
         .clone()

@@ -61,6 +61,9 @@ pub struct Fact {
     pub flow: Flow,
     pub key: String,
     pub payload: String,
+    /// An operator sent it again (a replay or a resolution's retry): a
+    /// `failed` claim is tried once more.
+    pub redrive: bool,
 }
 
 const ORDER_LETTERS: [&str; 8] = ["A", "B", "K", "Ø", "É", "Å", "Ü", "Z"];
@@ -102,6 +105,7 @@ pub fn reminder(account: &str, date: &str) -> Fact {
         flow: Flow::Reminders,
         key: format!("renewal:{account}:{date}"),
         payload: json!({ "account": account, "renewal_date": date, "channel": "email", "template": "renewal-30d" }).to_string(),
+        redrive: false,
     }
 }
 
@@ -110,6 +114,7 @@ pub fn payment(event_id: &str, amount_cents: u32) -> Fact {
         flow: Flow::Payments,
         key: event_id.to_owned(),
         payload: json!({ "event_id": event_id, "type": "payment_intent.succeeded", "amount": amount_cents, "currency": "EUR" }).to_string(),
+        redrive: false,
     }
 }
 
@@ -118,6 +123,7 @@ pub fn order_event(kind: &str, order: &str) -> Fact {
         flow: Flow::Orders,
         key: format!("{kind}:{order}"),
         payload: json!({ "kind": kind, "order_id": order }).to_string(),
+        redrive: false,
     }
 }
 

@@ -49,8 +49,8 @@ pub mod tour {
     pub const CRASHED_ACCOUNT: &str = "account-2210";
     /// Order event rate limited three times, then dead-lettered; a replay succeeds.
     pub const DEAD_LETTERED: &str = "refund:EU/2026/Ø-1842";
-    /// Order event dead-lettered, then delivered again by its publisher and
-    /// sent: an open dead letter whose key is already sent.
+    /// Order event dead-lettered, then redriven by the team's own queue
+    /// tooling and sent: an open dead letter whose key is already sent.
     pub const DEAD_LETTER_ALREADY_SENT: &str = "ship:EU/2026/K-2210";
     /// Order event whose response is lost.
     pub const LOST_RESPONSE: &str = "return:DK/2026/Ø-PO #7 50%";
@@ -139,6 +139,11 @@ enum Event {
     Complete {
         message: u64,
         generation: u32,
+        /// What was called for, so the outcome is recorded even when the
+        /// message has meanwhile been given up on.
+        flow: Flow,
+        key: String,
+        payload: String,
         call: Call,
     },
     VisibilityTimeout {
@@ -186,6 +191,7 @@ struct Message {
     generation: u32,
     first_failure_at: Option<DateTime<Utc>>,
     last_error: Option<String>,
+    redrive: bool,
 }
 
 struct Simulation {
@@ -335,7 +341,8 @@ impl Simulation {
             },
         );
 
-        // Dead-lettered, then published again and sent: the dead letter is safe to discard.
+        // Dead-lettered, then redriven by the team and sent: Idem's dead
+        // letter is safe to discard.
         let shipped = flows::order_event("ship", "EU/2026/K-2210");
         debug_assert_eq!(shipped.key, tour::DEAD_LETTER_ALREADY_SENT);
         self.scripts.insert(
@@ -349,10 +356,15 @@ impl Simulation {
                 retry: false,
             },
         );
+        // The team's own queue tooling redrives the dead-lettered message
+        // (outside Idem): a redrive, so the failed claim is tried again.
         self.schedule(
             minutes(60),
             Event::Publish {
-                fact: shipped,
+                fact: Fact {
+                    redrive: true,
+                    ..shipped
+                },
                 retry: true,
             },
         );
@@ -411,8 +423,14 @@ impl Simulation {
             Event::Complete {
                 message,
                 generation,
+                flow,
+                key,
+                payload,
                 call,
-            } => self.complete(message, generation, call).await,
+            } => {
+                self.complete(message, generation, (flow, key, payload), call)
+                    .await
+            }
             Event::VisibilityTimeout {
                 message,
                 generation,
@@ -503,13 +521,14 @@ impl Simulation {
                 generation: 0,
                 first_failure_at: None,
                 last_error: None,
+                redrive: fact.redrive,
             },
         );
         id
     }
 
     /// Marks a message delivered; returns what the worker needs.
-    fn hand_out(&mut self, id: u64) -> Option<(Flow, String, String, String)> {
+    fn hand_out(&mut self, id: u64) -> Option<(Flow, String, String, String, bool)> {
         let now = self.now;
         let message = self.messages.get_mut(&id)?;
         message.deliveries += 1;
@@ -520,6 +539,7 @@ impl Simulation {
             message.key.clone(),
             message.payload.clone(),
             message.payload_hash.clone(),
+            message.redrive,
         );
         self.meter.count(flow.consumer(), Metric::Deliveries, now);
         self.after(
@@ -538,7 +558,7 @@ impl Simulation {
     }
 
     async fn deliver(&mut self, id: u64) -> Result<(), StoreError> {
-        let Some((flow, key, payload, hash)) = self.hand_out(id) else {
+        let Some((flow, key, payload, hash, redrive)) = self.hand_out(id) else {
             return Ok(());
         };
         let ledger = self.ledger_ref();
@@ -548,6 +568,7 @@ impl Simulation {
             key: &key,
             payload: &payload,
             payload_hash: &hash,
+            redrive,
             at: self.now,
         };
         let step = worker::claim(&self.store, &work, &ledger, fail_tx).await?;
@@ -556,7 +577,8 @@ impl Simulation {
     }
 
     async fn deliver_twins(&mut self, a: u64, b: u64) -> Result<(), StoreError> {
-        let (Some((flow, key, payload, hash)), Some(_)) = (self.hand_out(a), self.hand_out(b))
+        let (Some((flow, key, payload, hash, redrive)), Some(_)) =
+            (self.hand_out(a), self.hand_out(b))
         else {
             return Ok(());
         };
@@ -566,6 +588,7 @@ impl Simulation {
             key: &key,
             payload: &payload,
             payload_hash: &hash,
+            redrive,
             at: self.now,
         };
         // Two workers, one key, one instant: the unique constraint picks the winner.
@@ -625,12 +648,18 @@ impl Simulation {
                         (provider::latency_seconds(&mut self.rng) * 1000.0) as i64,
                     )
                 };
-                let generation = self.messages.get(&id).map_or(0, |m| m.generation);
+                let (generation, payload) = self
+                    .messages
+                    .get(&id)
+                    .map_or((0, String::new()), |m| (m.generation, m.payload.clone()));
                 self.after(
                     latency,
                     Event::Complete {
                         message: id,
                         generation,
+                        flow,
+                        key,
+                        payload,
                         call,
                     },
                 );
@@ -656,15 +685,21 @@ impl Simulation {
         }
     }
 
-    async fn complete(&mut self, id: u64, generation: u32, call: Call) -> Result<(), StoreError> {
-        let Some(message) = self.messages.get(&id) else {
-            return Ok(());
-        };
-        let (flow, key, payload) = (message.flow, message.key.clone(), message.payload.clone());
-        // A worker whose delivery was taken away (visibility timeout) still
-        // records how its call ended (it holds the lease, so no other worker
-        // called meanwhile), but no longer acknowledges the message.
-        let current = message.generation == generation;
+    async fn complete(
+        &mut self,
+        id: u64,
+        generation: u32,
+        (flow, key, payload): (Flow, String, String),
+        call: Call,
+    ) -> Result<(), StoreError> {
+        // A worker whose delivery was taken away (visibility timeout) or
+        // given up on (dead-lettered meanwhile) still records how its call
+        // ended — it holds the lease, so no other worker called meanwhile —
+        // but no longer acknowledges the message.
+        let current = self
+            .messages
+            .get(&id)
+            .is_some_and(|m| m.generation == generation);
         let now = self.now;
         match call {
             Call::Accepted { provider_ref } => {
@@ -682,11 +717,13 @@ impl Simulation {
                 self.rate_limited.insert(key.clone());
                 let error = format!("429 Too Many Requests (Retry-After: {retry_after_seconds} s)");
                 let retry_after = Some(Duration::from_secs(u64::from(retry_after_seconds)));
-                self.retryable(id, current, &error, retry_after).await?;
+                self.retryable((id, flow, &key), current, &error, retry_after)
+                    .await?;
             }
             Call::Unavailable => {
                 let error = "503 Service Unavailable from the provider";
-                self.retryable(id, current, error, None).await?;
+                self.retryable((id, flow, &key), current, error, None)
+                    .await?;
             }
             Call::Rejected { reason } => {
                 let failure = Failure::Permanent { error: reason };
@@ -716,15 +753,16 @@ impl Simulation {
 
     async fn retryable(
         &mut self,
-        id: u64,
+        (id, flow, key): (u64, Flow, &str),
         current: bool,
         error: &str,
         retry_after: Option<Duration>,
     ) -> Result<(), StoreError> {
-        let Some(message) = self.messages.get(&id) else {
-            return Ok(());
-        };
-        let (flow, key, deliveries) = (message.flow, message.key.clone(), message.deliveries);
+        // A message already given up on has had all its deliveries.
+        let deliveries = self
+            .messages
+            .get(&id)
+            .map_or(MAX_DELIVERIES, |m| m.deliveries);
         self.meter
             .count(flow.consumer(), Metric::RetryableFailures, self.now);
         let failure = Failure::Retryable { error, retry_after };
@@ -848,6 +886,7 @@ impl Simulation {
                     flow,
                     key: row.key.clone(),
                     payload: row.payload.clone(),
+                    redrive: true,
                 });
             }
         }

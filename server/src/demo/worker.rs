@@ -53,6 +53,8 @@ pub struct Work<'a> {
     pub key: &'a str,
     pub payload: &'a str,
     pub payload_hash: &'a str,
+    /// An operator's redrive (see `idem_consumer::Consumer::claim_redrive`).
+    pub redrive: bool,
     pub at: DateTime<Utc>,
 }
 
@@ -67,9 +69,14 @@ pub async fn claim(
     let consumer = consumer(work.flow)?;
     let key = key(work.key)?;
     let mut tx = store.begin().await?;
-    let claim = consumer
-        .claim(tx.conn(), &key, Some(work.payload_hash), work.at)
-        .await?;
+    let hash = Some(work.payload_hash);
+    let claim = if work.redrive {
+        consumer
+            .claim_redrive(tx.conn(), &key, hash, work.at)
+            .await?
+    } else {
+        consumer.claim(tx.conn(), &key, hash, work.at).await?
+    };
     if claim.decision != Decision::Proceed || work.flow.is_external() {
         tx.commit().await?;
         return Ok(Step::Decided(claim));

@@ -1,0 +1,133 @@
+#!/usr/bin/env bash
+# `make bench`: the numbers in docs/BENCHMARKS.md, from one run. Not part of
+# `make test` (it loads 11 million claims and takes the better part of an
+# hour here). Everything listens on 127.0.0.1; load is bounded in time.
+#
+#   1. seeds Postgres databases with BENCH_SIZES claims (skipped when a
+#      database already holds that many) and times the load;
+#   2. `idem bench`: every dashboard read beside its naive form, and growth;
+#   3. HTTP load with wrk (the server pinned to core 0, wrk to core 1) on the
+#      largest database: Idem's key page, /unknown, the overview and one
+#      chart, and the bare axum+sqlx key lookup (the floor);
+#   4. ingest: claims/s through idem-consumer with Idem's indexes and rollup
+#      running, without them, and with the dashboard under load;
+#   5. the release WASM bundle's size, raw, gzip and brotli.
+#
+# Needs: the release build (`make bench` builds it), wrk, brotli, taskset.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PG=${BENCH_PG:-postgres://postgres@127.0.0.1:5432}
+SIZES=${BENCH_SIZES:-1000000 10000000}
+IDEM=target/release/idem
+BARE=target/release/examples/bare_key_page
+INGEST=target/release/examples/ingest
+SECONDS_EACH=${BENCH_SECONDS:-20}
+OUT=${BENCH_OUT:-target/bench}
+mkdir -p "$OUT"
+
+psql_at() { psql "$1" -Atqc "$2"; }
+say() { printf '\n## %s\n\n' "$*"; }
+
+urls=()
+for n in $SIZES; do
+  db=idem_bench_$n
+  url="$PG/$db"
+  urls+=("$url")
+  have=$(psql_at "$PG/postgres" "SELECT 1 FROM pg_database WHERE datname = '$db'")
+  if [ "$have" = 1 ] && [ "$(psql_at "$url" 'SELECT count(*) FROM claims' 2>/dev/null || echo 0)" -ge "$n" ]; then
+    echo "bench: $db already holds $n claims" >&2
+    continue
+  fi
+  psql_at "$PG/postgres" "DROP DATABASE IF EXISTS $db WITH (FORCE)"
+  psql_at "$PG/postgres" "CREATE DATABASE $db"
+  start=$(date +%s)
+  DATABASE_URL=$url $IDEM seed --claims "$n" --metrics >&2
+  echo "bench: seeded $n claims in $(( $(date +%s) - start )) s" | tee "$OUT/seed-$n.txt" >&2
+done
+
+say "Dashboard reads (idem bench)"
+$IDEM bench "${urls[@]}" | tee "$OUT/reads.md"
+
+largest=${urls[-1]}
+key_row=$(psql_at "$largest" "SELECT consumer, idempotency_key FROM claims WHERE status = 'sent' ORDER BY last_delivery_at DESC LIMIT 1")
+consumer=${key_row%%|*}
+key=${key_row#*|}
+enc() { python3 -c 'import sys, urllib.parse; print(urllib.parse.quote(sys.argv[1], safe=""))' "$1"; }
+key_path="/keys/$(enc "$consumer")/$(enc "$key")"
+charts_fn=$(grep -ao '/api/read/get_charts[0-9A-Za-z_]*' target/site/pkg/idem.wasm | head -1)
+
+# wrk prints its latency distribution with --latency; keep p50, p99, req/s.
+load() { # name url [header]
+  local name=$1 url=$2 header=${3:-}
+  taskset -c 1 wrk -t1 -c8 -d"${SECONDS_EACH}s" --latency ${header:+-H "$header"} "$url" >"$OUT/wrk.txt"
+  awk -v n="$name" '
+    / 50%/ { p50 = $2 } / 99%/ { p99 = $2 } /Requests\/sec/ { rps = $2 }
+    /Non-2xx/ { bad = $4 }
+    END { printf "| %s | %.0f | %s | %s | %s |\n", n, rps, p50, p99, (bad ? bad " non-2xx" : "all 2xx") }' "$OUT/wrk.txt"
+}
+
+say "HTTP load on one core ($(basename "$largest"))"
+echo "| what | req/s | p50 | p99 | answers |"
+echo "|---|---:|---:|---:|---|"
+IDEM_DEMO=0 DATABASE_URL=$largest IDEM_ADDR=127.0.0.1:3950 taskset -c 0 $IDEM >"$OUT/idem.log" 2>&1 &
+idem_pid=$!
+BARE_ADDR=127.0.0.1:3951 DATABASE_URL=$largest taskset -c 0 $BARE >"$OUT/bare.log" 2>&1 &
+bare_pid=$!
+trap 'kill $idem_pid $bare_pid 2>/dev/null || true' EXIT
+for _ in $(seq 100); do curl -sf http://127.0.0.1:3950/readyz >/dev/null && break; sleep 0.2; done
+printf 'benchpassword1234\nbenchpassword1234\n' | DATABASE_URL=$largest $IDEM user add bench-viewer --role viewer >/dev/null 2>&1 || true
+cookie=$(curl -s -o /dev/null -D - -H 'Sec-Fetch-Site: same-origin' \
+  -d 'username=bench-viewer&password=benchpassword1234' http://127.0.0.1:3950/login |
+  awk -F': ' 'tolower($1) == "set-cookie" { split($2, c, ";"); print c[1] }' | head -1)
+load "Idem key page" "http://127.0.0.1:3950$key_path" "Cookie: $cookie"
+load "Idem /unknown" "http://127.0.0.1:3950/unknown" "Cookie: $cookie"
+load "Idem overview (/)" "http://127.0.0.1:3950/" "Cookie: $cookie"
+load "Idem chart data, 28 days (get_charts)" "http://127.0.0.1:3950$charts_fn?range=28d" "Cookie: $cookie"
+load "bare axum+sqlx key lookup (floor)" "http://127.0.0.1:3951$key_path"
+kill $idem_pid $bare_pid 2>/dev/null || true
+wait $idem_pid $bare_pid 2>/dev/null || true
+
+say "Ingest through idem-consumer (claims/s, 8 workers, ${SECONDS_EACH} s)"
+ingest_db() { # name; a fresh database migrated by Idem
+  psql_at "$PG/postgres" "DROP DATABASE IF EXISTS $1 WITH (FORCE)"
+  psql_at "$PG/postgres" "CREATE DATABASE $1"
+  DATABASE_URL=$PG/$1 $IDEM seed --claims 0 --outbox 0 --dead-letters 0 >/dev/null 2>&1
+}
+ingest_db idem_ingest_off
+# Only what the contract itself needs (the claim's primary key) stays.
+psql_at "$PG/idem_ingest_off" "DROP INDEX claims_by_key, claims_unknown_since, claims_pending_since,
+  claims_failed_since, claims_by_activity, claims_by_provider_ref, claims_by_consumer_activity"
+off=$(DATABASE_URL=$PG/idem_ingest_off $INGEST 8 "$SECONDS_EACH")
+ingest_db idem_ingest_on
+IDEM_DEMO=0 DATABASE_URL=$PG/idem_ingest_on IDEM_ADDR=127.0.0.1:3952 $IDEM >"$OUT/idem-ingest.log" 2>&1 &
+idem_pid=$!
+for _ in $(seq 100); do curl -sf http://127.0.0.1:3952/readyz >/dev/null && break; sleep 0.2; done
+on=$(DATABASE_URL=$PG/idem_ingest_on $INGEST 8 "$SECONDS_EACH")
+printf 'benchpassword1234\nbenchpassword1234\n' | DATABASE_URL=$PG/idem_ingest_on $IDEM user add bench-viewer --role viewer >/dev/null 2>&1 || true
+cookie=$(curl -s -o /dev/null -D - -H 'Sec-Fetch-Site: same-origin' \
+  -d 'username=bench-viewer&password=benchpassword1234' http://127.0.0.1:3952/login |
+  awk -F': ' 'tolower($1) == "set-cookie" { split($2, c, ";"); print c[1] }' | head -1)
+wrk -t1 -c8 -d"$(( SECONDS_EACH + 4 ))s" -H "Cookie: $cookie" http://127.0.0.1:3952/ >"$OUT/wrk-ingest.txt" &
+wrk_pid=$!
+sleep 2
+loaded=$(DATABASE_URL=$PG/idem_ingest_on $INGEST 8 "$SECONDS_EACH")
+wait $wrk_pid
+dash_rps=$(awk '/Requests\/sec/ { print $2 }' "$OUT/wrk-ingest.txt")
+kill $idem_pid 2>/dev/null || true
+echo "| setup | claims/s | vs. without Idem |"
+echo "|---|---:|---:|"
+awk -v off="$off" -v on="$on" -v loaded="$loaded" -v rps="$dash_rps" 'BEGIN {
+  printf "| contract only: primary key, no Idem indexes, no Idem running | %d | 1.00× |\n", off
+  printf "| Idem: its indexes, Idem running its rollup | %d | %.2f× slower |\n", on, off / on
+  printf "| Idem, overview under load (%.0f req/s) | %d | %.1f%% below unloaded |\n", rps, loaded, (on - loaded) * 100 / on
+}'
+
+say "WASM bundle (release, wasm-opt)"
+wasm=target/site/pkg/idem.wasm
+raw=$(stat -c %s $wasm)
+gz=$(gzip -9 -c $wasm | wc -c)
+br=$(brotli -q 11 -c $wasm | wc -c)
+echo "| file | raw | gzip -9 | brotli -q 11 |"
+echo "|---|---:|---:|---:|"
+echo "| idem.wasm | $raw | $gz | $br |"
