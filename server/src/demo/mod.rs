@@ -767,7 +767,7 @@ impl Simulation {
             .count(flow.consumer(), Metric::RetryableFailures, self.now);
         let failure = Failure::Retryable { error, retry_after };
         let next =
-            worker::record_failure(&self.store, flow, &key, failure, deliveries, self.now).await?;
+            worker::record_failure(&self.store, flow, key, failure, deliveries, self.now).await?;
         if current {
             // Out of deliveries, `retry_later` gives the message up at once.
             let delay = match next {
