@@ -5,7 +5,8 @@
 //! ratio measured in the same run, and the growth of each from the first
 //! database to the last (seed one with 1M claims and one with 10M).
 //!
-//! Idem's side runs the same code the pages run (`idem_app`'s overview and
+//! Before measuring, the hourly rollup is brought up to date, as the running
+//! console keeps it. Idem's side runs the same code the pages run (`idem_app`'s overview and
 //! chart reads, the store's list, key and search methods). While it
 //! measures, a workload moves pending claims to sent or failed and claims
 //! new keys, as a live fleet would. Naive queries run under a statement
@@ -148,18 +149,21 @@ async fn deep_cursor(store: &Store, rows: u64) -> Result<Option<String>, String>
     Ok(cursor)
 }
 
-/// Moves pending claims to sent or failed and claims new keys, every 10 ms,
-/// until `stop`; counts the rows it changed.
+/// Claims new keys (`bench:…`, pending) and moves the ones claimed in the
+/// last minute to sent or failed, two each every 10 ms, until `stop`: about
+/// 400 claim writes a second, leaving the seeded claims as they were. Counts the rows it changed; [`remove_workload_claims`] deletes
+/// its keys afterwards.
 fn start_workload(pool: PgPool, stop: Arc<AtomicBool>, done: Arc<AtomicU64>) {
     const SETTLE: &str = "WITH due AS (SELECT consumer, idempotency_key FROM claims \
-         WHERE status = 'pending' ORDER BY status_at LIMIT 20 FOR UPDATE SKIP LOCKED) \
+         WHERE status = 'pending' AND status_at > now() - interval '1 minute' \
+         ORDER BY status_at LIMIT 2 FOR UPDATE SKIP LOCKED) \
          UPDATE claims c SET status = CASE WHEN random() < 0.95 THEN 'sent' ELSE 'failed' END, \
          status_at = now(), outcome_at = now(), version = c.version + 1 \
          FROM due WHERE c.consumer = due.consumer AND c.idempotency_key = due.idempotency_key";
     const CLAIM: &str = "INSERT INTO claims (consumer, idempotency_key, status, status_at, \
          first_delivery_at, last_delivery_at) \
          SELECT 'reminders', 'bench:' || md5(random()::text || clock_timestamp()::text), \
-         'pending', now(), now(), now() FROM generate_series(1, 20)";
+         'pending', now(), now(), now() FROM generate_series(1, 2)";
     tokio::spawn(async move {
         while !stop.load(Ordering::Relaxed) {
             for sql in [SETTLE, CLAIM] {
@@ -170,6 +174,15 @@ fn start_workload(pool: PgPool, stop: Arc<AtomicBool>, done: Arc<AtomicU64>) {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
     });
+}
+
+/// Deletes the claims the workload wrote, so reruns measure the same data set.
+async fn remove_workload_claims(pool: &PgPool) -> Result<u64, String> {
+    sqlx::query("DELETE FROM claims WHERE idempotency_key LIKE 'bench:%'")
+        .execute(pool)
+        .await
+        .map(|r| r.rows_affected())
+        .map_err(|e| e.to_string())
 }
 
 async fn measure(url: &str, options: &BenchOptions) -> Result<Run, String> {
@@ -184,6 +197,22 @@ async fn measure(url: &str, options: &BenchOptions) -> Result<Run, String> {
         )
         .await
         .map_err(|e| e.to_string())?;
+    // The running console keeps the hourly rollup current; bring a freshly
+    // seeded database to that state (and vacuum it, as autovacuum would).
+    let rolling = Instant::now();
+    let hours = store
+        .roll_up_hours(idem_store::Ts::now())
+        .await
+        .map_err(|e| e.to_string())?;
+    naive_pool
+        .execute("VACUUM ANALYZE consumer_metrics_hourly")
+        .await
+        .map_err(|e| e.to_string())?;
+    eprintln!(
+        "{}: rolled up {hours} hours of metrics in {:.1} s",
+        redact(url),
+        rolling.elapsed().as_secs_f64()
+    );
     let claims: i64 = sqlx::query_scalar("SELECT count(*) FROM claims")
         .fetch_one(&naive_pool)
         .await
@@ -342,6 +371,15 @@ async fn measure(url: &str, options: &BenchOptions) -> Result<Run, String> {
     let workload_rate = options
         .workload
         .then(|| done.load(Ordering::Relaxed) as f64 / started.elapsed().as_secs_f64());
+    // Give the workload's last statement time to finish before cleaning up.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let cleanup = PgPoolOptions::new()
+        .max_connections(1)
+        .connect_with(url.parse::<PgConnectOptions>().map_err(|e| e.to_string())?)
+        .await
+        .map_err(|e| e.to_string())?;
+    remove_workload_claims(&cleanup).await?;
+    cleanup.close().await;
     naive_pool.close().await;
     store.close().await;
     Ok(Run {
