@@ -93,14 +93,42 @@ pub async fn read_overview(store: &idem_store::Store) -> Result<Overview, AppErr
     use super::{ATTENTION_ROWS, COUNT_CAP};
 
     let first = PageRequest::first(ATTENTION_ROWS);
-    let mut statuses = Vec::with_capacity(ClaimStatus::ALL.len());
-    for status in ClaimStatus::ALL {
-        let count = store.count_claims(*status, COUNT_CAP).await?;
-        statuses.push(StatusCount {
-            status: *status,
-            count,
-        });
-    }
+    let count = |status: ClaimStatus| async move {
+        let count = store.count_claims(status, COUNT_CAP).await?;
+        Ok::<_, AppError>(StatusCount { status, count })
+    };
+    // Three connections at once, each with about a third of the work: the
+    // capped counts dominate, and Postgres runs them on separate cores.
+    let (counts_a, counts_b, lists) = tokio::try_join!(
+        async {
+            Ok::<_, AppError>([
+                count(ClaimStatus::Pending).await?,
+                count(ClaimStatus::Sent).await?,
+            ])
+        },
+        async {
+            Ok::<_, AppError>([
+                count(ClaimStatus::Failed).await?,
+                count(ClaimStatus::Unknown).await?,
+            ])
+        },
+        async {
+            Ok::<_, AppError>((
+                store.unknown_claims(&first).await?.items,
+                store
+                    .dead_letters(DeadLetterState::Open, &first)
+                    .await?
+                    .items,
+                store
+                    .count_dead_letters(DeadLetterState::Open, COUNT_CAP)
+                    .await?,
+                store.unpublished_outbox(&first).await?.items,
+                store.count_unpublished_outbox(COUNT_CAP).await?,
+            ))
+        },
+    )?;
+    let mut statuses: Vec<StatusCount> = counts_a.into_iter().chain(counts_b).collect();
+    statuses.sort_by_key(|s| ClaimStatus::ALL.iter().position(|x| *x == s.status));
     let unknown_count = statuses
         .iter()
         .find(|s| s.status == ClaimStatus::Unknown)
@@ -111,19 +139,15 @@ pub async fn read_overview(store: &idem_store::Store) -> Result<Overview, AppErr
             },
             |s| s.count,
         );
+    let (unknown, dead_letters, dead_letter_count, outbox, outbox_count) = lists;
     Ok(Overview {
         clock: Clock::utc(Utc::now()),
         statuses,
-        unknown: store.unknown_claims(&first).await?.items,
+        unknown,
         unknown_count,
-        dead_letters: store
-            .dead_letters(DeadLetterState::Open, &first)
-            .await?
-            .items,
-        dead_letter_count: store
-            .count_dead_letters(DeadLetterState::Open, COUNT_CAP)
-            .await?,
-        outbox: store.unpublished_outbox(&first).await?.items,
-        outbox_count: store.count_unpublished_outbox(COUNT_CAP).await?,
+        dead_letters,
+        dead_letter_count,
+        outbox,
+        outbox_count,
     })
 }
