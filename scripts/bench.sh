@@ -28,12 +28,17 @@ mkdir -p "$OUT"
 
 psql_at() { psql "$1" -Atqc "$2"; }
 say() { printf '\n## %s\n\n' "$*"; }
+# BENCH_STEPS picks parts to rerun, e.g. BENCH_STEPS=ingest (the data sets
+# must exist for reads and http).
+step() { [[ " ${BENCH_STEPS:-seed reads http ingest wasm} " == *" $1 "* ]]; }
+ROUNDS=${BENCH_ROUNDS:-3}
 
 urls=()
 for n in $SIZES; do
   db=idem_bench_$n
   url="$PG/$db"
   urls+=("$url")
+  step seed || continue
   have=$(psql_at "$PG/postgres" "SELECT 1 FROM pg_database WHERE datname = '$db'")
   if [ "$have" = 1 ] && [ "$(psql_at "$url" 'SELECT count(*) FROM claims' 2>/dev/null || echo 0)" -ge "$n" ]; then
     echo "bench: $db already holds $n claims" >&2
@@ -46,8 +51,10 @@ for n in $SIZES; do
   echo "bench: seeded $n claims in $(( $(date +%s) - start )) s" | tee "$OUT/seed-$n.txt" >&2
 done
 
+if step reads; then
 say "Dashboard reads (idem bench)"
 $IDEM bench "${urls[@]}" | tee "$OUT/reads.md"
+fi
 
 largest=${urls[-1]}
 key_row=$(psql_at "$largest" "SELECT consumer, idempotency_key FROM claims WHERE status = 'sent' ORDER BY last_delivery_at DESC LIMIT 1")
@@ -67,6 +74,7 @@ load() { # name url [header]
     END { printf "| %s | %.0f | %s | %s | %s |\n", n, rps, p50, p99, (bad ? bad " non-2xx" : "all 2xx") }' "$OUT/wrk.txt"
 }
 
+if step http; then
 say "HTTP load on one core ($(basename "$largest"))"
 echo "| what | req/s | p50 | p99 | answers |"
 echo "|---|---:|---:|---:|---|"
@@ -87,42 +95,63 @@ load "Idem chart data, 28 days (get_charts)" "http://127.0.0.1:3950$charts_fn?ra
 load "bare axum+sqlx key lookup (floor)" "http://127.0.0.1:3951$key_path"
 kill $idem_pid $bare_pid 2>/dev/null || true
 wait $idem_pid $bare_pid 2>/dev/null || true
+fi
 
-say "Ingest through idem-consumer (claims/s, 8 workers, ${SECONDS_EACH} s)"
+if step ingest; then
+say "Ingest through idem-consumer (claims/s, 8 workers; median of $ROUNDS alternating ${SECONDS_EACH} s runs)"
 ingest_db() { # name; a fresh database migrated by Idem
   psql_at "$PG/postgres" "DROP DATABASE IF EXISTS $1 WITH (FORCE)"
   psql_at "$PG/postgres" "CREATE DATABASE $1"
   DATABASE_URL=$PG/$1 $IDEM seed --claims 0 --outbox 0 --dead-letters 0 >/dev/null 2>&1
 }
+ingest() { DATABASE_URL=$PG/$1 $INGEST 8 "${2:-$SECONDS_EACH}"; }
+median() { printf '%s\n' "$@" | sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
 ingest_db idem_ingest_off
 # Only what the contract itself needs (the claim's primary key) stays.
 psql_at "$PG/idem_ingest_off" "DROP INDEX claims_by_key, claims_unknown_since, claims_pending_since,
   claims_failed_since, claims_by_activity, claims_by_provider_ref, claims_by_consumer_activity"
-off=$(DATABASE_URL=$PG/idem_ingest_off $INGEST 8 "$SECONDS_EACH")
 ingest_db idem_ingest_on
 IDEM_DEMO=0 DATABASE_URL=$PG/idem_ingest_on IDEM_ADDR=127.0.0.1:3952 $IDEM >"$OUT/idem-ingest.log" 2>&1 &
 idem_pid=$!
 for _ in $(seq 100); do curl -sf http://127.0.0.1:3952/readyz >/dev/null && break; sleep 0.2; done
-on=$(DATABASE_URL=$PG/idem_ingest_on $INGEST 8 "$SECONDS_EACH")
+# A short warm-up on each (connections, caches, first pages), not counted;
+# then alternate, so drift on the machine falls on both alike.
+ingest idem_ingest_off 5 >/dev/null
+ingest idem_ingest_on 5 >/dev/null
+offs=() ons=()
+for _ in $(seq "$ROUNDS"); do
+  offs+=("$(ingest idem_ingest_off)")
+  ons+=("$(ingest idem_ingest_on)")
+done
+off=$(median "${offs[@]}")
+on=$(median "${ons[@]}")
 printf 'benchpassword1234\nbenchpassword1234\n' | DATABASE_URL=$PG/idem_ingest_on $IDEM user add bench-viewer --role viewer >/dev/null 2>&1 || true
 cookie=$(curl -s -o /dev/null -D - -H 'Sec-Fetch-Site: same-origin' \
   -d 'username=bench-viewer&password=benchpassword1234' http://127.0.0.1:3952/login |
   awk -F': ' 'tolower($1) == "set-cookie" { split($2, c, ";"); print c[1] }' | head -1)
-wrk -t1 -c8 -d"$(( SECONDS_EACH + 4 ))s" -H "Cookie: $cookie" http://127.0.0.1:3952/ >"$OUT/wrk-ingest.txt" &
-wrk_pid=$!
-sleep 2
-loaded=$(DATABASE_URL=$PG/idem_ingest_on $INGEST 8 "$SECONDS_EACH")
-wait $wrk_pid
-dash_rps=$(awk '/Requests\/sec/ { print $2 }' "$OUT/wrk-ingest.txt")
+loadeds=() rps=()
+for _ in $(seq "$ROUNDS"); do
+  wrk -t1 -c8 -d"$(( SECONDS_EACH + 4 ))s" -H "Cookie: $cookie" http://127.0.0.1:3952/ >"$OUT/wrk-ingest.txt" &
+  wrk_pid=$!
+  sleep 2
+  loadeds+=("$(ingest idem_ingest_on)")
+  wait $wrk_pid
+  rps+=("$(awk '/Requests\/sec/ { print $2 }' "$OUT/wrk-ingest.txt")")
+done
+loaded=$(median "${loadeds[@]}")
+dash_rps=$(median "${rps[@]}")
 kill $idem_pid 2>/dev/null || true
-echo "| setup | claims/s | vs. without Idem |"
-echo "|---|---:|---:|"
-awk -v off="$off" -v on="$on" -v loaded="$loaded" -v rps="$dash_rps" 'BEGIN {
-  printf "| contract only: primary key, no Idem indexes, no Idem running | %d | 1.00× |\n", off
-  printf "| Idem: its indexes, Idem running its rollup | %d | %.2f× slower |\n", on, off / on
-  printf "| Idem, overview under load (%.0f req/s) | %d | %.1f%% below unloaded |\n", rps, loaded, (on - loaded) * 100 / on
+echo "| setup | claims/s (median) | runs | vs. without Idem |"
+echo "|---|---:|---|---:|"
+awk -v off="$off" -v on="$on" -v loaded="$loaded" -v rps="$dash_rps" \
+    -v offs="${offs[*]}" -v ons="${ons[*]}" -v loadeds="${loadeds[*]}" 'BEGIN {
+  printf "| contract only: primary key, no Idem indexes | %d | %s | 1.00× |\n", off, offs
+  printf "| Idem: its indexes, Idem running (rollup) | %d | %s | %.2f× slower |\n", on, ons, off / on
+  printf "| Idem, overview under load (%.0f req/s) | %d | %s | %.1f%% below unloaded |\n", rps, loaded, loadeds, (on - loaded) * 100 / on
 }'
+fi
 
+if step wasm; then
 say "WASM bundle (release, wasm-opt)"
 wasm=target/site/pkg/idem.wasm
 raw=$(stat -c %s $wasm)
@@ -131,3 +160,4 @@ br=$(brotli -q 11 -c $wasm | wc -c)
 echo "| file | raw | gzip -9 | brotli -q 11 |"
 echo "|---|---:|---:|---:|"
 echo "| idem.wasm | $raw | $gz | $br |"
+fi
