@@ -232,14 +232,7 @@ impl Consumer {
         at: DateTime<Utc>,
     ) -> ConsumerResult<()> {
         let outcome = Outcome::Sent { provider_ref };
-        writes::record(
-            conn.into(),
-            self.name(),
-            key.as_str(),
-            outcome,
-            Ts::from(at),
-        )
-        .await?;
+        self.record(conn.into(), key, outcome, at).await?;
         Ok(())
     }
 
@@ -254,14 +247,7 @@ impl Consumer {
         at: DateTime<Utc>,
     ) -> ConsumerResult<()> {
         let outcome = Outcome::Unknown { error };
-        writes::record(
-            conn.into(),
-            self.name(),
-            key.as_str(),
-            outcome,
-            Ts::from(at),
-        )
-        .await?;
+        self.record(conn.into(), key, outcome, at).await?;
         Ok(())
     }
 
@@ -282,14 +268,7 @@ impl Consumer {
             Failure::Retryable { error, .. } => Outcome::Retryable { error },
             Failure::Permanent { error } => Outcome::Permanent { error },
         };
-        let state = writes::record(
-            conn.into(),
-            self.name(),
-            key.as_str(),
-            outcome,
-            Ts::from(at),
-        )
-        .await?;
+        let state = self.record(conn.into(), key, outcome, at).await?;
         Ok(match failure {
             Failure::Permanent { .. } => Next::Acknowledge,
             Failure::Retryable { .. } if deliveries >= self.max_deliveries => Next::DeadLetter,
@@ -298,6 +277,17 @@ impl Consumer {
                 Next::RetryIn(self.backoff.delay(attempts, retry_after))
             }
         })
+    }
+
+    /// One outcome for `key`, written through `conn`.
+    async fn record(
+        &self,
+        conn: Conn<'_>,
+        key: &IdempotencyKey,
+        outcome: Outcome<'_>,
+        at: DateTime<Utc>,
+    ) -> ConsumerResult<writes::ClaimState> {
+        writes::record(conn, self.name(), key.as_str(), outcome, Ts::from(at)).await
     }
 
     /// Whether a message delivered this many times should be given up on

@@ -7,13 +7,7 @@ use idem_domain::Claim;
 
 pub use idem_consumer::writes::{Delivery, NewDeadLetter, NewOutboxRow, Outcome};
 
-use crate::{
-    StoreError, StoreResult,
-    dialect::dispatch,
-    rows::{ClaimRow, claim_columns},
-    store::Tx,
-    ts::Ts,
-};
+use crate::{StoreError, StoreResult, dialect::dispatch, store::Tx, ts::Ts};
 
 /// What claiming a key found.
 #[derive(Debug, Clone, PartialEq)]
@@ -47,22 +41,13 @@ impl Tx {
         dispatch!(&mut self.inner, tx => Conn::from(&mut **tx))
     }
 
-    /// The whole claim, as Idem's pages read it.
+    /// The whole claim, which a write in this transaction just touched.
     async fn claim_record(&mut self, consumer: &str, key: &str) -> StoreResult<Claim> {
-        const SQL: &str = concat!(
-            "SELECT ",
-            claim_columns!(),
-            " FROM claims WHERE consumer = $1 AND idempotency_key = $2"
-        );
-        let row: Option<ClaimRow> = dispatch!(&mut self.inner, tx => {
-            sqlx::query_as(SQL).bind(consumer).bind(key).fetch_optional(&mut **tx).await?
-        });
-        row.ok_or_else(|| {
+        self.read_claim(consumer, key).await?.ok_or_else(|| {
             StoreError::Contract(format!(
                 "claim ({consumer}, {key}) vanished inside its transaction"
             ))
-        })?
-        .try_into()
+        })
     }
 
     /// Claims `delivery.key` for `delivery.consumer` exactly as a consumer
