@@ -249,6 +249,36 @@ async fn an_idle_session_ends_but_reading_pages_keeps_it_alive() {
     assert_eq!(response.status().as_u16(), 303, "idle past the timeout");
 }
 
+/// Every stored session expiry, as text (SQLite stores seconds, Postgres a timestamp).
+async fn stored_expiries(app: &TestApp) -> Vec<String> {
+    const SQL: &str = "SELECT CAST(expiry_date AS TEXT) FROM sessions ORDER BY 1";
+    match (app.store.sqlite_pool(), app.store.postgres_pool()) {
+        (Some(pool), _) => sqlx::query_scalar(SQL).fetch_all(pool).await,
+        (_, Some(pool)) => sqlx::query_scalar(SQL).fetch_all(pool).await,
+        (None, None) => unreachable!("a store has one pool or the other"),
+    }
+    .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reading_pages_does_not_rewrite_the_session_on_every_request() {
+    for db in [TestDatabase::sqlite().await, TestDatabase::postgres().await] {
+        let app = spawn_with(|_| {}, db).await;
+        assert_eq!(app.get("/unknown").await.0, 200);
+        let stored = stored_expiries(&app).await;
+        assert_eq!(stored.len(), 1, "one signed-in session: {stored:?}");
+        tokio::time::sleep(Duration::from_millis(1100)).await;
+        for _ in 0..3 {
+            assert_eq!(app.get("/unknown").await.0, 200);
+        }
+        assert_eq!(
+            stored_expiries(&app).await,
+            stored,
+            "with a 30-minute idle timeout, reads a second later leave the stored expiry alone"
+        );
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_session_ends_at_the_absolute_timeout_however_busy() {
     let app = spawn_with(

@@ -56,6 +56,11 @@ pub struct AuthSettings {
 }
 
 impl AuthSettings {
+    /// The idle timeout, as the session layer counts it.
+    pub fn idle(&self) -> time::Duration {
+        time::Duration::try_from(self.idle_timeout).unwrap_or(time::Duration::minutes(30))
+    }
+
     pub fn secure(&self) -> bool {
         self.public_url.scheme() == "https"
     }
@@ -98,7 +103,7 @@ impl AuthContext {
     ) -> Arc<Self> {
         let passwords = Passwords::new(settings.hash_concurrency);
         Arc::new(AuthContext {
-            sessions: DbSessionStore::new(&store, database.clone()),
+            sessions: DbSessionStore::new(&store, database.clone(), settings.idle()),
             database,
             settings,
             store,
@@ -118,8 +123,7 @@ impl AuthContext {
     /// `__Host-` when served over HTTPS, refreshed on every request so the
     /// idle timeout counts reads.
     pub fn session_layer(&self) -> SessionManagerLayer<DbSessionStore> {
-        let idle = time::Duration::try_from(self.settings.idle_timeout)
-            .unwrap_or(time::Duration::minutes(30));
+        let idle = self.settings.idle();
         SessionManagerLayer::new(self.sessions.clone())
             .with_name(self.settings.cookie_name())
             .with_http_only(true)

@@ -17,11 +17,26 @@ use super::outage::Recent;
 /// tower-sessions' SQL stores, over Idem's own pool and `sessions` table,
 /// with a memory of recently loaded sessions for database outages (see
 /// [`super::outage`]).
+///
+/// The idle timeout counts reads, so every request hands its session back to
+/// be saved with a later expiry. Writing that on every page view would make
+/// each read a write transaction (an upsert and a WAL flush), so a save that
+/// changes nothing but the expiry, by less than [`DbSessionStore::slack`],
+/// is skipped: the stored expiry trails the true one by at most the slack,
+/// and an idle session ends up to that much early.
 #[derive(Debug, Clone)]
 pub struct DbSessionStore {
     backend: Backend,
     recent: Arc<Recent<Id, Record>>,
     database: DatabaseStatus,
+    slack: time::Duration,
+}
+
+/// The most a stored session expiry may trail the idle timeout's: a
+/// thirtieth of the timeout, and never more than a minute.
+fn refresh_slack(idle_timeout: time::Duration) -> time::Duration {
+    let slack: time::Duration = idle_timeout / 30;
+    slack.min(time::Duration::minutes(1))
 }
 
 #[derive(Debug, Clone)]
@@ -31,7 +46,7 @@ enum Backend {
 }
 
 impl DbSessionStore {
-    pub fn new(store: &Store, database: DatabaseStatus) -> Self {
+    pub fn new(store: &Store, database: DatabaseStatus, idle_timeout: time::Duration) -> Self {
         let backend = match (store.sqlite_pool(), store.postgres_pool()) {
             (Some(pool), _) => Backend::Sqlite(
                 SqliteStore::new(pool.clone())
@@ -51,7 +66,18 @@ impl DbSessionStore {
             backend,
             recent: Arc::default(),
             database,
+            slack: refresh_slack(idle_timeout),
         }
+    }
+
+    /// Whether `record` only moves the expiry of the session as the
+    /// database last returned it, and by less than the slack.
+    fn only_refreshes(&self, record: &Record) -> bool {
+        self.recent.recall(&record.id).is_some_and(|stored| {
+            stored.data == record.data
+                && record.expiry_date >= stored.expiry_date
+                && record.expiry_date - stored.expiry_date < self.slack
+        })
     }
 
     /// Deletes expired sessions (run now and then; expired ones are refused anyway).
@@ -74,10 +100,15 @@ impl SessionStore for DbSessionStore {
         Ok(())
     }
 
-    /// A failed save of a session loaded a moment ago (the idle timeout's
-    /// refresh, during an outage) is not an error: the session stays as it
-    /// was stored. Any other failed save is.
+    /// A save that only refreshes the expiry by less than the slack is
+    /// skipped (the memory keeps the stored record, so the next comparison is
+    /// against what the database holds). A failed save of a session loaded a
+    /// moment ago (the idle timeout's refresh, during an outage) is not an
+    /// error: the session stays as it was stored. Any other failed save is.
     async fn save(&self, record: &Record) -> session_store::Result<()> {
+        if self.only_refreshes(record) {
+            return Ok(());
+        }
         let saved = if self.database.down_since().is_some() {
             Err(down())
         } else {
