@@ -197,7 +197,7 @@ async fn measure(url: &str, options: &BenchOptions) -> Result<Run, String> {
         )
         .await
         .map_err(|e| e.to_string())?;
-    // The running console keeps the hourly rollup current; bring a freshly
+    // The running console keeps the rollups current; bring a freshly
     // seeded database to that state (and vacuum it, as autovacuum would).
     let rolling = Instant::now();
     let hours = store
@@ -205,7 +205,7 @@ async fn measure(url: &str, options: &BenchOptions) -> Result<Run, String> {
         .await
         .map_err(|e| e.to_string())?;
     naive_pool
-        .execute("VACUUM ANALYZE consumer_metrics_hourly")
+        .execute("VACUUM ANALYZE consumer_metrics_hourly, consumer_metrics_6h")
         .await
         .map_err(|e| e.to_string())?;
     eprintln!(

@@ -25,7 +25,12 @@ use idem_domain::{
     slo::{Events, GAUGE_SLICE_BOUNDS, Indicator},
 };
 
-use crate::{StoreResult, dialect::dispatch, store::Store, ts::Ts};
+use crate::{
+    StoreResult,
+    dialect::{Dialect, dispatch},
+    store::Store,
+    ts::Ts,
+};
 
 /// `idem_meta` name of the instant up to which hours are rolled up.
 pub const ROLLUP_WATERMARK: &str = "rollup_hourly_through";
@@ -33,6 +38,40 @@ pub const ROLLUP_WATERMARK: &str = "rollup_hourly_through";
 /// How long after a minute ends consumers may still write to it (they flush
 /// every few seconds); an hour is rolled up only this long after it ends.
 pub const ROLLUP_SETTLE: TimeDelta = TimeDelta::minutes(5);
+
+/// The length of the blocks of `consumer_metrics_6h`, which long charts
+/// (drawn in six-hour or daily intervals) read instead of hours.
+const BLOCK: TimeDelta = TimeDelta::hours(6);
+
+/// The statement that rewrites the six-hour blocks holding hours in
+/// `[$1, $2)` from their hourly rows (`$1` is a block's start), for one
+/// dialect's expression of an hour's block.
+fn block_sql(block_of_hour: &str) -> String {
+    format!(
+        "INSERT INTO consumer_metrics_6h (consumer, metric, hour, bucket, value) \
+         SELECT consumer, metric, {block_of_hour}, bucket, SUM(value) FROM consumer_metrics_hourly \
+         WHERE hour >= $1 AND hour < $2 \
+         GROUP BY consumer, metric, {block_of_hour}, bucket \
+         ON CONFLICT (consumer, metric, hour, bucket) DO UPDATE SET value = excluded.value"
+    )
+}
+
+/// The start of the `bin`-long interval (a whole number of hours, aligned on
+/// the epoch) that a rolled-up row's `hour` falls in, in a dialect's SQL.
+fn start_of_bin<S, P>(dialect: &Dialect<S, P>, bin: TimeDelta) -> String {
+    match dialect {
+        Dialect::Sqlite(_) => {
+            let micros = bin.num_microseconds().unwrap_or(i64::MAX);
+            format!("(hour / {micros}) * {micros}")
+        }
+        // date_bin (Postgres 14+): epoch arithmetic in `numeric` cost twice
+        // the read itself.
+        Dialect::Postgres(_) => format!(
+            "date_bin('{} seconds', hour, TIMESTAMPTZ 'epoch')",
+            bin.num_seconds()
+        ),
+    }
+}
 
 /// The most hours one rollup transaction covers, so catching up on a month
 /// of history is a series of short transactions, not one long one.
@@ -47,10 +86,11 @@ fn gauge_bucket_sql() -> String {
     sql + " ELSE '+Inf' END"
 }
 
-/// The stored names of every metric of the given kinds, as an SQL list. The
-/// names are Idem's own constants, never input.
-fn names_of(kinds: &[MetricKind]) -> String {
-    Metric::ALL
+/// The stored names of those of `metrics` of the given kinds, as an SQL
+/// list (empty when there are none). The names are Idem's own constants,
+/// never input.
+fn names_of(metrics: &[Metric], kinds: &[MetricKind]) -> String {
+    metrics
         .iter()
         .filter(|m| kinds.contains(&m.kind()))
         .map(|m| format!("'{}'", m.name()))
@@ -81,7 +121,7 @@ fn rollup_sql(hour_of_minute: &str) -> Vec<String> {
              SELECT {consumer}, metric, {hour_of_minute}, bucket, SUM(value) FROM consumer_metrics \
              WHERE metric IN ({}) AND minute >= $1 AND minute < $2{named} \
              GROUP BY {group}metric, {hour_of_minute}, bucket {upsert}",
-            names_of(&[MetricKind::Counter, MetricKind::Histogram])
+            names_of(Metric::ALL, &[MetricKind::Counter, MetricKind::Histogram])
         ));
         // Gauges: how many consumer-minutes read into each slice bucket.
         statements.push(format!(
@@ -90,7 +130,7 @@ fn rollup_sql(hour_of_minute: &str) -> Vec<String> {
              FROM consumer_metrics \
              WHERE metric IN ({}) AND minute >= $1 AND minute < $2{named} \
              GROUP BY {group}metric, {hour_of_minute}, {bucket} {upsert}",
-            names_of(&[MetricKind::Gauge]),
+            names_of(Metric::ALL, &[MetricKind::Gauge]),
             bucket = gauge_bucket_sql(),
         ));
     }
@@ -129,9 +169,10 @@ impl Store {
             },
         };
         let statements = match &self.pools {
-            crate::dialect::Dialect::Sqlite(_) => rollup_sql("(minute / 3600000000) * 3600000000"),
-            crate::dialect::Dialect::Postgres(_) => rollup_sql("date_trunc('hour', minute, 'UTC')"),
+            Dialect::Sqlite(_) => rollup_sql("(minute / 3600000000) * 3600000000"),
+            Dialect::Postgres(_) => rollup_sql("date_trunc('hour', minute, 'UTC')"),
         };
+        let blocks = block_sql(&start_of_bin(&self.pools, BLOCK));
         let mut hours = 0;
         while from < settled {
             let to = (from + CHUNK).min(settled);
@@ -141,6 +182,11 @@ impl Store {
                     sqlx::query(sql).bind(from).bind(to).execute(&mut **tx).await?;
                 });
             }
+            // The blocks these hours fall in, from all their hours so far.
+            let block_start = Ts::from_micros(floor_micros(from.micros(), BLOCK)).unwrap_or(from);
+            dispatch!(&mut tx.inner, tx => {
+                sqlx::query(&blocks).bind(block_start).bind(to).execute(&mut **tx).await?;
+            });
             const MARK: &str = "INSERT INTO idem_meta (name, value) VALUES ($1, $2) \
                  ON CONFLICT (name) DO UPDATE SET value = excluded.value";
             dispatch!(&mut tx.inner, tx => {
@@ -192,14 +238,13 @@ impl Store {
         consumer: Option<&str>,
     ) -> StoreResult<HashMap<Metric, Vec<BucketSums>>> {
         let watermark = self.rollup_watermark().await?;
-        let mut all = HashMap::with_capacity(metrics.len());
-        for metric in metrics {
-            let series = self
-                .metric_series(*metric, starts, to, watermark, consumer)
-                .await?;
-            all.insert(*metric, series.sums_by_interval(starts, to));
-        }
-        Ok(all)
+        let series = self
+            .metric_series(metrics, starts, to, watermark, consumer, hour_bins(starts))
+            .await?;
+        Ok(series
+            .into_iter()
+            .map(|(metric, series)| (metric, series.sums_by_interval(starts, to)))
+            .collect())
     }
 
     /// Successful operator actions that recovered an unknown outcome or a
@@ -255,14 +300,16 @@ impl Store {
             at = at + step;
         }
         let watermark = self.rollup_watermark().await?;
-        let mut series = HashMap::new();
-        for metric in indicator_metrics(indicator) {
-            series.insert(
-                metric,
-                self.metric_series(metric, &[from], to, watermark, None)
-                    .await?,
-            );
-        }
+        let series = self
+            .metric_series(
+                &indicator_metrics(indicator),
+                &[from],
+                to,
+                watermark,
+                None,
+                hour_bins(&starts),
+            )
+            .await?;
         let recoveries = match indicator {
             Indicator::UnknownResolved { .. } | Indicator::Recovery { .. } => {
                 self.recoveries(from, to, None).await?
@@ -302,17 +349,15 @@ impl Store {
         to: Ts,
     ) -> StoreResult<Vec<Vec<Events>>> {
         let watermark = self.rollup_watermark().await?;
-        let mut series: HashMap<Metric, MetricSeries> = HashMap::new();
-        for indicator in indicators {
-            for metric in indicator_metrics(indicator) {
-                if let std::collections::hash_map::Entry::Vacant(slot) = series.entry(metric) {
-                    slot.insert(
-                        self.metric_series(metric, froms, to, watermark, None)
-                            .await?,
-                    );
-                }
-            }
-        }
+        let mut metrics: Vec<Metric> = indicators
+            .iter()
+            .flat_map(|indicator| indicator_metrics(indicator))
+            .collect();
+        metrics.sort_by_key(|m| m.name());
+        metrics.dedup();
+        let series = self
+            .metric_series(&metrics, froms, to, watermark, None, None)
+            .await?;
         let reads_audit = indicators.iter().any(|i| {
             matches!(
                 i,
@@ -329,29 +374,80 @@ impl Store {
             .collect())
     }
 
-    /// One metric's per-bucket sums from the earliest of `froms` to `to`, at
-    /// the resolution sums over `[from, to)` for each `from` need: whole
+    /// Rows of a rollup table (`consumer_metrics_hourly` or
+    /// `consumer_metrics_6h`) in `[from, to)` for `metrics`, of one consumer
+    /// or the sum over all: one per row and bucket, or with `bin`, one per
+    /// `bin`-long interval and bucket, at the interval's start.
+    async fn rolled_up(
+        &self,
+        table: &'static str,
+        metrics: &[Metric],
+        consumer: Option<&str>,
+        (from, to): (Ts, Ts),
+        bin: Option<TimeDelta>,
+    ) -> StoreResult<Vec<(String, Ts, String, f64)>> {
+        if from >= to {
+            return Ok(Vec::new());
+        }
+        let names = names_of(
+            metrics,
+            &[
+                MetricKind::Counter,
+                MetricKind::Histogram,
+                MetricKind::Gauge,
+            ],
+        );
+        let from_where = format!(
+            "FROM {table} WHERE metric IN ({names}) AND consumer = $1 AND hour >= $2 AND hour < $3"
+        );
+        let sql = match bin {
+            None => format!("SELECT metric, hour, bucket, value {from_where}"),
+            Some(bin) => format!(
+                "SELECT metric, {}, bucket, SUM(value) {from_where} GROUP BY 1, 2, 3",
+                start_of_bin(&self.pools, bin)
+            ),
+        };
+        Ok(dispatch!(&self.pools, pool => {
+            sqlx::query_as(&sql).bind(consumer.unwrap_or(ALL_CONSUMERS)).bind(from).bind(to)
+                .fetch_all(pool).await?
+        }))
+    }
+
+    /// Each metric's per-bucket sums from the earliest of `froms` to `to`,
+    /// at the resolution sums over `[from, to)` for each `from` need: whole
     /// rolled-up hours as one point each, and minutes in every hour a `from`
     /// falls inside and after the watermark. Gauge minutes are counted into
     /// the same slice buckets the rollup uses. Callers read the watermark once
-    /// for all the metrics of one answer.
+    /// for all the metrics of one answer. All the metrics come in one query
+    /// per resolution and kind (at most three), not one per metric.
+    ///
+    /// With `bin` (see [`hour_bins`]), rolled-up hours are summed in the
+    /// database into `bin`-long intervals and each comes back as one point
+    /// at its interval's start: a 28-day chart in six-hour intervals decodes
+    /// 112 rows per bucket instead of 672. Summing is exact, so the sums a
+    /// caller makes over those intervals do not change.
     async fn metric_series(
         &self,
-        metric: Metric,
+        metrics: &[Metric],
         froms: &[Ts],
         to: Ts,
         watermark: Option<Ts>,
         consumer: Option<&str>,
-    ) -> StoreResult<MetricSeries> {
-        let of_consumer = if consumer.is_some() {
-            " AND consumer = $4"
-        } else {
-            ""
-        };
-        let mut series = MetricSeries::default();
+        bin: Option<TimeDelta>,
+    ) -> StoreResult<HashMap<Metric, MetricSeries>> {
+        let mut series: HashMap<Metric, MetricSeries> = metrics
+            .iter()
+            .map(|m| (*m, MetricSeries::default()))
+            .collect();
         let Some(start) = froms.iter().min().copied() else {
             return Ok(series);
         };
+        if metrics.is_empty() {
+            return Ok(series);
+        }
+        let named =
+            |kinds: &[MetricKind]| Some(names_of(metrics, kinds)).filter(|names| !names.is_empty());
+        let mut rows: Vec<(String, Ts, String, f64)> = Vec::new();
         // Hours before the watermark come from the rollup, except those a `from` cuts.
         let hours_to = watermark.map_or(start, |w| w.min(to.hour()).max(start));
         let cut_hours: Vec<Ts> = froms
@@ -360,17 +456,42 @@ impl Store {
             .map(|from| from.hour())
             .collect();
         if start.next_hour() < hours_to {
-            // One row per hour and bucket: the consumer's, or the sum over all.
-            const SQL: &str = "SELECT hour, bucket, value FROM consumer_metrics_hourly \
-                 WHERE metric = $1 AND consumer = $2 AND hour >= $3 AND hour < $4";
-            let rows: Vec<(Ts, String, f64)> = dispatch!(&self.pools, pool => {
-                sqlx::query_as(SQL).bind(metric.name()).bind(consumer.unwrap_or(ALL_CONSUMERS))
-                    .bind(start.next_hour()).bind(hours_to)
-                    .fetch_all(pool).await?
-            });
-            series.points.extend(
-                rows.into_iter()
-                    .filter(|(hour, _, _)| !cut_hours.contains(hour)),
+            // One row per hour and bucket (the consumer's, or the sum over
+            // all), or per interval and bucket when whole intervals are asked
+            // for and no `from` cuts an hour (a cut hour is dropped below).
+            // Intervals of whole blocks take the blocks the watermark has
+            // passed from `consumer_metrics_6h`, and only the rest in hours.
+            let bin = bin.filter(|_| cut_hours.is_empty());
+            let mut hours_from = start.next_hour();
+            if let Some(bin) = bin.filter(|bin| bin.num_seconds() % BLOCK.num_seconds() == 0) {
+                let blocks_to = Ts::from_micros(floor_micros(hours_to.micros(), BLOCK))
+                    .unwrap_or(hours_from)
+                    .max(hours_from);
+                // Blocks as long as the intervals need no summing.
+                let blocks_bin = Some(bin).filter(|bin| *bin != BLOCK);
+                rows.extend(
+                    self.rolled_up(
+                        "consumer_metrics_6h",
+                        metrics,
+                        consumer,
+                        (hours_from, blocks_to),
+                        blocks_bin,
+                    )
+                    .await?,
+                );
+                hours_from = blocks_to;
+            }
+            rows.extend(
+                self.rolled_up(
+                    "consumer_metrics_hourly",
+                    metrics,
+                    consumer,
+                    (hours_from, hours_to),
+                    bin,
+                )
+                .await?
+                .into_iter()
+                .filter(|(_, hour, _, _)| !cut_hours.contains(hour)),
             );
         }
         // Minutes: the hours the `from`s cut (before the watermark), and everything after it.
@@ -392,37 +513,77 @@ impl Store {
                 _ => merged.push((a, b)),
             }
         }
-        let sql = match metric.kind() {
-            MetricKind::Gauge => format!(
-                "SELECT minute, {} AS slice, CAST(COUNT(*) AS DOUBLE PRECISION) FROM consumer_metrics \
-                 WHERE metric = $1 AND minute >= $2 AND minute < $3{of_consumer} \
-                 GROUP BY minute, slice",
-                gauge_bucket_sql()
-            ),
-            MetricKind::Counter | MetricKind::Histogram => format!(
-                "SELECT minute, bucket, SUM(value) FROM consumer_metrics \
-                 WHERE metric = $1 AND minute >= $2 AND minute < $3{of_consumer} \
-                 GROUP BY minute, bucket"
-            ),
+        let of_consumer = if consumer.is_some() {
+            " AND consumer = $3"
+        } else {
+            ""
         };
+        let mut minute_sql = Vec::new();
+        if let Some(gauges) = named(&[MetricKind::Gauge]) {
+            minute_sql.push(format!(
+                "SELECT metric, minute, {} AS slice, CAST(COUNT(*) AS DOUBLE PRECISION) \
+                 FROM consumer_metrics \
+                 WHERE metric IN ({gauges}) AND minute >= $1 AND minute < $2{of_consumer} \
+                 GROUP BY metric, minute, slice",
+                gauge_bucket_sql()
+            ));
+        }
+        if let Some(sums) = named(&[MetricKind::Counter, MetricKind::Histogram]) {
+            minute_sql.push(format!(
+                "SELECT metric, minute, bucket, SUM(value) FROM consumer_metrics \
+                 WHERE metric IN ({sums}) AND minute >= $1 AND minute < $2{of_consumer} \
+                 GROUP BY metric, minute, bucket"
+            ));
+        }
         for (a, b) in merged {
             if a >= b {
                 continue;
             }
-            let rows: Vec<(Ts, String, f64)> = dispatch!(&self.pools, pool => {
-                let query = sqlx::query_as(&sql).bind(metric.name()).bind(a).bind(b);
-                match consumer {
-                    Some(consumer) => query.bind(consumer),
-                    None => query,
-                }
-                .fetch_all(pool)
-                .await?
-            });
-            series.points.extend(rows);
+            for sql in &minute_sql {
+                let minutes: Vec<(String, Ts, String, f64)> = dispatch!(&self.pools, pool => {
+                    let query = sqlx::query_as(sql).bind(a).bind(b);
+                    match consumer {
+                        Some(consumer) => query.bind(consumer),
+                        None => query,
+                    }
+                    .fetch_all(pool)
+                    .await?
+                });
+                rows.extend(minutes);
+            }
         }
-        series.points.sort_by_key(|(at, _, _)| *at);
+        for (metric, at, bucket, value) in rows {
+            if let Some(points) = Metric::from_name(&metric).and_then(|m| series.get_mut(&m)) {
+                points.points.push((at, bucket, value));
+            }
+        }
+        for points in series.values_mut() {
+            points.points.sort_by_key(|(at, _, _)| *at);
+        }
         Ok(series)
     }
+}
+
+/// `micros` rounded down to a whole number of `step`s since the epoch.
+fn floor_micros(micros: i64, step: TimeDelta) -> i64 {
+    let step = step.num_microseconds().unwrap_or(i64::MAX).max(1);
+    micros.div_euclid(step) * step
+}
+
+/// The interval rolled-up hours may be summed into for sums over intervals
+/// starting at each of `starts`: their common length, when it is a whole
+/// number of hours (more than one) and every start is a whole number of
+/// intervals since the epoch, as the charts' intervals are. Otherwise
+/// `None`, and hours are read one by one.
+fn hour_bins(starts: &[Ts]) -> Option<TimeDelta> {
+    const HOUR: i64 = 3_600_000_000;
+    let first = starts.first()?.micros();
+    let step = starts.get(1)?.micros() - first;
+    let even = starts
+        .windows(2)
+        .all(|w| w[1].micros() - w[0].micros() == step);
+    (even && step > HOUR && step % HOUR == 0 && first.rem_euclid(step) == 0)
+        .then(|| TimeDelta::microseconds(step))
 }
 
 /// Good and valid events of an indicator over `[from, to)` for each of

@@ -16,6 +16,7 @@ idem_store::on_both_backends!(
     recovery_and_resolution_indicators_count_audit_entries,
     every_span_read_at_once_matches_each_span_read_alone,
     chart_intervals_read_the_same_from_minutes_and_rollups_for_one_consumer_or_all,
+    long_chart_intervals_read_the_same_from_minutes_hours_and_six_hour_blocks,
     consumers_are_listed_by_name_once_each,
 );
 
@@ -346,6 +347,76 @@ async fn chart_intervals_read_the_same_from_minutes_and_rollups_for_one_consumer
         vec![1200.0; 3],
         "the rolled-up sum over all"
     );
+}
+
+/// A day and a half of two consumers' minutes, one sample every seventh
+/// minute: deliveries (a counter), queue age (a gauge) and outcome latency
+/// (a histogram), varying with the minute.
+async fn a_day_and_a_half_of_metrics(store: &Store) {
+    let mut samples = Vec::new();
+    for minute in (0..36 * 60).step_by(7) {
+        for consumer in ["orders", "reminders"] {
+            let wave = (minute % 97) as f64;
+            samples.push(sample(consumer, Metric::Deliveries, minute, 1.0 + wave));
+            samples.push(sample(
+                consumer,
+                Metric::QueueOldestAgeSeconds,
+                minute,
+                wave * 3.0,
+            ));
+            samples.push(observation(
+                consumer,
+                Metric::OutcomeLatencySeconds,
+                minute,
+                wave * 20.0,
+            ));
+        }
+    }
+    store.record_metrics(&samples).await.unwrap();
+}
+
+async fn long_chart_intervals_read_the_same_from_minutes_hours_and_six_hour_blocks(store: &Store) {
+    a_day_and_a_half_of_metrics(store).await;
+    let metrics = [
+        Metric::Deliveries,
+        Metric::QueueOldestAgeSeconds,
+        Metric::OutcomeLatencySeconds,
+    ];
+    // The charts' long intervals: six hours (28 days) and two hours (7 days),
+    // each a whole number of intervals since the epoch, as `base()` is.
+    let six_hours: Vec<Ts> = (0..5).map(|i| at(i * 6 * 60)).collect();
+    let two_hours: Vec<Ts> = (0..15).map(|i| at(i * 2 * 60)).collect();
+    let read = async |starts: &[Ts], consumer: Option<&str>| {
+        let mut read = store
+            .metric_buckets(&metrics, starts, at(30 * 60), consumer)
+            .await
+            .unwrap();
+        metrics.map(|m| read.remove(&m).unwrap())
+    };
+    let from_minutes = [
+        read(&six_hours, None).await,
+        read(&six_hours, Some("orders")).await,
+        read(&two_hours, None).await,
+    ];
+    assert_eq!(
+        from_minutes[0][0][0][""],
+        (0..6 * 60)
+            .step_by(7)
+            .map(|m| 2.0 * (1.0 + (m % 97) as f64))
+            .sum::<f64>(),
+        "the first six hours' deliveries, both consumers"
+    );
+    // Rolled up to 15:00: the block 12:00–18:00 is not complete, so it is
+    // read from hours and minutes; then to the end, every block complete.
+    for now in [at(15 * 60 + 5), at(36 * 60 + 5)] {
+        store.roll_up_hours(now).await.unwrap();
+        let read_now = [
+            read(&six_hours, None).await,
+            read(&six_hours, Some("orders")).await,
+            read(&two_hours, None).await,
+        ];
+        assert_eq!(read_now, from_minutes, "rolled up to {now:?}");
+    }
 }
 
 async fn consumers_are_listed_by_name_once_each(store: &Store) {

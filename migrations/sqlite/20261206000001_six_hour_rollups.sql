@@ -1,0 +1,20 @@
+-- Long charts: six-hour blocks of the hourly rollups, so a 28-day chart (drawn
+-- in six-hour intervals) reads 112 rows per metric and bucket, not 672.
+--
+-- Same shape as consumer_metrics_hourly; `hour` is the block's first hour (a
+-- whole multiple of six hours since the epoch, in microseconds). Idem
+-- rewrites a block from its hourly rows each time it rolls up one of its
+-- hours, so a block is complete once the hourly watermark has passed its
+-- end; readers take only those and read the rest from hours and minutes.
+CREATE TABLE consumer_metrics_6h (
+    consumer          TEXT NOT NULL,
+    metric            TEXT NOT NULL,
+    hour              INTEGER NOT NULL,
+    bucket            TEXT NOT NULL DEFAULT '',
+    value             REAL NOT NULL,
+    PRIMARY KEY (consumer, metric, hour, bucket)
+) WITHOUT ROWID;
+CREATE INDEX consumer_metrics_6h_by_consumer
+    ON consumer_metrics_6h (metric, consumer, hour, bucket, value);
+-- Roll every hour up again so the blocks exist for the history.
+DELETE FROM idem_meta WHERE name = 'rollup_hourly_through';
