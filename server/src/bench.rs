@@ -197,8 +197,10 @@ async fn measure(url: &str, options: &BenchOptions) -> Result<Run, String> {
         )
         .await
         .map_err(|e| e.to_string())?;
-    // The running console keeps the rollups current; bring a freshly
-    // seeded database to that state (and vacuum it, as autovacuum would).
+    // The running console migrates its database and keeps the rollups
+    // current; bring a database seeded earlier (perhaps by an older Idem)
+    // to that state, and vacuum it, as autovacuum would.
+    store.migrate().await.map_err(|e| e.to_string())?;
     let rolling = Instant::now();
     let hours = store
         .roll_up_hours(idem_store::Ts::now())
