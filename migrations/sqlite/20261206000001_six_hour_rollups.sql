@@ -16,5 +16,12 @@ CREATE TABLE consumer_metrics_6h (
 ) WITHOUT ROWID;
 CREATE INDEX consumer_metrics_6h_by_consumer
     ON consumer_metrics_6h (metric, consumer, hour, bucket, value);
--- Roll every hour up again so the blocks exist for the history.
-DELETE FROM idem_meta WHERE name = 'rollup_hourly_through';
+-- The block rewrite selects a span of hours across every consumer and metric.
+CREATE INDEX consumer_metrics_hourly_by_hour ON consumer_metrics_hourly (hour);
+-- The history's blocks, from the hours already rolled up (the watermark
+-- stays). A block the watermark cuts is written in part here and rewritten
+-- whole when its remaining hours are rolled up; readers never take it before.
+INSERT INTO consumer_metrics_6h (consumer, metric, hour, bucket, value)
+SELECT consumer, metric, (hour / 21600000000) * 21600000000, bucket, SUM(value)
+FROM consumer_metrics_hourly
+GROUP BY consumer, metric, (hour / 21600000000) * 21600000000, bucket;

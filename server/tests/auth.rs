@@ -249,7 +249,7 @@ async fn an_idle_session_ends_but_reading_pages_keeps_it_alive() {
     assert_eq!(response.status().as_u16(), 303, "idle past the timeout");
 }
 
-/// Every stored session expiry, as text (SQLite stores seconds, Postgres a timestamp).
+/// Every stored session expiry, as text (SQLite stores text, Postgres a timestamp).
 async fn stored_expiries(app: &TestApp) -> Vec<String> {
     const SQL: &str = "SELECT CAST(expiry_date AS TEXT) FROM sessions ORDER BY 1";
     match (app.store.sqlite_pool(), app.store.postgres_pool()) {

@@ -418,8 +418,9 @@ impl Store {
     /// rolled-up hours as one point each, and minutes in every hour a `from`
     /// falls inside and after the watermark. Gauge minutes are counted into
     /// the same slice buckets the rollup uses. Callers read the watermark once
-    /// for all the metrics of one answer. All the metrics come in one query
-    /// per resolution and kind (at most three), not one per metric.
+    /// for all the metrics of one answer. All the metrics come together: one
+    /// query per rollup tier, and per range of minutes one for gauges and
+    /// one for counters and histograms — never one per metric.
     ///
     /// With `bin` (see [`hour_bins`]), rolled-up hours are summed in the
     /// database into `bin`-long intervals and each comes back as one point

@@ -375,6 +375,20 @@ async fn a_day_and_a_half_of_metrics(store: &Store) {
     store.record_metrics(&samples).await.unwrap();
 }
 
+/// Deletes the hourly rollup rows before `before` (to show what reads them).
+async fn delete_hours_before(store: &Store, before: Ts) {
+    const SQL: &str = "DELETE FROM consumer_metrics_hourly WHERE hour < $1";
+    match (store.sqlite_pool(), store.postgres_pool()) {
+        (Some(pool), _) => {
+            sqlx::query(SQL).bind(before).execute(pool).await.unwrap();
+        }
+        (_, Some(pool)) => {
+            sqlx::query(SQL).bind(before).execute(pool).await.unwrap();
+        }
+        (None, None) => unreachable!("a store has one pool or the other"),
+    }
+}
+
 async fn long_chart_intervals_read_the_same_from_minutes_hours_and_six_hour_blocks(store: &Store) {
     a_day_and_a_half_of_metrics(store).await;
     let metrics = [
@@ -406,6 +420,17 @@ async fn long_chart_intervals_read_the_same_from_minutes_hours_and_six_hour_bloc
             .sum::<f64>(),
         "the first six hours' deliveries, both consumers"
     );
+    // Days (a custom span's intervals), the last ending inside a block.
+    let days = [at(0), at(24 * 60)];
+    let read_days = async || {
+        store
+            .metric_buckets(&metrics, &days, at(33 * 60), None)
+            .await
+            .unwrap()
+            .remove(&Metric::Deliveries)
+            .unwrap()
+    };
+    let days_from_minutes = read_days().await;
     // Rolled up to 15:00: the block 12:00–18:00 is not complete, so it is
     // read from hours and minutes; then to the end, every block complete.
     for now in [at(15 * 60 + 5), at(36 * 60 + 5)] {
@@ -416,7 +441,14 @@ async fn long_chart_intervals_read_the_same_from_minutes_hours_and_six_hour_bloc
             read(&two_hours, None).await,
         ];
         assert_eq!(read_now, from_minutes, "rolled up to {now:?}");
+        assert_eq!(read_days().await, days_from_minutes, "rolled up to {now:?}");
     }
+    // Complete blocks are read from the six-hour tier, not from hours: with
+    // the hours under them gone, six-hour and daily intervals read the same.
+    delete_hours_before(store, at(30 * 60)).await;
+    assert_eq!(read(&six_hours, None).await, from_minutes[0]);
+    assert_eq!(read(&six_hours, Some("orders")).await, from_minutes[1]);
+    assert_eq!(read_days().await, days_from_minutes);
 }
 
 async fn consumers_are_listed_by_name_once_each(store: &Store) {

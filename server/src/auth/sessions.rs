@@ -73,11 +73,9 @@ impl DbSessionStore {
     /// Whether `record` only moves the expiry of the session as the
     /// database last returned it, and by less than the slack.
     fn only_refreshes(&self, record: &Record) -> bool {
-        self.recent.recall(&record.id).is_some_and(|stored| {
-            stored.data == record.data
-                && record.expiry_date >= stored.expiry_date
-                && record.expiry_date - stored.expiry_date < self.slack
-        })
+        self.recent
+            .recall(&record.id)
+            .is_some_and(|stored| only_refreshes(&stored, record, self.slack))
     }
 
     /// Deletes expired sessions (run now and then; expired ones are refused anyway).
@@ -173,7 +171,71 @@ impl SessionStore for DbSessionStore {
     }
 }
 
+/// Whether saving `record` over `stored` would change nothing but a later
+/// expiry, by less than `slack`.
+fn only_refreshes(stored: &Record, record: &Record, slack: time::Duration) -> bool {
+    stored.data == record.data
+        && record.expiry_date >= stored.expiry_date
+        && record.expiry_date - stored.expiry_date < slack
+}
+
 /// The error for a session read or write not attempted during an outage.
 fn down() -> session_store::Error {
     session_store::Error::Backend("the database is unavailable".to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use time::{Duration, OffsetDateTime};
+
+    use super::*;
+
+    fn stored() -> Record {
+        let mut record = Record {
+            id: Id::default(),
+            data: Default::default(),
+            expiry_date: OffsetDateTime::UNIX_EPOCH + Duration::days(20_000),
+        };
+        record.data.insert("user".into(), serde_json::json!(7));
+        record
+    }
+
+    #[test]
+    fn the_slack_is_a_thirtieth_of_the_idle_timeout_and_at_most_a_minute() {
+        assert_eq!(
+            refresh_slack(Duration::seconds(3)),
+            Duration::milliseconds(100)
+        );
+        assert_eq!(refresh_slack(Duration::minutes(30)), Duration::minutes(1));
+        assert_eq!(refresh_slack(Duration::hours(8)), Duration::minutes(1));
+    }
+
+    #[test]
+    fn only_a_small_move_of_the_expiry_is_left_unsaved() {
+        let slack = Duration::minutes(1);
+        let stored = stored();
+        let later = |by| Record {
+            expiry_date: stored.expiry_date + by,
+            ..stored.clone()
+        };
+        assert!(only_refreshes(
+            &stored,
+            &later(Duration::seconds(59)),
+            slack
+        ));
+        assert!(
+            !only_refreshes(&stored, &later(Duration::seconds(60)), slack),
+            "a move of the slack or more is saved"
+        );
+        assert!(
+            !only_refreshes(&stored, &later(Duration::seconds(-1)), slack),
+            "an earlier expiry is saved"
+        );
+        let mut changed = later(Duration::seconds(1));
+        changed.data.insert("user".into(), serde_json::json!(8));
+        assert!(
+            !only_refreshes(&stored, &changed, slack),
+            "a change of data is saved however small the move"
+        );
+    }
 }
