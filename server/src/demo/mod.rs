@@ -115,10 +115,12 @@ pub async fn run(
     tracing::info!("demo simulator stopped");
 }
 
-/// Writes `settings.backfill` of history, ending now, and returns how many
-/// business facts it published. The history [`run`] writes on first start.
-pub async fn write_history(store: Store, settings: &Settings) -> u64 {
-    let end = Utc::now();
+/// Writes `settings.backfill` of history ending at `end` (not after now),
+/// and returns how many business facts it published. With `end` now, this is
+/// the history [`run`] writes on first start. Traffic follows the time of
+/// day, so a caller that counts on a busy history picks an afternoon `end`.
+pub async fn write_history(store: Store, settings: &Settings, end: DateTime<Utc>) -> u64 {
+    let end = end.min(Utc::now());
     let mut sim = Simulation::start(store, settings, end);
     while sim.next_at().is_some_and(|at| at <= end) {
         sim.step().await;
