@@ -33,6 +33,18 @@ impl Ts {
         DateTime::from_timestamp_micros(micros).map(Ts)
     }
 
+    /// Rounded down to a whole number of `step`s since the epoch (rollup
+    /// blocks and chart intervals are aligned so); a step under a
+    /// microsecond leaves the instant as it is.
+    pub fn floor(self, step: TimeDelta) -> Self {
+        match step.num_microseconds() {
+            Some(step) if step > 0 => {
+                Ts::from_micros(self.micros().div_euclid(step) * step).unwrap_or(self)
+            }
+            _ => self,
+        }
+    }
+
     /// The start of the minute this instant falls in (metric rows are keyed by it).
     pub fn minute(self) -> Self {
         Ts(self
@@ -136,5 +148,31 @@ mod tests {
                 .to_utc(),
         );
         assert_eq!(t.minute().0.to_rfc3339(), "2026-11-30T14:02:00+00:00");
+    }
+
+    fn at(rfc3339: &str) -> Ts {
+        Ts::from(DateTime::parse_from_rfc3339(rfc3339).unwrap().to_utc())
+    }
+
+    #[test]
+    fn floor_aligns_on_whole_steps_since_the_epoch() {
+        let six_hours = TimeDelta::hours(6);
+        assert_eq!(
+            at("2026-11-30T17:59:59.5Z").floor(six_hours),
+            at("2026-11-30T12:00:00Z")
+        );
+        assert_eq!(
+            at("2026-11-30T18:00:00Z").floor(six_hours),
+            at("2026-11-30T18:00:00Z")
+        );
+        // Before the epoch it still rounds down, not towards zero.
+        assert_eq!(
+            at("1969-12-31T23:00:00Z").floor(six_hours),
+            at("1969-12-31T18:00:00Z")
+        );
+        assert_eq!(
+            at("2026-11-30T17:59:59Z").floor(TimeDelta::zero()),
+            at("2026-11-30T17:59:59Z")
+        );
     }
 }

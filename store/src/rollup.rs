@@ -86,16 +86,19 @@ fn gauge_bucket_sql() -> String {
     sql + " ELSE '+Inf' END"
 }
 
-/// The stored names of those of `metrics` of the given kinds, as an SQL
-/// list (empty when there are none). The names are Idem's own constants,
-/// never input.
-fn names_of(metrics: &[Metric], kinds: &[MetricKind]) -> String {
+/// The stored names of `metrics`, as an SQL list (empty when there are
+/// none). The names are Idem's own constants, never input.
+fn names<'a>(metrics: impl IntoIterator<Item = &'a Metric>) -> String {
     metrics
-        .iter()
-        .filter(|m| kinds.contains(&m.kind()))
+        .into_iter()
         .map(|m| format!("'{}'", m.name()))
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+/// The stored names of those of `metrics` of the given kinds (see [`names`]).
+fn names_of(metrics: &[Metric], kinds: &[MetricKind]) -> String {
+    names(metrics.iter().filter(|m| kinds.contains(&m.kind())))
 }
 
 /// The consumer of rolled-up rows that hold the sum over every consumer
@@ -183,7 +186,7 @@ impl Store {
                 });
             }
             // The blocks these hours fall in, from all their hours so far.
-            let block_start = Ts::from_micros(floor_micros(from.micros(), BLOCK)).unwrap_or(from);
+            let block_start = from.floor(BLOCK);
             dispatch!(&mut tx.inner, tx => {
                 sqlx::query(&blocks).bind(block_start).bind(to).execute(&mut **tx).await?;
             });
@@ -389,14 +392,7 @@ impl Store {
         if from >= to {
             return Ok(Vec::new());
         }
-        let names = names_of(
-            metrics,
-            &[
-                MetricKind::Counter,
-                MetricKind::Histogram,
-                MetricKind::Gauge,
-            ],
-        );
+        let names = names(metrics);
         let from_where = format!(
             "FROM {table} WHERE metric IN ({names}) AND consumer = $1 AND hour >= $2 AND hour < $3"
         );
@@ -465,9 +461,7 @@ impl Store {
             let bin = bin.filter(|_| cut_hours.is_empty());
             let mut hours_from = start.next_hour();
             if let Some(bin) = bin.filter(|bin| bin.num_seconds() % BLOCK.num_seconds() == 0) {
-                let blocks_to = Ts::from_micros(floor_micros(hours_to.micros(), BLOCK))
-                    .unwrap_or(hours_from)
-                    .max(hours_from);
+                let blocks_to = hours_to.floor(BLOCK).max(hours_from);
                 // Blocks as long as the intervals need no summing.
                 let blocks_bin = Some(bin).filter(|bin| *bin != BLOCK);
                 rows.extend(
@@ -563,12 +557,6 @@ impl Store {
         }
         Ok(series)
     }
-}
-
-/// `micros` rounded down to a whole number of `step`s since the epoch.
-fn floor_micros(micros: i64, step: TimeDelta) -> i64 {
-    let step = step.num_microseconds().unwrap_or(i64::MAX).max(1);
-    micros.div_euclid(step) * step
 }
 
 /// The interval rolled-up hours may be summed into for sums over intervals

@@ -258,9 +258,7 @@ mod ssr {
 
     /// `at` rounded down to a whole number of `step`s since the epoch.
     fn floor(at: DateTime<Utc>, step: TimeDelta) -> DateTime<Utc> {
-        let step = step.num_seconds().max(1);
-        let seconds = at.timestamp().div_euclid(step) * step;
-        DateTime::from_timestamp(seconds, 0).unwrap_or(at)
+        idem_store::Ts(at).floor(step).0
     }
 
     /// The first SLO whose indicator `pick` recognises, and what it returns.
