@@ -330,10 +330,7 @@ async fn measure(url: &str, options: &BenchOptions) -> Result<Run, String> {
     rows.push(Row {
         name: "key page (all its reads)",
         idem: time_idem(runs, || async {
-            store.claim(&consumer, &key).await?;
-            store.outbox_for_key(&consumer, &key).await?;
-            store.dead_letters_for_key(&consumer, &key).await?;
-            store.audit_for_key(&consumer, &key).await?;
+            store.key_records(&consumer, &key).await?;
             let provider_ref = sample.provider_ref.as_deref().unwrap_or("");
             store
                 .claims_with_provider_ref(provider_ref, (&consumer, &key), 5)

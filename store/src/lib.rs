@@ -33,7 +33,7 @@ pub use error::{StoreError, StoreResult};
 pub use lease::BACKGROUND_LEASE;
 pub use meta::DEMO_DATA;
 pub use metrics::{MetricRow, MetricSample};
-pub use reads::{KEY_PAGE_ROWS, Window};
+pub use reads::{KEY_PAGE_ROWS, KeyRecords, Window};
 pub use rollup::{BucketSums, ROLLUP_SETTLE, ROLLUP_WATERMARK, Recovery};
 pub use search::{ClaimSearch, SEARCH_CANDIDATES, SearchOrder, SearchResult};
 pub use store::{DEFAULT_DATABASE_URL, Store, StoreConfig, Tx};

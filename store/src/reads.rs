@@ -6,15 +6,17 @@
 //! (`status = 'unknown'`), never a bound parameter: both planners can only
 //! match a partial index's predicate against literal text.
 
-use idem_domain::{CappedCount, Claim, ClaimStatus, DeadLetter, DeadLetterState, OutboxRow, Page};
+use idem_domain::{
+    AuditEntry, CappedCount, Claim, ClaimStatus, DeadLetter, DeadLetterState, OutboxRow, Page,
+};
 
 use crate::{
     StoreResult,
     cursor::{self, PageRequest, paginate},
     dialect::dispatch,
     rows::{
-        ClaimRow, DeadLetterRow, OutboxDbRow, claim_columns, convert, dead_letter_columns,
-        outbox_columns,
+        AuditRow, ClaimRow, DeadLetterRow, OutboxDbRow, audit_columns, claim_columns, convert,
+        dead_letter_columns, outbox_columns,
     },
     store::Store,
     ts::Ts,
@@ -23,6 +25,54 @@ use crate::{
 /// How many rows a key page shows of each kind (a key with more is a bug in
 /// a consumer, and the page says there are more).
 pub const KEY_PAGE_ROWS: i64 = 200;
+
+/// One claim, by its primary key (`$1` consumer, `$2` key).
+const CLAIM_SQL: &str = concat!(
+    "SELECT ",
+    claim_columns!(),
+    " FROM claims WHERE consumer = $1 AND idempotency_key = $2"
+);
+/// One key's outbox rows, oldest first, at most `$3`.
+const OUTBOX_FOR_KEY_SQL: &str = concat!(
+    "SELECT ",
+    outbox_columns!(),
+    " FROM outbox WHERE consumer = $1 AND idempotency_key = $2 \
+     ORDER BY created_at, id LIMIT $3"
+);
+/// One key's dead letters, oldest first, at most `$3`.
+const DEAD_LETTERS_FOR_KEY_SQL: &str = concat!(
+    "SELECT ",
+    dead_letter_columns!(),
+    " FROM dead_letters WHERE consumer = $1 AND idempotency_key = $2 \
+     ORDER BY dead_lettered_at, id LIMIT $3"
+);
+/// The audit entries about one key, oldest first, at most `$3`.
+const AUDIT_FOR_KEY_SQL: &str = concat!(
+    "SELECT ",
+    audit_columns!(),
+    " FROM audit_log WHERE consumer = $1 AND idempotency_key = $2 \
+     ORDER BY at, id LIMIT $3"
+);
+
+/// Everything stored about one key (each list at most [`KEY_PAGE_ROWS`],
+/// oldest first).
+#[derive(Debug, Clone, PartialEq)]
+pub struct KeyRecords {
+    pub claim: Option<Claim>,
+    pub outbox: Vec<OutboxRow>,
+    pub dead_letters: Vec<DeadLetter>,
+    pub audit: Vec<AuditEntry>,
+}
+
+impl KeyRecords {
+    /// Nothing at all is stored under the key.
+    pub fn is_empty(&self) -> bool {
+        self.claim.is_none()
+            && self.outbox.is_empty()
+            && self.dead_letters.is_empty()
+            && self.audit.is_empty()
+    }
+}
 
 /// `count(*)` over at most `cap + 1` rows of a selection, as a capped count.
 macro_rules! capped_count_sql {
@@ -38,15 +88,41 @@ macro_rules! capped_count_sql {
 impl Store {
     /// One claim, by its primary key.
     pub async fn claim(&self, consumer: &str, key: &str) -> StoreResult<Option<Claim>> {
-        const SQL: &str = concat!(
-            "SELECT ",
-            claim_columns!(),
-            " FROM claims WHERE consumer = $1 AND idempotency_key = $2"
-        );
         let row: Option<ClaimRow> = dispatch!(&self.pools, pool => {
-            sqlx::query_as(SQL).bind(consumer).bind(key).fetch_optional(pool).await?
+            sqlx::query_as(CLAIM_SQL).bind(consumer).bind(key).fetch_optional(pool).await?
         });
         row.map(Claim::try_from).transpose()
+    }
+
+    /// Everything stored about one key, for its page: the same four reads
+    /// as [`Store::claim`], [`Store::outbox_for_key`],
+    /// [`Store::dead_letters_for_key`] and [`Store::audit_for_key`], on one
+    /// connection. Each trip through the pool costs sqlx a ping when the
+    /// connection goes back; the key page pays it once instead of four times.
+    pub async fn key_records(&self, consumer: &str, key: &str) -> StoreResult<KeyRecords> {
+        let (claim, outbox, dead_letters, audit): (
+            Option<ClaimRow>,
+            Vec<OutboxDbRow>,
+            Vec<DeadLetterRow>,
+            Vec<AuditRow>,
+        ) = dispatch!(&self.pools, pool => {
+            let mut conn = pool.acquire().await?;
+            let claim = sqlx::query_as(CLAIM_SQL).bind(consumer).bind(key)
+                .fetch_optional(&mut *conn).await?;
+            let outbox = sqlx::query_as(OUTBOX_FOR_KEY_SQL).bind(consumer).bind(key)
+                .bind(KEY_PAGE_ROWS).fetch_all(&mut *conn).await?;
+            let dead_letters = sqlx::query_as(DEAD_LETTERS_FOR_KEY_SQL).bind(consumer).bind(key)
+                .bind(KEY_PAGE_ROWS).fetch_all(&mut *conn).await?;
+            let audit = sqlx::query_as(AUDIT_FOR_KEY_SQL).bind(consumer).bind(key)
+                .bind(KEY_PAGE_ROWS).fetch_all(&mut *conn).await?;
+            (claim, outbox, dead_letters, audit)
+        });
+        Ok(KeyRecords {
+            claim: claim.map(Claim::try_from).transpose()?,
+            outbox: convert(outbox)?,
+            dead_letters: convert(dead_letters)?,
+            audit: convert(audit)?,
+        })
     }
 
     /// Every consumer's claim of one key (for links that carry only the key),
@@ -96,14 +172,8 @@ impl Store {
 
     /// The outbox rows of one key, oldest first.
     pub async fn outbox_for_key(&self, consumer: &str, key: &str) -> StoreResult<Vec<OutboxRow>> {
-        const SQL: &str = concat!(
-            "SELECT ",
-            outbox_columns!(),
-            " FROM outbox WHERE consumer = $1 AND idempotency_key = $2 \
-             ORDER BY created_at, id LIMIT $3"
-        );
         let rows: Vec<OutboxDbRow> = dispatch!(&self.pools, pool => {
-            sqlx::query_as(SQL).bind(consumer).bind(key).bind(KEY_PAGE_ROWS).fetch_all(pool).await?
+            sqlx::query_as(OUTBOX_FOR_KEY_SQL).bind(consumer).bind(key).bind(KEY_PAGE_ROWS).fetch_all(pool).await?
         });
         convert(rows)
     }
@@ -114,40 +184,22 @@ impl Store {
         consumer: &str,
         key: &str,
     ) -> StoreResult<Vec<DeadLetter>> {
-        const SQL: &str = concat!(
-            "SELECT ",
-            dead_letter_columns!(),
-            " FROM dead_letters WHERE consumer = $1 AND idempotency_key = $2 \
-             ORDER BY dead_lettered_at, id LIMIT $3"
-        );
         let rows: Vec<DeadLetterRow> = dispatch!(&self.pools, pool => {
-            sqlx::query_as(SQL).bind(consumer).bind(key).bind(KEY_PAGE_ROWS).fetch_all(pool).await?
+            sqlx::query_as(DEAD_LETTERS_FOR_KEY_SQL).bind(consumer).bind(key).bind(KEY_PAGE_ROWS).fetch_all(pool).await?
         });
         convert(rows)
     }
 
     /// The audit entries about one key, oldest first.
-    pub async fn audit_for_key(
-        &self,
-        consumer: &str,
-        key: &str,
-    ) -> StoreResult<Vec<idem_domain::AuditEntry>> {
-        use crate::rows::{AuditRow, audit_columns};
-        const SQL: &str = concat!(
-            "SELECT ",
-            audit_columns!(),
-            " FROM audit_log WHERE consumer = $1 AND idempotency_key = $2 \
-             ORDER BY at, id LIMIT $3"
-        );
+    pub async fn audit_for_key(&self, consumer: &str, key: &str) -> StoreResult<Vec<AuditEntry>> {
         let rows: Vec<AuditRow> = dispatch!(&self.pools, pool => {
-            sqlx::query_as(SQL).bind(consumer).bind(key).bind(KEY_PAGE_ROWS).fetch_all(pool).await?
+            sqlx::query_as(AUDIT_FOR_KEY_SQL).bind(consumer).bind(key).bind(KEY_PAGE_ROWS).fetch_all(pool).await?
         });
         convert(rows)
     }
 
     /// The newest audit entries, newest first.
-    pub async fn latest_audit(&self, limit: i64) -> StoreResult<Vec<idem_domain::AuditEntry>> {
-        use crate::rows::{AuditRow, audit_columns};
+    pub async fn latest_audit(&self, limit: i64) -> StoreResult<Vec<AuditEntry>> {
         const SQL: &str = concat!(
             "SELECT ",
             audit_columns!(),

@@ -25,6 +25,7 @@ idem_store::on_both_backends!(
     only_a_dead_letter_whose_key_is_sent_can_be_discarded,
     resolving_failed_with_a_retry_queues_the_same_key_through_the_outbox,
     actions_record_how_long_recovery_took,
+    a_replayed_key_s_records_read_together_equal_each_read_alone,
 );
 
 const OLGA: Actor<'static> = Actor {
@@ -574,4 +575,55 @@ async fn actions_record_how_long_recovery_took(store: &Store) {
         (19.0 * 60.0..21.0 * 60.0).contains(&seconds),
         "dead-lettered 20 minutes ago: {seconds}"
     );
+}
+
+async fn a_replayed_key_s_records_read_together_equal_each_read_alone(store: &Store) {
+    let key = "refund:47 / ✓ 100% #מפתח";
+    let id = dead_lettered(
+        store,
+        key,
+        Outcome::Permanent {
+            error: "dead-lettered",
+        },
+    )
+    .await;
+    store
+        .replay_dead_letter(&replay(id, "replay-records"))
+        .await
+        .unwrap();
+
+    let records = store.key_records("orders", key).await.unwrap();
+    assert!(!records.is_empty());
+    let claim = records.claim.as_ref().expect("the key's claim");
+    assert_eq!(
+        (claim.key.as_str(), claim.status),
+        (key, ClaimStatus::Failed)
+    );
+    assert_eq!(
+        (
+            records.outbox.len(),
+            records.dead_letters.len(),
+            records.audit.len()
+        ),
+        (1, 1, 1),
+        "one replay row, one dead letter, one audit entry"
+    );
+    assert_eq!(records.claim, store.claim("orders", key).await.unwrap());
+    assert_eq!(
+        records.outbox,
+        store.outbox_for_key("orders", key).await.unwrap()
+    );
+    assert_eq!(
+        records.dead_letters,
+        store.dead_letters_for_key("orders", key).await.unwrap()
+    );
+    assert_eq!(
+        records.audit,
+        store.audit_for_key("orders", key).await.unwrap()
+    );
+
+    let nothing = store.key_records("orders", "refund:never").await.unwrap();
+    assert!(nothing.is_empty());
+    // Another consumer's records of the same key are not this key's.
+    assert!(store.key_records("payments", key).await.unwrap().is_empty());
 }

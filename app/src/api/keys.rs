@@ -81,13 +81,16 @@ async fn story(
 ) -> Result<Option<KeyStory>, AppError> {
     use idem_domain::story::{Sources, assemble};
     let store = &reader.store;
-    let claim = store.claim(&consumer, &key).await?;
-    let outbox = store.outbox_for_key(&consumer, &key).await?;
-    let dead_letters = store.dead_letters_for_key(&consumer, &key).await?;
-    let audit = store.audit_for_key(&consumer, &key).await?;
-    if claim.is_none() && outbox.is_empty() && dead_letters.is_empty() && audit.is_empty() {
+    let records = store.key_records(&consumer, &key).await?;
+    if records.is_empty() {
         return Ok(None);
     }
+    let idem_store::KeyRecords {
+        claim,
+        outbox,
+        dead_letters,
+        audit,
+    } = records;
     let shared_ref = match claim.as_ref().and_then(|c| c.provider_ref.as_deref()) {
         Some(provider_ref) => {
             store
