@@ -63,6 +63,9 @@ const ROUTES: &[&str] = &[
     "/slo/{}",
     "/login?next={}",
     "/audit?cursor={}",
+    "/audit?actor={}",
+    "/audit?action={}",
+    "/audit?key={}",
 ];
 
 async fn claimed(store: &Store, consumer: &str, key: &str) {

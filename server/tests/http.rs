@@ -562,3 +562,74 @@ async fn the_viewer_zone_changes_the_times_and_only_known_zones_and_local_paths_
         "never a redirect to another site"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_audit_page_shows_who_replayed_a_key_and_filters_by_actor_action_and_key() {
+    use idem_app::links::with_query;
+    let app = spawn_app(TestDatabase::sqlite().await).await;
+    app.create_user("olga", idem_domain::Role::Operator).await;
+    let olga = app.sign_in("olga").await;
+    let key = "refund:9 / ✓ #% مفتاح";
+    let id = common::dead_letter(&app.store, key).await;
+    assert_eq!(
+        common::replay(&app, &olga, id, "audit-page-1")
+            .await
+            .status()
+            .as_u16(),
+        200
+    );
+
+    // Unfiltered: the replay and both sign-ins, newest first.
+    let (status, html) = app.get("/audit").await;
+    assert_eq!(status, 200);
+    let page = visible(&html);
+    let replay = page
+        .find("olga operator replay")
+        .expect("the replay is listed");
+    let olga_login = page.find("olga operator login").expect("olga's sign-in");
+    let viewer_login = page
+        .find("viewer viewer login")
+        .expect("the viewer's sign-in");
+    assert!(
+        replay < olga_login && olga_login < viewer_login,
+        "newest first: {page}"
+    );
+    assert!(page.contains(key), "the replayed key is named: {page}");
+    assert!(page.contains("open → replayed"), "{page}");
+    assert!(
+        text(&html).contains(&key_href("orders", key)),
+        "the key links to its page"
+    );
+
+    for filter in [("key", key), ("actor", "olga"), ("action", "replay")] {
+        let (status, html) = app.get(&with_query("/audit", &[filter])).await;
+        assert_eq!(status, 200, "{filter:?}");
+        let page = visible(&html);
+        assert!(page.contains("olga operator replay"), "{filter:?}: {page}");
+        assert!(!page.contains("viewer viewer login"), "{filter:?}: {page}");
+    }
+    let (_, html) = app
+        .get(&with_query(
+            "/audit",
+            &[("actor", "olga"), ("action", "logout")],
+        ))
+        .await;
+    assert!(visible(&html).contains("No audit entry matches."));
+
+    for (path, says) in [
+        ("/audit?actor=ol%00ga".to_owned(), "control character"),
+        (
+            format!("/audit?action={}", "a".repeat(300)),
+            "300 bytes long",
+        ),
+        (format!("/audit?key={}", "k".repeat(513)), "513 bytes long"),
+        (
+            "/audit?cursor=bm90LWEtY3Vyc29y".to_owned(),
+            "That page link is invalid or out of date",
+        ),
+    ] {
+        let (status, html) = app.get(&path).await;
+        assert_eq!(status, 400, "{path}");
+        assert!(visible(&html).contains(says), "{path} says {says:?}");
+    }
+}

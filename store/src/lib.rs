@@ -26,7 +26,7 @@ mod ts;
 mod users;
 
 pub use actions::{Actor, DiscardRequest, MAX_TEXT, ReplayRequest, ResolveRequest};
-pub use audit::NewAuditEntry;
+pub use audit::{AuditFilter, NewAuditEntry};
 pub use consumer::{Claimed, Delivery, NewDeadLetter, NewOutboxRow, Outcome};
 pub use cursor::PageRequest;
 pub use error::{StoreError, StoreResult};

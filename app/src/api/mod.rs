@@ -5,6 +5,7 @@
 //! server and answers with [`AppError`](crate::error::AppError).
 
 mod actions;
+mod audit;
 pub mod charts;
 mod keys;
 mod lists;
@@ -18,6 +19,7 @@ pub use actions::{
     DiscardDeadLetter, ReplayDeadLetter, ResolveUnknown, discard_dead_letter, replay_dead_letter,
     resolve_unknown,
 };
+pub use audit::{AUDIT_ACTIONS, AuditLog, AuditQuery, list_audit};
 pub use charts::{
     Chart, ChartLink, ChartSet, DEFAULT_RANGE, MAX_SPAN_DAYS, RANGES, get_charts, get_slo_charts,
 };

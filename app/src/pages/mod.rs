@@ -1,22 +1,22 @@
 //! One module per page (or family of pages). Pages read the raw location and
 //! hand raw segments and query values to server functions; see `links`.
 
+mod audit;
 mod dead_letters;
 mod key;
 mod lists;
 mod login;
 mod not_found;
 mod overview;
-mod planned;
 mod search;
 mod slo;
 
+pub use audit::AuditPage;
 pub use dead_letters::{DeadLetterPage, DeadLettersPage};
 pub use key::{KeyLookupPage, KeyPage};
 pub use lists::{OutboxPage, UnknownPage};
 pub use login::LoginPage;
 pub use not_found::NotFoundPage;
 pub use overview::OverviewPage;
-pub use planned::AuditPage;
 pub use search::SearchPage;
 pub use slo::{SloDetailPage, SloPage};

@@ -1,0 +1,100 @@
+//! The audit log (`/audit`): every operator action, sign-in, sign-out and
+//! refusal, newest first, filtered by actor, action and key.
+
+use idem_domain::{AuditEntry, Page};
+use leptos::prelude::*;
+use serde::{Deserialize, Serialize};
+
+use crate::{error::AppError, format::Clock};
+
+/// The filters of `/audit`, as typed (empty: any).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AuditQuery {
+    pub actor: String,
+    pub action: String,
+    /// An idempotency key, exactly, under any consumer.
+    pub key: String,
+    pub cursor: String,
+}
+
+/// One page of the audit log.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AuditLog {
+    pub clock: Clock,
+    pub page: Page<AuditEntry>,
+}
+
+/// The actions Idem records, offered by the page's action filter (the
+/// filter takes any text; these are the ones that match something).
+pub const AUDIT_ACTIONS: &[&str] = &[
+    "replay",
+    "discard",
+    "resolve:sent",
+    "resolve:failed-retry",
+    "resolve:failed",
+    "login",
+    "logout",
+    "denied",
+    "user created by identity proxy",
+    "role changed by identity proxy",
+];
+
+/// The longest actor or action a filter accepts (longer text was never
+/// recorded: usernames and action names are short).
+#[cfg(feature = "ssr")]
+const MAX_FILTER_BYTES: usize = 256;
+
+/// A typed actor or action: empty for any, else matched exactly.
+#[cfg(feature = "ssr")]
+fn text_filter(text: String, what: &str) -> Result<Option<String>, AppError> {
+    if text.is_empty() {
+        return Ok(None);
+    }
+    if text.len() > MAX_FILTER_BYTES {
+        return Err(AppError::BadRequest(format!(
+            "The {what} is {} bytes long; no {what} is longer than {MAX_FILTER_BYTES}.",
+            text.len()
+        )));
+    }
+    if text.chars().any(char::is_control) {
+        return Err(AppError::BadRequest(format!(
+            "The {what} contains a control character."
+        )));
+    }
+    Ok(Some(text))
+}
+
+/// The audit log, newest first, keyset-paginated; each filter that is set
+/// must match exactly.
+#[server(prefix = "/api/read", input = server_fn::codec::GetUrl)]
+pub async fn list_audit(query: AuditQuery) -> Result<AuditLog, AppError> {
+    use idem_domain::IdempotencyKey;
+    use idem_store::{AuditFilter, PageRequest};
+
+    crate::ssr::serve(async move {
+        crate::ssr::require(idem_domain::Role::Viewer)?;
+        let filter = AuditFilter {
+            actor: text_filter(query.actor, "actor")?,
+            action: text_filter(query.action, "action")?,
+            key: match query.key.as_str() {
+                "" => None,
+                key => Some(IdempotencyKey::parse(key)?.as_str().to_owned()),
+            },
+        };
+        let cursor = Some(query.cursor).filter(|c| !c.is_empty());
+        // From the primary, like every write to it: a replica's lag would
+        // hide the action someone just took.
+        let page = crate::ssr::state()?
+            .store
+            .audit_log(
+                &filter,
+                &PageRequest::new(PageRequest::DEFAULT_LIMIT, cursor),
+            )
+            .await?;
+        Ok(AuditLog {
+            clock: crate::ssr::clock(chrono::Utc::now()),
+            page,
+        })
+    })
+    .await
+}
