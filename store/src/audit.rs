@@ -4,7 +4,7 @@
 use idem_domain::{AuditEntry, Page};
 
 use crate::{
-    StoreError, StoreResult,
+    StoreResult,
     cursor::{self, PageRequest, paginate},
     dialect::dispatch,
     rows::{AuditRow, audit_columns, convert},
@@ -80,7 +80,7 @@ impl Store {
             None => None,
             Some(after) => {
                 let (at, id): (i64, i64) = cursor::decode(LIST, after)?;
-                Some((Ts::from_micros(at).ok_or(StoreError::BadCursor)?, id))
+                Some((cursor::instant(at)?, id))
             }
         };
         let mut conditions = Vec::new();

@@ -60,6 +60,18 @@ pub(crate) fn decode<T: DeserializeOwned>(list: &str, cursor: &str) -> StoreResu
     Ok(position)
 }
 
+/// The instant a cursor carries (microseconds since the epoch). Idem only
+/// issues cursors for stored times, after 1970 and before the year 10000;
+/// anything else was forged, and Postgres would refuse it as out of range
+/// (an error, not an empty page) had it reached the query.
+pub(crate) fn instant(micros: i64) -> StoreResult<crate::ts::Ts> {
+    const LAST: i64 = 253_402_300_799_999_999; // 9999-12-31T23:59:59.999999Z
+    if !(0..=LAST).contains(&micros) {
+        return Err(StoreError::BadCursor);
+    }
+    crate::ts::Ts::from_micros(micros).ok_or(StoreError::BadCursor)
+}
+
 /// Splits a fetched `limit + 1` rows into a page and the next cursor.
 pub(crate) fn paginate<T, P: Serialize>(
     mut items: Vec<T>,
@@ -103,6 +115,24 @@ mod tests {
                     Err(StoreError::BadCursor)
                 ),
                 "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_cursor_instant_outside_stored_times_is_refused() {
+        assert!(instant(1_764_547_200_000_000).is_ok());
+        assert!(instant(0).is_ok());
+        for forged in [
+            -1,
+            -100_000_000_000_000_000,
+            253_402_300_800_000_000,
+            i64::MAX,
+            i64::MIN,
+        ] {
+            assert!(
+                matches!(instant(forged), Err(StoreError::BadCursor)),
+                "{forged}"
             );
         }
     }

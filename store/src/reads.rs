@@ -275,7 +275,7 @@ impl Store {
             None => None,
             Some(after) => {
                 let (at, consumer, key): (i64, String, String) = cursor::decode(LIST, after)?;
-                let at = Ts::from_micros(at).ok_or(crate::StoreError::BadCursor)?;
+                let at = cursor::instant(at)?;
                 Some((at, consumer, key))
             }
         };
@@ -355,7 +355,7 @@ impl Store {
             None => None,
             Some(after) => {
                 let (at, id): (i64, i64) = cursor::decode(list, after)?;
-                let at = Ts::from_micros(at).ok_or(crate::StoreError::BadCursor)?;
+                let at = cursor::instant(at)?;
                 Some((at, id))
             }
         };
@@ -454,7 +454,7 @@ impl Store {
             }),
             Some(after) => {
                 let (at, id): (i64, i64) = cursor::decode(LIST, after)?;
-                let at = Ts::from_micros(at).ok_or(crate::StoreError::BadCursor)?;
+                let at = cursor::instant(at)?;
                 dispatch!(&self.pools, pool => {
                     sqlx::query_as(AFTER).bind(fetch).bind(at).bind(id).fetch_all(pool).await?
                 })

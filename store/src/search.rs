@@ -13,7 +13,7 @@
 use idem_domain::{CappedCount, Claim, ClaimStatus, Page};
 
 use crate::{
-    StoreError, StoreResult,
+    StoreResult,
     cursor::{self, PageRequest, paginate},
     dialect::dispatch,
     reads::prefix_upper_bound,
@@ -166,7 +166,7 @@ impl Store {
         };
         if let Some(after) = &page.after {
             let (at, consumer, key): (i64, String, String) = cursor::decode(list, after)?;
-            let at = Ts::from_micros(at).ok_or(StoreError::BadCursor)?;
+            let at = cursor::instant(at)?;
             let (a, c, k) = (
                 sql.param(Bind::Ts(at)),
                 sql.param(Bind::Text(consumer)),

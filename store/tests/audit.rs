@@ -1,6 +1,7 @@
 //! Reading the audit log back, on both backends: newest first, filtered by
 //! actor, action and key, keyset-paginated.
 
+use idem_domain::AuditEntry;
 use idem_store::{AuditFilter, NewAuditEntry, PageRequest, Store, StoreError};
 
 idem_store::on_both_backends!(
@@ -49,27 +50,58 @@ async fn page_of(
 }
 
 async fn the_audit_log_lists_newest_first_in_pages_without_skipping_or_repeating(store: &Store) {
-    // Appended in quick succession, several entries may share a microsecond:
-    // the id breaks the tie, so paging neither skips nor repeats them.
-    let names: Vec<String> = (0..7).map(|i| format!("user{i}")).collect();
-    let entries: Vec<(&str, &str, Option<&str>)> =
-        names.iter().map(|n| (n.as_str(), "login", None)).collect();
-    append(store, &entries).await;
+    append(store, &[("early", "login", None)]).await;
+    // Seven entries in one microsecond: only the id orders them, so a page
+    // boundary inside the tie must neither skip nor repeat one.
+    let at = chrono::Utc::now() + chrono::TimeDelta::seconds(1);
+    let tied: Vec<AuditEntry> = (0..7)
+        .map(|i| AuditEntry {
+            id: 0,
+            action_id: None,
+            at,
+            actor: format!("user{i}"),
+            actor_role: "operator".into(),
+            action: "login".into(),
+            consumer: None,
+            key: None,
+            target: None,
+            state_before: None,
+            state_after: None,
+            reason: None,
+            result: "ok".into(),
+            client_addr: None,
+            recovery_seconds: None,
+        })
+        .collect();
+    store.bulk_insert_audit(&tied).await.unwrap();
 
     let all = AuditFilter::default();
     let mut seen = Vec::new();
     let mut cursor = None;
     loop {
-        let (page, next) = page_of(store, &all, 3, cursor).await;
-        assert!(page.len() <= 3);
-        seen.extend(page);
-        match next {
+        let page = store
+            .audit_log(&all, &PageRequest::new(3, cursor))
+            .await
+            .unwrap();
+        assert!(page.items.len() <= 3);
+        seen.extend(page.items);
+        match page.next {
             Some(next) => cursor = Some(next),
             None => break,
         }
     }
-    let newest_first: Vec<String> = (0..7).rev().map(|i| format!("user{i} login")).collect();
-    assert_eq!(seen, newest_first);
+    let ids: Vec<i64> = seen.iter().map(|e| e.id).collect();
+    assert!(
+        ids.windows(2).all(|w| w[0] > w[1]),
+        "newest first, each once: {ids:?}"
+    );
+    let actors: Vec<&str> = seen.iter().map(|e| e.actor.as_str()).collect();
+    assert_eq!(
+        actors,
+        [
+            "user6", "user5", "user4", "user3", "user2", "user1", "user0", "early"
+        ]
+    );
 }
 
 async fn the_audit_log_filters_by_actor_action_and_key_exactly(store: &Store) {
@@ -142,4 +174,15 @@ async fn an_audit_cursor_from_another_list_is_refused(store: &Store) {
         )
         .await;
     assert!(matches!(edited, Err(StoreError::BadCursor)));
+    // This list's own shape, with a time no stored entry can have (before
+    // 4713 BC, out of Postgres's range): refused, not a database error.
+    // `["audit_log",[-100000000000000000,1]]`
+    let out_of_range = "WyJhdWRpdF9sb2ciLFstMTAwMDAwMDAwMDAwMDAwMDAwLDFdXQ".to_owned();
+    let refused = store
+        .audit_log(
+            &AuditFilter::default(),
+            &PageRequest::new(1, Some(out_of_range)),
+        )
+        .await;
+    assert!(matches!(refused, Err(StoreError::BadCursor)), "{refused:?}");
 }
