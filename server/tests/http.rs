@@ -579,8 +579,18 @@ async fn the_audit_page_shows_who_replayed_a_key_and_filters_by_actor_action_and
         200
     );
 
-    // Unfiltered: the replay and both sign-ins, newest first.
+    // A viewer may not read it: addresses and failed sign-ins are in it.
     let (status, html) = app.get("/audit").await;
+    assert_eq!(status, 403);
+    assert!(visible(&html).contains("Not allowed"), "{}", visible(&html));
+    let get = |path: String| {
+        let olga = olga.clone();
+        let url = app.url(&path);
+        async move { common::get(&olga, &url).await }
+    };
+
+    // Unfiltered: the replay and both sign-ins, newest first.
+    let (status, html) = get("/audit".to_owned()).await;
     assert_eq!(status, 200);
     let page = visible(&html);
     let replay = page
@@ -594,7 +604,10 @@ async fn the_audit_page_shows_who_replayed_a_key_and_filters_by_actor_action_and
         replay < olga_login && olga_login < viewer_login,
         "newest first: {page}"
     );
-    assert!(page.contains(key), "the replayed key is named: {page}");
+    assert!(
+        page.contains(&format!("{key} orders")),
+        "the replayed key and its consumer are in the table: {page}"
+    );
     assert!(page.contains("open → replayed"), "{page}");
     assert!(
         text(&html).contains(&key_href("orders", key)),
@@ -602,18 +615,17 @@ async fn the_audit_page_shows_who_replayed_a_key_and_filters_by_actor_action_and
     );
 
     for filter in [("key", key), ("actor", "olga"), ("action", "replay")] {
-        let (status, html) = app.get(&with_query("/audit", &[filter])).await;
+        let (status, html) = get(with_query("/audit", &[filter])).await;
         assert_eq!(status, 200, "{filter:?}");
         let page = visible(&html);
         assert!(page.contains("olga operator replay"), "{filter:?}: {page}");
         assert!(!page.contains("viewer viewer login"), "{filter:?}: {page}");
     }
-    let (_, html) = app
-        .get(&with_query(
-            "/audit",
-            &[("actor", "olga"), ("action", "logout")],
-        ))
-        .await;
+    let (_, html) = get(with_query(
+        "/audit",
+        &[("actor", "olga"), ("action", "logout")],
+    ))
+    .await;
     assert!(visible(&html).contains("No audit entry matches."));
 
     for (path, says) in [
@@ -628,7 +640,7 @@ async fn the_audit_page_shows_who_replayed_a_key_and_filters_by_actor_action_and
             "That page link is invalid or out of date",
         ),
     ] {
-        let (status, html) = app.get(&path).await;
+        let (status, html) = get(path.clone()).await;
         assert_eq!(status, 400, "{path}");
         assert!(visible(&html).contains(says), "{path} says {says:?}");
     }
