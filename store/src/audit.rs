@@ -76,13 +76,7 @@ impl Store {
         page: &PageRequest,
     ) -> StoreResult<Page<AuditEntry>> {
         const LIST: &str = "audit_log";
-        let after = match &page.after {
-            None => None,
-            Some(after) => {
-                let (at, id): (i64, i64) = cursor::decode(LIST, after)?;
-                Some((cursor::instant(at)?, id))
-            }
-        };
+        let after = cursor::time_and_id(LIST, page)?;
         let mut conditions = Vec::new();
         let mut next = 2;
         let mut param = || {

@@ -72,6 +72,21 @@ pub(crate) fn instant(micros: i64) -> StoreResult<crate::ts::Ts> {
     crate::ts::Ts::from_micros(micros).ok_or(StoreError::BadCursor)
 }
 
+/// The `(time, id)` position after which `page` of `list` starts (lists
+/// ordered by a time and their id), or `None` for a first page.
+pub(crate) fn time_and_id(
+    list: &str,
+    page: &PageRequest,
+) -> StoreResult<Option<(crate::ts::Ts, i64)>> {
+    match &page.after {
+        None => Ok(None),
+        Some(after) => {
+            let (at, id): (i64, i64) = decode(list, after)?;
+            Ok(Some((instant(at)?, id)))
+        }
+    }
+}
+
 /// Splits a fetched `limit + 1` rows into a page and the next cursor.
 pub(crate) fn paginate<T, P: Serialize>(
     mut items: Vec<T>,

@@ -351,14 +351,7 @@ impl Store {
         window: &Window,
     ) -> StoreResult<Page<DeadLetter>> {
         let list = &format!("dead_letters/{state}");
-        let after = match &page.after {
-            None => None,
-            Some(after) => {
-                let (at, id): (i64, i64) = cursor::decode(list, after)?;
-                let at = cursor::instant(at)?;
-                Some((at, id))
-            }
-        };
+        let after = cursor::time_and_id(list, page)?;
         let mut sql = format!(
             "SELECT {} FROM dead_letters WHERE {}",
             dead_letter_columns!(),
@@ -448,17 +441,13 @@ impl Store {
              AND (created_at, id) > ($2, $3) ORDER BY created_at, id LIMIT $1"
         );
         let fetch = page.limit + 1;
-        let rows: Vec<OutboxDbRow> = match &page.after {
+        let rows: Vec<OutboxDbRow> = match cursor::time_and_id(LIST, page)? {
             None => dispatch!(&self.pools, pool => {
                 sqlx::query_as(FIRST).bind(fetch).fetch_all(pool).await?
             }),
-            Some(after) => {
-                let (at, id): (i64, i64) = cursor::decode(LIST, after)?;
-                let at = cursor::instant(at)?;
-                dispatch!(&self.pools, pool => {
-                    sqlx::query_as(AFTER).bind(fetch).bind(at).bind(id).fetch_all(pool).await?
-                })
-            }
+            Some((at, id)) => dispatch!(&self.pools, pool => {
+                sqlx::query_as(AFTER).bind(fetch).bind(at).bind(id).fetch_all(pool).await?
+            }),
         };
         Ok(paginate(
             convert(rows)?,
