@@ -111,6 +111,31 @@ async fn two_hours_of_demo_history_contain_every_case_of_the_tour(store: &Store)
     assert_eq!(open.len(), 1);
     assert_eq!(open[0].state, DeadLetterState::Open);
 
+    let twice = one(tour::TWO_DEAD_LETTERS).await;
+    assert_eq!(twice.status, ClaimStatus::Failed);
+    let letters = store
+        .dead_letters_for_key("order-events", tour::TWO_DEAD_LETTERS)
+        .await
+        .unwrap();
+    assert_eq!(
+        letters.iter().map(|d| d.state).collect::<Vec<_>>(),
+        [DeadLetterState::Open, DeadLetterState::Open],
+        "two open dead letters on one key"
+    );
+
+    let charge = one(tour::UNKNOWN_BESIDE_DEAD_LETTER).await;
+    assert_eq!(
+        charge.status,
+        ClaimStatus::Unknown,
+        "the redrive lost its response"
+    );
+    let letters = store
+        .dead_letters_for_key("order-events", tour::UNKNOWN_BESIDE_DEAD_LETTER)
+        .await
+        .unwrap();
+    assert_eq!(letters.len(), 1);
+    assert_eq!(letters[0].state, DeadLetterState::Open);
+
     // The relay published what the consumers wrote to the outbox.
     let backlog = store
         .unpublished_outbox(&PageRequest::first(200))

@@ -54,6 +54,13 @@ pub mod tour {
     pub const DEAD_LETTER_ALREADY_SENT: &str = "ship:EU/2026/K-2210";
     /// Order event whose response is lost.
     pub const LOST_RESPONSE: &str = "return:DK/2026/Ø-PO #7 50%";
+    /// Order event rate limited into the dead-letter queue twice (the team
+    /// redrove it once in between): two open dead letters on one key page.
+    pub const TWO_DEAD_LETTERS: &str = "refund:EU/2026/Ø-1843";
+    /// Order event rate limited into the dead-letter queue, then redriven
+    /// by the team and its response lost: an unknown outcome beside an open
+    /// dead letter.
+    pub const UNKNOWN_BESIDE_DEAD_LETTER: &str = "charge:EU/2026/Ø-77";
 }
 
 /// How the demo runs.
@@ -366,6 +373,68 @@ impl Simulation {
                 fact: Fact {
                     redrive: true,
                     ..shipped
+                },
+                retry: true,
+            },
+        );
+
+        // Rate limited into the dead-letter queue, redriven by the team, and
+        // rate limited into it again: two open dead letters. A replay meets
+        // one more 429 (30 s), then goes through.
+        let twice = flows::order_event("refund", "EU/2026/Ø-1843");
+        debug_assert_eq!(twice.key, tour::TWO_DEAD_LETTERS);
+        let mut script = three_429s_then_accepted("unused");
+        script.pop_back();
+        script.extend(three_429s_then_accepted("unused"));
+        script.pop_back();
+        script.push_back(Call::RateLimited {
+            retry_after_seconds: 30,
+        });
+        script.extend(
+            ["ful_twice01", "ful_twice02"].map(|reference| Call::Accepted {
+                provider_ref: reference.to_owned(),
+            }),
+        );
+        self.scripts.insert(twice.key.clone(), script);
+        self.schedule(
+            minutes(50),
+            Event::Publish {
+                fact: twice.clone(),
+                retry: false,
+            },
+        );
+        self.schedule(
+            minutes(65),
+            Event::Publish {
+                fact: Fact {
+                    redrive: true,
+                    ..twice
+                },
+                retry: true,
+            },
+        );
+
+        // Rate limited into the dead-letter queue, then the team's redrive
+        // loses its response: unknown, with the dead letter still open.
+        let charge = flows::order_event("charge", "EU/2026/Ø-77");
+        debug_assert_eq!(charge.key, tour::UNKNOWN_BESIDE_DEAD_LETTER);
+        let mut script = three_429s_then_accepted("unused");
+        script.pop_back();
+        script.push_back(Call::LostResponse);
+        self.scripts.insert(charge.key.clone(), script);
+        self.schedule(
+            minutes(55),
+            Event::Publish {
+                fact: charge.clone(),
+                retry: false,
+            },
+        );
+        self.schedule(
+            minutes(70),
+            Event::Publish {
+                fact: Fact {
+                    redrive: true,
+                    ..charge
                 },
                 retry: true,
             },
