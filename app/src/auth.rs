@@ -20,11 +20,14 @@ pub struct CurrentUser {
 pub struct ClientAddr(pub String);
 
 /// Where each kind of server function lives: the auth middleware grants
-/// `/api/read` to viewers, `/api/act` to operators, `/api/admin` to admins,
-/// `/api/public` to anyone, and refuses every other `/api` path.
+/// `/api/read` to viewers, `/api/audit` (reading the audit log, which holds
+/// client addresses and names typed into failed sign-ins) and `/api/act` to
+/// operators, `/api/admin` to admins, `/api/public` to anyone, and refuses
+/// every other `/api` path.
 pub mod prefix {
     pub const PUBLIC: &str = "/api/public";
     pub const READ: &str = "/api/read";
+    pub const AUDIT: &str = "/api/audit";
     pub const ACT: &str = "/api/act";
     pub const ADMIN: &str = "/api/admin";
 }
@@ -41,7 +44,7 @@ pub fn role_for_api_path(path: &str) -> Result<Option<Role>, ()> {
         Ok(None)
     } else if under(prefix::READ) {
         Ok(Some(Role::Viewer))
-    } else if under(prefix::ACT) {
+    } else if under(prefix::AUDIT) || under(prefix::ACT) {
         Ok(Some(Role::Operator))
     } else if under(prefix::ADMIN) {
         Ok(Some(Role::Admin))
@@ -63,6 +66,10 @@ mod tests {
         );
         assert_eq!(
             role_for_api_path("/api/act/replay123"),
+            Ok(Some(Role::Operator))
+        );
+        assert_eq!(
+            role_for_api_path("/api/audit/list_audit123"),
             Ok(Some(Role::Operator))
         );
         assert_eq!(role_for_api_path("/api/admin/users"), Ok(Some(Role::Admin)));

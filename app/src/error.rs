@@ -30,6 +30,13 @@ pub enum AppError {
     /// reads through an adapter). The text says why and where to act instead.
     #[error("{0}")]
     ReadOnly(String),
+    /// A form's action id was already used for something else (another
+    /// target, another action, another person): nothing was done. The text
+    /// says what the id did.
+    #[error(
+        "This form was already used for another action ({0}); nothing was done. Reload the page and try again."
+    )]
+    FormReused(String),
     /// The database cannot be reached right now.
     #[error("The database is unavailable right now; try again in a few seconds.")]
     Unavailable,
@@ -49,7 +56,7 @@ impl AppError {
             AppError::BadRequest(_) => 400,
             AppError::Unauthorized => 401,
             AppError::Forbidden { .. } => 403,
-            AppError::ReadOnly(_) => 409,
+            AppError::ReadOnly(_) | AppError::FormReused(_) => 409,
             AppError::Unavailable => 503,
             AppError::Internal { .. } => 500,
             AppError::Transport(_) => 502,
@@ -64,6 +71,7 @@ impl AppError {
             AppError::Unauthorized => "Sign in",
             AppError::Forbidden { .. } => "Not allowed",
             AppError::ReadOnly(_) => "Not possible here",
+            AppError::FormReused(_) => "Form already used",
             AppError::Unavailable => "Database unavailable",
             AppError::Internal { .. } => "Server error",
             AppError::Transport(_) => "Server unreachable",
@@ -86,6 +94,12 @@ impl FromServerFnError for AppError {
             | ServerFnErrorErr::Serialization(detail) => AppError::Transport(detail),
             other => internal(&other),
         }
+    }
+}
+
+impl From<idem_domain::action::TextError> for AppError {
+    fn from(err: idem_domain::action::TextError) -> Self {
+        AppError::BadRequest(err.to_string())
     }
 }
 

@@ -53,26 +53,6 @@ pub fn query_param(search: &str, name: &str) -> Option<String> {
         .last()
 }
 
-/// An action's outcome as one URL query value (base64url JSON), for the
-/// page a plain form post is sent back to.
-pub fn encode_outcome(outcome: &idem_domain::action::ActionOutcome) -> String {
-    use base64::Engine;
-    let json = serde_json::to_vec(outcome).unwrap_or_default();
-    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(json)
-}
-
-/// The outcome in a page address, if it holds a well-formed one.
-pub fn decode_outcome(value: &str) -> Option<idem_domain::action::ActionOutcome> {
-    use base64::Engine;
-    if value.len() > 8192 {
-        return None;
-    }
-    let json = base64::engine::general_purpose::URL_SAFE_NO_PAD
-        .decode(value)
-        .ok()?;
-    serde_json::from_slice(&json).ok()
-}
-
 /// The longest `next` Idem follows.
 const MAX_NEXT: usize = 2048;
 
@@ -141,19 +121,6 @@ mod tests {
         ] {
             assert_eq!(safe_next(hostile), "/", "{hostile:?}");
         }
-    }
-
-    #[test]
-    fn an_outcome_survives_the_address_bar_and_garbage_is_ignored() {
-        use idem_domain::action::ActionOutcome;
-        let outcome = ActionOutcome::Conflict {
-            by: "olga".into(),
-            at: None,
-            now: "replayed".into(),
-        };
-        assert_eq!(decode_outcome(&encode_outcome(&outcome)), Some(outcome));
-        assert_eq!(decode_outcome("%%%"), None);
-        assert_eq!(decode_outcome("e30"), None, "JSON, but not an outcome");
     }
 
     #[test]

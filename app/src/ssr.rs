@@ -208,7 +208,8 @@ pub fn client_addr() -> Option<String> {
         .map(|c| c.0.clone())
 }
 
-/// A fresh action id for a confirmation form.
+/// A fresh action id for a page's confirmation forms: each form adds its
+/// own name to it (`…-replay-42`), so no two forms carry the same id.
 pub fn new_action_id() -> String {
     let bytes: [u8; 12] = rand::random();
     bytes.iter().fold(String::with_capacity(24), |mut s, b| {
@@ -217,14 +218,81 @@ pub fn new_action_id() -> String {
     })
 }
 
-/// An action's answer. From a plain form post (no JavaScript) the person is
-/// sent back to the page the form was on, with the outcome in the address;
-/// from the page's own code the outcome is returned as data.
-pub fn answer_form(
-    outcome: idem_domain::action::ActionOutcome,
-) -> idem_domain::action::ActionOutcome {
+/// The session entry holding the answer to the person's latest action from
+/// a plain form post, until the page it was sent back to shows it.
+const ACTION_ANSWER: &str = "action_answer";
+
+/// The query parameter naming the action whose answer a page shows.
+pub const ANSWER_PARAM: &str = "answer";
+
+/// An action's answer, as kept in the session for the page to show.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct StoredAnswer {
+    action_id: String,
+    answer: Result<idem_domain::action::ActionOutcome, AppError>,
+}
+
+fn session() -> Option<tower_sessions::Session> {
+    use_context::<http::request::Parts>()?
+        .extensions
+        .get::<tower_sessions::Session>()
+        .cloned()
+}
+
+/// Whether this request is a browser's own form post (it asks for HTML;
+/// the page's code asks for data).
+fn plain_form() -> bool {
+    use_context::<http::request::Parts>().is_some_and(|parts| {
+        parts
+            .headers
+            .get(http::header::ACCEPT)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.contains("text/html"))
+    })
+}
+
+/// The page a plain form was posted from (a local path, never another
+/// site), without any earlier answer or Leptos error parameters.
+fn form_page() -> String {
+    let referer = use_context::<http::request::Parts>()
+        .and_then(|p| {
+            p.headers
+                .get(http::header::REFERER)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned)
+        })
+        .and_then(|r| url::Url::parse(&r).ok())
+        .map(|u| {
+            let query: Vec<(String, String)> = u
+                .query_pairs()
+                .filter(|(k, _)| {
+                    ![ANSWER_PARAM, "outcome", "__err", "__path"].contains(&k.as_ref())
+                })
+                .map(|(k, v)| (k.into_owned(), v.into_owned()))
+                .collect();
+            let pairs: Vec<(&str, &str)> = query
+                .iter()
+                .map(|(k, v)| (k.as_str(), v.as_str()))
+                .collect();
+            crate::links::with_query(u.path(), &pairs)
+        })
+        .unwrap_or_else(|| "/".to_owned());
+    crate::links::safe_next(&referer)
+}
+
+/// An action's answer. From the page's own code it is returned as data,
+/// with its status. From a plain form post (no JavaScript) the person is
+/// sent back (303) to the page the form was on with `?answer=<action id>`,
+/// and the answer waits in their session until that page shows it, once.
+/// Nothing a page shows comes from its address: an `answer` that does not
+/// name the session's latest action shows nothing.
+pub async fn answer_form(
+    action_id: &str,
+    result: Result<idem_domain::action::ActionOutcome, AppError>,
+) -> Result<idem_domain::action::ActionOutcome, AppError> {
     // With a read replica, the author reads the primary for a while.
-    if use_context::<AppState>().is_some_and(|s| s.replica.is_some())
+    if result.is_ok()
+        && use_context::<AppState>().is_some_and(|s| s.replica.is_some())
         && let Some(response) = use_context::<leptos_axum::ResponseOptions>()
         && let Ok(cookie) = http::HeaderValue::from_str(&format!(
             "{READ_PRIMARY_COOKIE}=1; Max-Age={READ_PRIMARY_SECONDS}; Path=/; HttpOnly; SameSite=Lax"
@@ -232,42 +300,49 @@ pub fn answer_form(
     {
         response.append_header(http::header::SET_COOKIE, cookie);
     }
-    // A browser's own form post asks for HTML; the page's fetch does not.
-    let plain_form = use_context::<http::request::Parts>().is_some_and(|parts| {
-        parts
-            .headers
-            .get(http::header::ACCEPT)
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| v.contains("text/html"))
-    });
-    if plain_form {
-        let referer = use_context::<http::request::Parts>()
-            .and_then(|p| {
-                p.headers
-                    .get(http::header::REFERER)
-                    .and_then(|v| v.to_str().ok())
-                    .map(str::to_owned)
-            })
-            .and_then(|r| url::Url::parse(&r).ok())
-            .map(|u| {
-                let query: Vec<(String, String)> = u
-                    .query_pairs()
-                    .filter(|(k, _)| k != "outcome")
-                    .map(|(k, v)| (k.into_owned(), v.into_owned()))
-                    .collect();
-                let pairs: Vec<(&str, &str)> = query
-                    .iter()
-                    .map(|(k, v)| (k.as_str(), v.as_str()))
-                    .collect();
-                crate::links::with_query(u.path(), &pairs)
-            })
-            .unwrap_or_else(|| "/".to_owned());
-        let back = crate::links::safe_next(&referer);
-        let encoded = crate::links::encode_outcome(&outcome);
-        let separator = if back.contains('?') { '&' } else { '?' };
-        leptos_axum::redirect(&format!("{back}{separator}outcome={encoded}"));
+    if !plain_form() {
+        return result;
     }
-    outcome
+    // The id names the answer in the address; anything but a well-formed
+    // id (which was refused anyway) is kept under a fixed name.
+    let well_formed = (8..=64).contains(&action_id.len())
+        && action_id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-');
+    let action_id = if well_formed { action_id } else { "malformed" };
+    let stored = StoredAnswer {
+        action_id: action_id.to_owned(),
+        answer: result.clone(),
+    };
+    let kept = match session() {
+        Some(session) => session.insert(ACTION_ANSWER, &stored).await.is_ok(),
+        None => false,
+    };
+    let back = form_page();
+    let separator = if back.contains('?') { '&' } else { '?' };
+    leptos_axum::redirect(&if kept {
+        format!("{back}{separator}{ANSWER_PARAM}={action_id}")
+    } else {
+        back
+    });
+    // See Other: the browser follows with a GET, whatever the status the
+    // answer itself would have had.
+    set_status(303);
+    result
+}
+
+/// The answer to the action `action_id`, if it is the one this person's
+/// session holds; it is shown once.
+pub async fn take_answer(
+    action_id: &str,
+) -> Option<Result<idem_domain::action::ActionOutcome, AppError>> {
+    let session = session()?;
+    let stored: StoredAnswer = session.get(ACTION_ANSWER).await.ok()??;
+    if stored.action_id != action_id {
+        return None;
+    }
+    let _ = session.remove_value(ACTION_ANSWER).await;
+    Some(stored.answer)
 }
 
 /// The value of one cookie of the current request, if it has one.

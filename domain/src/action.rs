@@ -72,6 +72,58 @@ impl Verdict {
     }
 }
 
+/// The longest reason an action keeps, in characters.
+pub const MAX_REASON_CHARS: usize = 2000;
+
+/// The longest provider reference, in bytes (provider ids are short ASCII).
+pub const MAX_PROVIDER_REF_BYTES: usize = 256;
+
+/// Free text an operator typed that does not fit its bound.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TextError {
+    #[error("The reason is {0} characters long; the most it can be is {MAX_REASON_CHARS}.")]
+    ReasonTooLong(usize),
+    #[error("The reason holds a control character; only line breaks and tabs are allowed.")]
+    ReasonControl,
+    #[error(
+        "The provider reference is {0} bytes long; the most it can be is {MAX_PROVIDER_REF_BYTES}."
+    )]
+    ProviderRefTooLong(usize),
+    #[error("The provider reference holds a control character (a line break, a tab, …).")]
+    ProviderRefControl,
+}
+
+/// A reason as typed: trimmed, `None` when empty; refused over
+/// [`MAX_REASON_CHARS`] characters or with control characters other than
+/// line breaks and tabs.
+pub fn reason(text: &str) -> Result<Option<&str>, TextError> {
+    let text = text.trim();
+    let chars = text.chars().count();
+    if chars > MAX_REASON_CHARS {
+        return Err(TextError::ReasonTooLong(chars));
+    }
+    if text
+        .chars()
+        .any(|c| c.is_control() && !matches!(c, '\n' | '\r' | '\t'))
+    {
+        return Err(TextError::ReasonControl);
+    }
+    Ok((!text.is_empty()).then_some(text))
+}
+
+/// A provider reference as typed: trimmed, `None` when empty; refused over
+/// [`MAX_PROVIDER_REF_BYTES`] bytes or with any control character.
+pub fn provider_ref(text: &str) -> Result<Option<&str>, TextError> {
+    let text = text.trim();
+    if text.len() > MAX_PROVIDER_REF_BYTES {
+        return Err(TextError::ProviderRefTooLong(text.len()));
+    }
+    if text.chars().any(char::is_control) {
+        return Err(TextError::ProviderRefControl);
+    }
+    Ok((!text.is_empty()).then_some(text))
+}
+
 /// How an operator resolves an unknown outcome.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Resolution {
@@ -120,6 +172,17 @@ pub enum ActionOutcome {
     /// The action is not allowed as asked (a blocked verdict without an
     /// override, a missing reason); nothing was written.
     Refused { reason: String },
+    /// The action id was already used for another action, another target
+    /// or by another person (a form submitted twice for different things);
+    /// nothing was done. `first` says what that id did.
+    FormReused { first: String },
+}
+
+impl ActionOutcome {
+    /// Whether the action is done (now or by an earlier submission).
+    pub fn is_done(&self) -> bool {
+        matches!(self, ActionOutcome::Done { .. })
+    }
 }
 
 #[cfg(test)]
@@ -183,6 +246,44 @@ mod tests {
             Verdict::of(Some(&claim(ClaimStatus::Sent, 45)), thirty, now),
             Verdict::AlreadySent
         );
+    }
+
+    #[test]
+    fn a_reason_is_bounded_in_characters_and_keeps_its_line_breaks() {
+        assert_eq!(reason("  "), Ok(None));
+        assert_eq!(reason(" ok\nthen\tthis "), Ok(Some("ok\nthen\tthis")));
+        let longest = "é".repeat(MAX_REASON_CHARS);
+        assert_eq!(
+            reason(&longest),
+            Ok(Some(longest.as_str())),
+            "characters, not bytes"
+        );
+        assert_eq!(
+            reason(&format!("{longest}x")),
+            Err(TextError::ReasonTooLong(MAX_REASON_CHARS + 1))
+        );
+        assert_eq!(reason("a\0b"), Err(TextError::ReasonControl));
+        assert_eq!(reason("a\u{1b}[31m"), Err(TextError::ReasonControl));
+        assert!(
+            TextError::ReasonTooLong(2001).to_string().contains("2000"),
+            "the refusal names the bound"
+        );
+    }
+
+    #[test]
+    fn a_provider_reference_is_bounded_in_bytes_without_control_characters() {
+        assert_eq!(provider_ref(" pi_3Nf "), Ok(Some("pi_3Nf")));
+        assert_eq!(provider_ref(""), Ok(None));
+        assert_eq!(
+            provider_ref(&"r".repeat(5000)),
+            Err(TextError::ProviderRefTooLong(5000))
+        );
+        assert_eq!(
+            provider_ref(&"r".repeat(256)).map(|r| r.map(str::len)),
+            Ok(Some(256))
+        );
+        assert_eq!(provider_ref("a\tb"), Err(TextError::ProviderRefControl));
+        assert_eq!(provider_ref("a\nb"), Err(TextError::ProviderRefControl));
     }
 
     #[test]

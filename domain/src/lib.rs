@@ -10,6 +10,7 @@ mod key;
 mod metric;
 mod read_only;
 mod record;
+pub mod sign_in;
 pub mod slo;
 mod status;
 pub mod story;
@@ -20,5 +21,5 @@ pub use key::{ConsumerName, IdempotencyKey, KeyError, decode_segment, encode_seg
 pub use metric::{FIFO_DEDUPE_WINDOW_SECONDS, Metric, MetricKind, le_label};
 pub use read_only::ReadOnlyConsumers;
 pub use record::{AuditEntry, Claim, DeadLetter, OutboxRow, Page};
-pub use status::{ClaimStatus, DeadLetterState, OutboxOrigin, Role, UnknownValue};
+pub use status::{AccountOrigin, ClaimStatus, DeadLetterState, OutboxOrigin, Role, UnknownValue};
 pub use zone::{ZoneInfo, ZoneSpan};

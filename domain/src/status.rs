@@ -116,6 +116,17 @@ text_enum! {
     }
 }
 
+text_enum! {
+    /// How an account signs in. A password account and a person an identity
+    /// proxy names are never the same account, whatever their names.
+    AccountOrigin, "account origin" {
+        /// Created with `idem user add`; signs in with a password.
+        Password => "password",
+        /// Created on first sight by the identity proxy; no password.
+        Proxy => "proxy",
+    }
+}
+
 impl Role {
     /// Whether this role may do what `needed` may.
     pub fn includes(self, needed: Role) -> bool {

@@ -51,6 +51,70 @@ test("an operator resolves an unknown outcome as sent with the provider referenc
   await expect(page.locator("#claim-heading .badge")).toHaveText("sent");
 });
 
+test("two replays from one key page: each replays its own dead letter and says so", async ({ page }) => {
+  await signIn(page, "operator");
+  await openKey(page, "refund:EU/2026/Ø-1843");
+  const forms = page.locator(".action-form", { hasText: "Replay dead letter #" });
+  await expect(forms).toHaveCount(2);
+  const ids: string[] = [];
+  for (const form of await forms.all()) {
+    ids.push(((await form.locator("h3").innerText()).match(/#(\d+)/) ?? [])[1]);
+  }
+  const first = page.locator(".action-form", { hasText: `Replay dead letter #${ids[0]}` });
+  await first.getByRole("button", { name: "Replay with the same key" }).click();
+  await expect(page.locator(".outcome.done")).toContainText(`Dead letter #${ids[0]} replayed`);
+  const second = page.locator(".action-form", { hasText: `Replay dead letter #${ids[1]}` });
+  await second.getByRole("button", { name: "Replay with the same key" }).click();
+  await expect(page.locator(".outcome.done")).toContainText(`Dead letter #${ids[1]} replayed`);
+  await expect(page.locator(".outcome.done")).not.toContainText(`#${ids[0]}`);
+  // Both reached the database: two replays in the key's audit trail.
+  await page.reload();
+  await expect(page.locator(".timeline .event.audit", { hasText: "replay: open → replayed" })).toHaveCount(2);
+  await expect(page.locator(".action-form", { hasText: "Replay dead letter #" })).toHaveCount(0);
+});
+
+test("resolving then replaying on one key page does both, each answer naming its own target", async ({ page }) => {
+  await signIn(page, "operator");
+  await openKey(page, "charge:EU/2026/Ø-77");
+  const resolve = page.locator("#resolve");
+  await resolve.getByLabel("did not act, and it must not be retried: mark failed").check();
+  await resolve.getByLabel("Reason (required for “failed” without a retry)").fill("the provider has no record of the charge");
+  await resolve.getByRole("button", { name: "Record the outcome" }).click();
+  await expect(page.locator(".outcome.done")).toContainText("Outcome resolved: failed");
+  await expect(page.locator("#claim-heading .badge")).toHaveText("failed");
+  const replay = page.locator(".action-form", { hasText: "Replay dead letter #" });
+  const id = ((await replay.locator("h3").innerText()).match(/#(\d+)/) ?? [])[1];
+  await expect(replay.locator(".verdict")).toContainText("Safe to replay");
+  await replay.getByRole("button", { name: "Replay with the same key" }).click();
+  await expect(page.locator(".outcome.done")).toContainText(`Dead letter #${id} replayed`);
+  await expect(page.locator(".outcome.done")).not.toContainText("Outcome resolved");
+  await page.reload();
+  await expect(page.locator(".timeline .event.audit")).toHaveCount(2);
+});
+
+test("words in a crafted link never show as an action's answer", async ({ page }) => {
+  await signIn(page, "operator");
+  // Any open dead letter's page has a replay form.
+  await page.goto("/dead-letters");
+  await page.locator("table tbody tr a[href^='/dead-letters/']").first().click();
+  await expect(page.locator("form[action*='replay_dead_letter']")).toHaveCount(1);
+  const path = new URL(page.url()).pathname;
+  const replayPath = await page.locator("form[action*='replay_dead_letter']").first().getAttribute("action");
+  expect(replayPath).toMatch(/^\/api\/act\/replay_dead_letter/);
+  const done = Buffer.from(JSON.stringify({ Done: { audit_id: 1, outbox_id: null, summary: "Refunds sent. HACKED" } })).toString("base64url");
+  const error = Buffer.from(JSON.stringify({ BadRequest: "Call +1 555 0100. HACKED" })).toString("base64");
+  for (const crafted of [
+    `${path}?outcome=${done}`,
+    `${path}?answer=HACKED`,
+    `${path}?__path=${encodeURIComponent(replayPath ?? "")}&__err=${encodeURIComponent(error)}`,
+  ]) {
+    await page.goto(crafted);
+    await expect(page.locator("html")).toHaveAttribute("data-hydrated", "true");
+    await expect(page.locator("form[action*='replay_dead_letter']")).toHaveCount(1);
+    await expect(page.locator("body")).not.toContainText("HACKED");
+  }
+});
+
 test("a double-clicked confirm button has one effect", async ({ page }) => {
   await signIn(page, "operator");
   await page.goto("/unknown");
@@ -84,6 +148,11 @@ test.describe("without JavaScript", () => {
     await expect(page.locator(".outcome.done")).toContainText("Outcome resolved: failed");
     await expect(page.locator("h1 code.key")).toHaveText(key);
     await expect(page.locator("#claim-heading .badge")).toHaveText("failed");
-    expect(page.url()).toContain("outcome=");
+    // The answer came from the server's memory of this session, named by
+    // the action id; the address carries no words.
+    expect(page.url()).toContain("answer=");
+    expect(page.url()).not.toContain("outcome=");
+    await page.reload();
+    await expect(page.locator(".outcome.done")).toHaveCount(0);
   });
 });

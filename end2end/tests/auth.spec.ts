@@ -23,7 +23,7 @@ test("a wrong password gets one generic message", async ({ page }) => {
   await page.getByLabel("Password").fill("not-the-password");
   await page.getByRole("button", { name: "Sign in" }).click();
   await expect(page.getByRole("alert")).toHaveText(
-    "Sign-in failed. Check the name and password, or wait a few minutes and try again.",
+    "Sign-in failed. Check the name and password, and try again.",
   );
 });
 

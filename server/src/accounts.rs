@@ -18,6 +18,8 @@ pub enum AccountError {
     Invalid(String),
     #[error("no user named {0:?}")]
     NoSuchUser(String),
+    #[error("no password account named {0:?} (an identity proxy's account has no password)")]
+    NoPasswordAccount(String),
     #[error("a user named {0:?} already exists")]
     Exists(String),
     #[error(transparent)]
@@ -94,7 +96,7 @@ pub async fn reset_password(
         .set_password(name, &hash)
         .await?
         .then_some(())
-        .ok_or_else(|| AccountError::NoSuchUser(name.into()))
+        .ok_or_else(|| AccountError::NoPasswordAccount(name.into()))
 }
 
 pub async fn set_disabled(store: &Store, name: &str, disabled: bool) -> Result<(), AccountError> {

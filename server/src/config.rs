@@ -31,6 +31,8 @@
 //! | `IDEM_STATEMENT_TIMEOUT_MS` | Postgres: the longest one statement of Idem's may run (migrations excepted) | `10000` |
 //! | `IDEM_MAX_IN_FLIGHT` | requests served at once; more are refused at once with 503 (health probes excepted) | `64` |
 //! | `IDEM_REQUEST_TIMEOUT_SECONDS` | a request still running this long is answered 503 | `20` |
+//! | `IDEM_MAX_CONNECTIONS` | open client connections at most; more wait to be accepted | `1024` |
+//! | `IDEM_HEADER_TIMEOUT_SECONDS` | a connection that has not sent a whole request head this long is closed | `10` |
 //! | `IDEM_SHUTDOWN_GRACE_SECONDS` | on SIGTERM, how long in-flight requests and the demo may take to finish | `15` |
 //! | `IDEM_BACKGROUND_LEASE_SECONDS` | rollups, the demo and the session sweeper run on one replica at a time; when it dies, its lease expires after this and another takes over | `30` |
 //! | `IDEM_LOG_FORMAT` | `json` for JSON lines, else human-readable | text |
@@ -82,6 +84,13 @@ pub struct Limits {
     /// On shutdown, how long in-flight requests, the demo and the
     /// background tasks may take before they are cut off.
     pub shutdown_grace: Duration,
+    /// Client connections open at once; the next waits to be accepted
+    /// until one closes.
+    pub max_connections: usize,
+    /// A connection that has not sent a whole request head (request line
+    /// and headers) this long after it was opened, or after its previous
+    /// answer, is closed: slow senders cannot hold connections for free.
+    pub header_timeout: Duration,
 }
 
 impl Default for Limits {
@@ -91,6 +100,8 @@ impl Default for Limits {
             request_timeout: Duration::from_secs(20),
             body_limit: 64 * 1024,
             shutdown_grace: Duration::from_secs(15),
+            max_connections: 1024,
+            header_timeout: Duration::from_secs(10),
         }
     }
 }
@@ -141,7 +152,9 @@ pub const SETTINGS: &[&str] = &[
     "IDEM_DEMO_BACKFILL_HOURS",
     "IDEM_DEMO_SEED",
     "IDEM_HASH_CONCURRENCY",
+    "IDEM_HEADER_TIMEOUT_SECONDS",
     "IDEM_LOG_FORMAT",
+    "IDEM_MAX_CONNECTIONS",
     "IDEM_MAX_IN_FLIGHT",
     "IDEM_METRICS_TOKEN",
     "IDEM_PASSWORD_LOGIN",
@@ -312,6 +325,10 @@ impl Config {
             body_limit: defaults.body_limit,
             shutdown_grace: number("IDEM_SHUTDOWN_GRACE_SECONDS")?
                 .map_or(defaults.shutdown_grace, Duration::from_secs),
+            max_connections: number("IDEM_MAX_CONNECTIONS")?
+                .map_or(defaults.max_connections, |n| n.max(1) as usize),
+            header_timeout: number("IDEM_HEADER_TIMEOUT_SECONDS")?
+                .map_or(defaults.header_timeout, |n| Duration::from_secs(n.max(1))),
         };
 
         let addr_var = if var("IDEM_ADDR").is_some() {
@@ -396,6 +413,8 @@ impl Config {
                     });
                 }
             },
+            sign_in: idem_domain::sign_in::SignInLimits::default(),
+            hash_wait: Duration::from_secs(5),
         };
         let log_json = var("IDEM_LOG_FORMAT").is_some_and(|v| v.eq_ignore_ascii_case("json"));
 
@@ -480,6 +499,8 @@ impl Config {
                 hash_concurrency: 2,
                 proxy: None,
                 password_login: true,
+                sign_in: idem_domain::sign_in::SignInLimits::default(),
+                hash_wait: Duration::from_secs(5),
             },
             limits: Limits::default(),
             background_lease: Duration::from_secs(3),

@@ -15,13 +15,14 @@ pub async fn livez() -> &'static str {
     "ok\n"
 }
 
-/// The database answers within [`READINESS_TIMEOUT`].
+/// Ready unless the background check has declared the database down. It
+/// answers from that check's state and takes no connection: a probe must
+/// not queue behind the requests of a busy pool, and a busy pool is not an
+/// outage (only the check, on its own connection, decides that).
 pub async fn readyz(State(state): State<AppState>) -> (StatusCode, &'static str) {
-    match state.store.ping(READINESS_TIMEOUT).await {
-        Ok(()) => (StatusCode::OK, "ready\n"),
-        // The background check decides (and logs) outages; a probe every
-        // few seconds must not.
-        Err(_) => (StatusCode::SERVICE_UNAVAILABLE, "database unavailable\n"),
+    match state.database.down_since() {
+        None => (StatusCode::OK, "ready\n"),
+        Some(_) => (StatusCode::SERVICE_UNAVAILABLE, "database unavailable\n"),
     }
 }
 
@@ -33,19 +34,22 @@ pub const CHECK_EVERY: Duration = Duration::from_secs(1);
 pub const FAILURES_FOR_OUTAGE: u32 = 2;
 
 /// Keeps `status` true to the database: asks it every [`CHECK_EVERY`]
-/// (within [`READINESS_TIMEOUT`]); [`FAILURES_FOR_OUTAGE`] failures in a row
-/// mark it down, the first success after start-up's preparation (`ready`)
-/// marks it up. Logs each outage once when it starts and once when it ends.
-/// Pages show the outage banner while it lasts.
+/// (within [`READINESS_TIMEOUT`]) on a connection of its own, never one of
+/// the pool's, so a pool saturated by slow statements is not an outage;
+/// [`FAILURES_FOR_OUTAGE`] failures in a row mark it down, the first
+/// success after start-up's preparation (`ready`) marks it up. Logs each
+/// outage once when it starts and once when it ends. Pages show the outage
+/// banner while it lasts.
 pub async fn watch_database(
     store: Store,
     status: DatabaseStatus,
     ready: std::sync::Arc<std::sync::atomic::AtomicBool>,
     mut stop: tokio::sync::watch::Receiver<bool>,
 ) {
+    let probe = store.health_probe();
     let mut failures = 0;
     loop {
-        match store.ping(READINESS_TIMEOUT).await {
+        match probe.ping(READINESS_TIMEOUT).await {
             // Up only once migrated: before that its tables may not exist.
             Ok(()) if ready.load(std::sync::atomic::Ordering::Acquire) => {
                 failures = 0;

@@ -16,6 +16,7 @@ pub mod plans;
 pub mod preferences;
 pub mod rules;
 pub mod seed;
+pub mod serve;
 pub mod slo_config;
 pub mod startup;
 pub mod telemetry;

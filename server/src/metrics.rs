@@ -53,6 +53,8 @@ impl std::fmt::Debug for MetricsToken {
 pub struct MetricsState {
     pub app: AppState,
     pub token: Option<Arc<MetricsToken>>,
+    /// Whether this replica runs the background work now (it holds the lease).
+    pub background: Arc<std::sync::atomic::AtomicBool>,
 }
 
 pub async fn export(State(state): State<MetricsState>, headers: HeaderMap) -> Response {
@@ -78,7 +80,17 @@ pub async fn export(State(state): State<MetricsState>, headers: HeaderMap) -> Re
     let read = async {
         let board = idem_app::api::load_slo_board(&state.app).await?;
         let overview = idem_app::api::load_overview(&state.app).await?;
-        Ok::<_, AppError>(render(&board, &overview))
+        let mut text = render(&board, &overview);
+        let running = state.background.load(std::sync::atomic::Ordering::Acquire);
+        let _ = write!(
+            text,
+            "# HELP idem_background_work_running Whether this replica runs the background work \
+             (rollups, the demo, the sweepers) now: 1 while it holds the lease.\n\
+             # TYPE idem_background_work_running gauge\n\
+             idem_background_work_running {}\n",
+            u8::from(running)
+        );
+        Ok::<_, AppError>(text)
     };
     match read.await {
         Ok(text) => (

@@ -30,6 +30,12 @@ pub enum StartError {
     Slo(#[from] crate::slo_config::SloConfigError),
     #[error("cannot create the demo accounts: {0}")]
     DemoAccounts(String),
+    #[error(
+        "the demo's accounts (viewer, operator, admin; each name is its password) would be \
+         reachable on {addr}: listen on a loopback address, or set IDEM_DEMO=1 to run the demo \
+         there anyway"
+    )]
+    DemoOffLoopback { addr: SocketAddr },
     #[error("cannot listen on {addr}")]
     Bind {
         addr: SocketAddr,
@@ -49,9 +55,17 @@ pub struct Application {
     /// unreachable, in which case serving starts with the outage banner and
     /// the same preparation is retried until the database appears.
     prepared: Option<Prepared>,
-    /// This process among the replicas on the database (the background
-    /// lease's holder name): host, process id and a random tag.
-    replica: String,
+    /// This process among the replicas on the database.
+    replica: Replica,
+}
+
+/// This process as the background lease knows it.
+#[derive(Clone)]
+struct Replica {
+    /// The lease holder's name: host, process id and a random tag.
+    name: String,
+    /// True while this replica runs the background work.
+    running: Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// What start-up decides once the database answers.
@@ -113,9 +127,11 @@ impl Application {
             .as_ref()
             .map(Store::connect)
             .transpose()?;
+        let background_running = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let metrics = crate::metrics::MetricsState {
             app: state.clone(),
             token: config.metrics_token.clone().map(Arc::new),
+            background: background_running.clone(),
         };
         let router = router(state.clone(), auth.clone(), metrics, &config.limits);
         let listener = TcpListener::bind(config.addr)
@@ -131,13 +147,16 @@ impl Application {
             auth,
             config,
             prepared,
-            replica: replica_name(),
+            replica: Replica {
+                name: replica_name(),
+                running: background_running,
+            },
         })
     }
 
     /// This replica's name, as the background lease records it.
     pub fn replica(&self) -> &str {
-        &self.replica
+        &self.replica.name
     }
 
     pub fn local_addr(&self) -> SocketAddr {
@@ -148,6 +167,11 @@ impl Application {
 
     pub fn store(&self) -> &Store {
         &self.state.store
+    }
+
+    /// The password checker (its count of checks shows what sign-in costs).
+    pub fn passwords(&self) -> &crate::auth::Passwords {
+        &self.auth.passwords
     }
 
     /// Serves until `shutdown` resolves, then stops accepting, lets in-flight
@@ -167,6 +191,8 @@ impl Application {
             ready.clone(),
             stop_rx.clone(),
         ));
+        let ended_sessions =
+            tokio::spawn(delete_ended_sessions(self.auth.clone(), stop_rx.clone()));
         let background = tokio::spawn(background(
             self.config.clone(),
             self.auth.clone(),
@@ -179,10 +205,11 @@ impl Application {
 
         let fatal = Arc::new(std::sync::Mutex::new(None));
         let stopped_at = Arc::new(std::sync::OnceLock::new());
-        let service = self
-            .router
-            .into_make_service_with_connect_info::<SocketAddr>();
-        let serve = axum::serve(self.listener, service).with_graceful_shutdown({
+        let limits = crate::serve::ConnectionLimits {
+            max_connections: self.config.limits.max_connections,
+            header_timeout: self.config.limits.header_timeout,
+        };
+        let serve = crate::serve::serve(self.listener, self.router, limits, {
             let (fatal, stopped_at) = (fatal.clone(), stopped_at.clone());
             async move {
                 tokio::select! {
@@ -195,7 +222,7 @@ impl Application {
                 let _ = stop_tx.send(true);
             }
         });
-        let mut serving = tokio::spawn(serve.into_future());
+        let mut serving = tokio::spawn(serve);
         let grace = self.config.limits.shutdown_grace;
         let mut stopping = stop_rx.clone();
         // One deadline for everything, from the stop signal: requests, then
@@ -218,6 +245,7 @@ impl Application {
             tracing::warn!("background tasks did not stop within the grace period");
         }
         watcher.abort();
+        ended_sessions.abort();
         self.state.store.close().await;
         if let Some(err) = fatal.lock().unwrap_or_else(|e| e.into_inner()).take() {
             return Err(std::io::Error::other(idem_app::ssr::cause_chain(&err)));
@@ -244,6 +272,7 @@ async fn prepare(config: &Config, auth: &AuthContext) -> Result<Prepared, StartE
     tracing::info!(database = %config.database.redacted_url(), backend = store.backend(), "database ready");
     let demo = decide_demo(config, store).await?;
     if demo.is_some() {
+        demo_may_listen(config)?;
         store.set_meta(DEMO_DATA, "1").await?;
         ensure_demo_accounts(auth).await?;
     }
@@ -261,10 +290,14 @@ async fn background(
     auth: Arc<AuthContext>,
     prepared: Option<Prepared>,
     ready: Arc<std::sync::atomic::AtomicBool>,
-    replica: String,
+    replica: Replica,
     fatal: tokio::sync::mpsc::Sender<StartError>,
     mut stop: watch::Receiver<bool>,
 ) {
+    let Replica {
+        name: replica,
+        running,
+    } = replica;
     let prepared = match prepared {
         Some(prepared) => prepared,
         None => loop {
@@ -314,6 +347,7 @@ async fn background(
         tracing::info!(%replica, "this replica runs the background work");
         let (work_stop_tx, work_stop_rx) = watch::channel(false);
         let mut work = tokio::spawn(background_work(auth.clone(), demo.clone(), work_stop_rx));
+        running.store(true, std::sync::atomic::Ordering::Release);
         // A later turn (the lease lost and taken back) continues the demo live.
         if let Some(settings) = &mut demo {
             settings.backfill = Duration::ZERO;
@@ -342,6 +376,7 @@ async fn background(
             // Cut off mid-step: a step is one transaction, which rolls back.
             work.abort();
         }
+        running.store(false, std::sync::atomic::Ordering::Release);
         if stopping {
             // Hand over at once instead of after the lease expires.
             let _ = store.release_lease(BACKGROUND_LEASE, &replica).await;
@@ -371,8 +406,67 @@ async fn background_work(
     tokio::join!(
         demo,
         sweep_expired_sessions(auth.clone(), stop.clone()),
+        close_sign_in_windows(auth.clone(), stop.clone()),
         maintain_rollups(auth.store.clone(), history_rx, stop),
     );
+}
+
+/// Closes ended sign-in windows every minute (one audit row for each pair
+/// that saw failures) and forgets known-good clients not seen for months.
+async fn close_sign_in_windows(auth: Arc<AuthContext>, mut stop: watch::Receiver<bool>) {
+    loop {
+        let limits = &auth.settings.sign_in;
+        match auth
+            .store
+            .close_sign_in_windows(limits, idem_store::Ts::now())
+            .await
+        {
+            Ok(0) => {}
+            Ok(closed) => tracing::debug!(closed, "sign-in windows closed"),
+            Err(err) => tracing::warn!(error = %err, "could not close sign-in windows"),
+        }
+        tokio::select! {
+            () = tokio::time::sleep(Duration::from_secs(60)) => {}
+            _ = stop.changed() => return,
+        }
+    }
+}
+
+/// On every replica: deletes the rows of sessions that ended (signed out)
+/// while the database could not be written, as soon as it answers again.
+async fn delete_ended_sessions(auth: Arc<AuthContext>, mut stop: watch::Receiver<bool>) {
+    loop {
+        tokio::select! {
+            () = tokio::time::sleep(health::CHECK_EVERY) => {}
+            _ = stop.changed() => return,
+        }
+        if auth.database.down_since().is_none() {
+            auth.sessions().retry_deletes().await;
+        }
+    }
+}
+
+/// The demo's accounts have their names as passwords: the demo listens on
+/// a loopback address only, unless `IDEM_DEMO=1` asks for it explicitly
+/// (then with a warning).
+fn demo_may_listen(config: &Config) -> Result<(), StartError> {
+    if config.addr.ip().is_loopback() {
+        return Ok(());
+    }
+    if config.demo != DemoSetting::On {
+        return Err(StartError::DemoOffLoopback { addr: config.addr });
+    }
+    tracing::warn!(
+        addr = %config.addr,
+        "the demo runs on a non-loopback address: anyone who reaches it can sign in as admin \
+         with the password \"admin\""
+    );
+    eprintln!(
+        "\n  WARNING: the demo listens on {}; its accounts (viewer, operator, admin) have their \
+         names as passwords.\n",
+        config.addr
+    );
+    Ok(())
 }
 
 /// In demo mode (only then), `viewer`, `operator` and `admin` exist, each

@@ -60,6 +60,18 @@ async fn forward(State(idem): State<Arc<(reqwest::Client, String)>>, req: Reques
         .unwrap()
 }
 
+/// The identity proxy at 127.0.0.2: `sre` are operators, `idem-admins`
+/// admins, anyone else a viewer.
+fn proxy_settings() -> ProxyAuth {
+    ProxyAuth {
+        addresses: TrustedProxies::parse("127.0.0.2").unwrap(),
+        user_header: "x-forwarded-user".into(),
+        groups_header: Some("x-forwarded-groups".into()),
+        roles: ProxyAuth::parse_roles("sre=operator, idem-admins=admin").unwrap(),
+        default_role: Some(Role::Viewer),
+    }
+}
+
 /// The proxy, listening on 127.0.0.1 and connecting to Idem from 127.0.0.2.
 async fn proxy_to(idem: &str) -> String {
     let client = reqwest::Client::builder()
@@ -80,13 +92,7 @@ async fn proxy_to(idem: &str) -> String {
 async fn the_proxy_signs_people_in_with_their_groups_role_and_nobody_else_can_claim_a_name() {
     let app = spawn_bare(
         |config| {
-            config.auth.proxy = Some(ProxyAuth {
-                addresses: TrustedProxies::parse("127.0.0.2").unwrap(),
-                user_header: "x-forwarded-user".into(),
-                groups_header: Some("x-forwarded-groups".into()),
-                roles: ProxyAuth::parse_roles("sre=operator, idem-admins=admin").unwrap(),
-                default_role: Some(Role::Viewer),
-            });
+            config.auth.proxy = Some(proxy_settings());
             config.auth.password_login = false;
         },
         TestDatabase::postgres().await,
@@ -172,4 +178,91 @@ async fn the_proxy_signs_people_in_with_their_groups_role_and_nobody_else_can_cl
         "{page}"
     );
     assert!(!html.contains("type=\"password\""), "no password field");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_repeated_identity_header_is_refused_and_a_proxy_name_never_takes_a_password_account() {
+    let app = spawn_bare(
+        |config| {
+            config.auth.proxy = Some(proxy_settings());
+        },
+        TestDatabase::sqlite().await,
+    )
+    .await;
+    // Requests straight from the proxy's address.
+    let from_proxy = reqwest::Client::builder()
+        .local_address(std::net::IpAddr::from(PROXY_ADDRESS))
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let get = |user: &[&str], groups: &[&str]| {
+        let mut request = from_proxy.get(app.url("/"));
+        for u in user {
+            request = request.header("x-forwarded-user", *u);
+        }
+        for g in groups {
+            request = request.header("x-forwarded-groups", *g);
+        }
+        request.send()
+    };
+
+    // A browser's header passed through beside the proxy's: which is meant?
+    for (users, groups) in [
+        (&["mallory", "alice"][..], &["payments"][..]),
+        (&["mallory"][..], &["payments", "idem-admins"][..]),
+    ] {
+        let response = get(users, groups).await.unwrap();
+        assert_eq!(response.status().as_u16(), 400, "{users:?} {groups:?}");
+        let page = visible(&response.text().await.unwrap());
+        assert!(page.contains("more than once"), "{page}");
+    }
+    assert!(app.store.user_by_name("mallory").await.unwrap().is_none());
+
+    // A password account's name from the proxy: refused, audited, unchanged.
+    app.create_user("bob", Role::Viewer).await;
+    let response = get(&["bob"], &["idem-admins"]).await.unwrap();
+    assert_eq!(response.status().as_u16(), 403);
+    let page = visible(&response.text().await.unwrap());
+    assert!(page.contains("never merged"), "{page}");
+    let bob = app.store.user_by_name("bob").await.unwrap().unwrap();
+    assert_eq!(
+        bob.role,
+        Role::Viewer,
+        "the proxy did not rewrite bob's role"
+    );
+    assert_eq!(bob.origin, idem_domain::AccountOrigin::Password);
+    let audit = app.store.latest_audit(10).await.unwrap();
+    assert!(
+        audit.iter().any(|e| e.action == "denied"
+            && e.actor == "bob"
+            && e.result.contains("password account")),
+        "{audit:?}"
+    );
+    // And bob's password still works, as a viewer.
+    assert_eq!(
+        common::location(
+            &app.post_form(
+                &new_client(),
+                "/login",
+                &[
+                    ("username", "bob"),
+                    ("password", "bob-password"),
+                    ("next", "/")
+                ]
+            )
+            .await
+        ),
+        "/"
+    );
+    // A proxy account gets no password from the command line either.
+    let ok = get(&["carol"], &["sre"]).await.unwrap();
+    assert_eq!(ok.status().as_u16(), 200);
+    let hash = idem::auth::Passwords::new(1)
+        .hash("carols-new".into())
+        .await
+        .unwrap();
+    assert!(
+        !app.store.set_password("carol", &hash).await.unwrap(),
+        "a proxy account has no password to set"
+    );
 }

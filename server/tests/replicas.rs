@@ -9,22 +9,7 @@ use std::time::{Duration, Instant};
 
 use common::{Process, dead_letter, new_client, visible};
 use idem_domain::Role;
-use idem_store::{BACKGROUND_LEASE, Store, testing::TestDatabase};
-
-/// The background lease's holder, once someone holds it.
-async fn holder(store: &Store) -> String {
-    let started = Instant::now();
-    loop {
-        if let Some((holder, _)) = store.lease_holder(BACKGROUND_LEASE).await.unwrap() {
-            return holder;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(10),
-            "nobody took the lease"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
+use idem_store::{Store, testing::TestDatabase};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn two_replicas_share_sessions_and_actions_and_run_background_work_once() {
@@ -62,11 +47,11 @@ async fn two_replicas_share_sessions_and_actions_and_run_background_work_once() 
     assert!(visible(&html).contains("replayed"), "A shows B's replay");
 
     // Exactly one runs the background work, and keeps it.
-    let first = holder(&db.store).await;
+    let first = common::lease_holder(&db.store).await;
     assert!(runs(&first, &a) != runs(&first, &b), "{first} is A or B");
     tokio::time::sleep(Duration::from_secs(3)).await;
     assert_eq!(
-        holder(&db.store).await,
+        common::lease_holder(&db.store).await,
         first,
         "the lease stays with its holder"
     );
@@ -81,7 +66,7 @@ async fn two_replicas_share_sessions_and_actions_and_run_background_work_once() 
     assert!(exited, "the stopped replica exits cleanly");
     let started = Instant::now();
     loop {
-        let now = holder(&db.store).await;
+        let now = common::lease_holder(&db.store).await;
         if runs(&now, &other) {
             break;
         }

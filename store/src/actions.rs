@@ -3,12 +3,15 @@
 //! in the state the operator saw (compare-and-set), writes its audit row in
 //! the same transaction, and is idempotent by its action id: the audit log
 //! holds the id under a unique constraint, and a resubmission returns the
-//! first outcome without doing anything again.
+//! first outcome without doing anything again. An id is bound to what it was
+//! first used for — the action, its target and the actor — so the same id
+//! sent for another dead letter, another key, another action or by another
+//! person is `FormReused` (nothing done), never the first action's answer.
 
 use chrono::{TimeDelta, Utc};
 use idem_domain::{
     ClaimStatus, DeadLetter, DeadLetterState, OutboxOrigin,
-    action::{ActionOutcome, Resolution, Verdict},
+    action::{self as text, ActionOutcome, Resolution, Verdict},
 };
 
 use crate::{
@@ -60,17 +63,10 @@ pub struct ResolveRequest<'a> {
     pub reason: Option<&'a str>,
 }
 
-/// The longest reason or provider reference an action keeps.
-pub const MAX_TEXT: usize = 2000;
-
 fn refused(reason: impl Into<String>) -> ActionOutcome {
     ActionOutcome::Refused {
         reason: reason.into(),
     }
-}
-
-fn given(text: Option<&str>) -> Option<&str> {
-    text.map(str::trim).filter(|t| !t.is_empty())
 }
 
 /// What a finished action says, rebuilt the same way for a resubmission.
@@ -93,29 +89,135 @@ fn summary(
     }
 }
 
+/// What an action id is bound to once it has been used: the action, its
+/// target and who acted. The same id with the same binding is the same
+/// action (a resubmission); with any other binding it is a form used twice.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Binding<'a> {
+    /// The audit spelling (`replay`, `discard`, `resolve:sent`, …).
+    action: &'a str,
+    target: Target<'a>,
+    actor: &'a str,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Target<'a> {
+    DeadLetter(i64),
+    Claim { consumer: &'a str, key: &'a str },
+}
+
+impl Target<'_> {
+    /// The audit log's `target` column for this target.
+    fn column(&self) -> Option<String> {
+        match self {
+            Target::DeadLetter(id) => Some(format!("dead_letter:{id}")),
+            Target::Claim { .. } => None,
+        }
+    }
+}
+
+impl<'a> ReplayRequest<'a> {
+    fn binding(&self) -> Binding<'a> {
+        Binding {
+            action: "replay",
+            target: Target::DeadLetter(self.dead_letter_id),
+            actor: self.actor.name,
+        }
+    }
+}
+
+impl<'a> DiscardRequest<'a> {
+    fn binding(&self) -> Binding<'a> {
+        Binding {
+            action: "discard",
+            target: Target::DeadLetter(self.dead_letter_id),
+            actor: self.actor.name,
+        }
+    }
+}
+
+impl<'a> ResolveRequest<'a> {
+    fn binding(&self) -> Binding<'a> {
+        Binding {
+            action: self.resolution.action(),
+            target: Target::Claim {
+                consumer: self.consumer,
+                key: self.key,
+            },
+            actor: self.actor.name,
+        }
+    }
+}
+
+/// An action id's audit row, as far as its binding and outcome go.
+#[derive(sqlx::FromRow)]
+struct UsedId {
+    id: i64,
+    actor: String,
+    action: String,
+    consumer: Option<String>,
+    idempotency_key: Option<String>,
+    target: Option<String>,
+    state_after: Option<String>,
+}
+
+impl UsedId {
+    fn is_bound_to(&self, binding: &Binding<'_>) -> bool {
+        let same_target = match binding.target {
+            Target::DeadLetter(_) => self.target == binding.target.column(),
+            Target::Claim { consumer, key } => {
+                self.target.is_none()
+                    && self.consumer.as_deref() == Some(consumer)
+                    && self.idempotency_key.as_deref() == Some(key)
+            }
+        };
+        self.action == binding.action && same_target && self.actor == binding.actor
+    }
+}
+
 impl Store {
-    /// The outcome of an action id already in the audit log.
-    async fn outcome_of(&self, action_id: &str) -> StoreResult<Option<ActionOutcome>> {
-        const AUDIT: &str =
-            "SELECT id, action, target, state_after FROM audit_log WHERE action_id = $1";
+    /// The outcome of an action id already in the audit log: the first
+    /// outcome when `binding` is what the id was used for, `FormReused`
+    /// when it was used for anything else.
+    async fn outcome_of(
+        &self,
+        action_id: &str,
+        binding: &Binding<'_>,
+    ) -> StoreResult<Option<ActionOutcome>> {
+        const AUDIT: &str = "SELECT id, actor, action, consumer, idempotency_key, target, state_after \
+             FROM audit_log WHERE action_id = $1";
         const OUTBOX: &str = "SELECT id FROM outbox WHERE audit_id = $1 ORDER BY id LIMIT 1";
-        let row: Option<(i64, String, Option<String>, Option<String>)> = dispatch!(&self.pools, pool => {
+        let row: Option<UsedId> = dispatch!(&self.pools, pool => {
             sqlx::query_as(AUDIT).bind(action_id).fetch_optional(pool).await?
         });
-        let Some((audit_id, action, target, state_after)) = row else {
+        let Some(used) = row else {
             return Ok(None);
         };
         let outbox_id: Option<i64> = dispatch!(&self.pools, pool => {
-            sqlx::query_scalar(OUTBOX).bind(audit_id).fetch_optional(pool).await?
+            sqlx::query_scalar(OUTBOX).bind(used.id).fetch_optional(pool).await?
         });
         let summary = summary(
-            &action,
-            target.as_deref(),
-            state_after.as_deref(),
+            &used.action,
+            used.target.as_deref(),
+            used.state_after.as_deref(),
             outbox_id,
         );
+        if !used.is_bound_to(binding) {
+            let by = if used.actor == binding.actor {
+                String::new()
+            } else {
+                format!(" by {}", used.actor)
+            };
+            let key = match (&used.consumer, &used.idempotency_key) {
+                (Some(consumer), Some(key)) => format!(" (key {key} of {consumer})"),
+                _ => String::new(),
+            };
+            return Ok(Some(ActionOutcome::FormReused {
+                first: format!("{}{key}{by}", summary.trim_end_matches('.')),
+            }));
+        }
         Ok(Some(ActionOutcome::Done {
-            audit_id,
+            audit_id: used.id,
             outbox_id,
             summary,
         }))
@@ -128,6 +230,7 @@ impl Store {
         tx: Tx,
         result: StoreResult<ActionOutcome>,
         action_id: &str,
+        binding: &Binding<'_>,
     ) -> StoreResult<ActionOutcome> {
         let error = match result {
             Ok(done @ ActionOutcome::Done { .. }) => match tx.commit().await {
@@ -144,7 +247,7 @@ impl Store {
             }
         };
         if error.is_unique_violation()
-            && let Some(first) = self.outcome_of(action_id).await?
+            && let Some(first) = self.outcome_of(action_id, binding).await?
         {
             return Ok(first);
         }
@@ -152,33 +255,36 @@ impl Store {
     }
 
     pub async fn replay_dead_letter(&self, req: &ReplayRequest<'_>) -> StoreResult<ActionOutcome> {
-        if let Some(first) = self.outcome_of(req.action_id).await? {
+        let binding = req.binding();
+        if let Some(first) = self.outcome_of(req.action_id, &binding).await? {
             return Ok(first);
         }
         let mut tx = self.begin().await?;
         let result = replay(&mut tx, req).await;
-        self.settle(tx, result, req.action_id).await
+        self.settle(tx, result, req.action_id, &binding).await
     }
 
     pub async fn discard_dead_letter(
         &self,
         req: &DiscardRequest<'_>,
     ) -> StoreResult<ActionOutcome> {
-        if let Some(first) = self.outcome_of(req.action_id).await? {
+        let binding = req.binding();
+        if let Some(first) = self.outcome_of(req.action_id, &binding).await? {
             return Ok(first);
         }
         let mut tx = self.begin().await?;
         let result = discard(&mut tx, req).await;
-        self.settle(tx, result, req.action_id).await
+        self.settle(tx, result, req.action_id, &binding).await
     }
 
     pub async fn resolve_unknown(&self, req: &ResolveRequest<'_>) -> StoreResult<ActionOutcome> {
-        if let Some(first) = self.outcome_of(req.action_id).await? {
+        let binding = req.binding();
+        if let Some(first) = self.outcome_of(req.action_id, &binding).await? {
             return Ok(first);
         }
         let mut tx = self.begin().await?;
         let result = resolve(&mut tx, req).await;
-        self.settle(tx, result, req.action_id).await
+        self.settle(tx, result, req.action_id, &binding).await
     }
 }
 
@@ -235,16 +341,14 @@ async fn replay(tx: &mut Tx, req: &ReplayRequest<'_>) -> StoreResult<ActionOutco
     let now = Utc::now();
     let claim = tx.read_claim(&dl.consumer, &dl.key).await?;
     let verdict = Verdict::of(claim.as_ref(), req.retention, now);
-    let reason = given(req.reason);
+    let reason = match text::reason(req.reason.unwrap_or_default()) {
+        Ok(reason) => reason,
+        Err(err) => return Ok(refused(err.to_string())),
+    };
     if verdict.needs_override() && !(req.override_verdict && reason.is_some()) {
         return Ok(refused(format!(
             "{}. To replay anyway, tick the override and give a reason.",
             verdict.title()
-        )));
-    }
-    if reason.is_some_and(|r| r.len() > MAX_TEXT) {
-        return Ok(refused(format!(
-            "The reason is longer than {MAX_TEXT} bytes."
         )));
     }
     let at = Ts::from(now);
@@ -299,14 +403,11 @@ async fn discard(tx: &mut Tx, req: &DiscardRequest<'_>) -> StoreResult<ActionOut
         Ok(dl) => dl,
         Err(answer) => return Ok(answer),
     };
-    let Some(reason) = given(Some(req.reason)) else {
-        return Ok(refused("Discarding needs a reason."));
+    let reason = match text::reason(req.reason) {
+        Ok(Some(reason)) => reason,
+        Ok(None) => return Ok(refused("Discarding needs a reason.")),
+        Err(err) => return Ok(refused(err.to_string())),
     };
-    if reason.len() > MAX_TEXT {
-        return Ok(refused(format!(
-            "The reason is longer than {MAX_TEXT} bytes."
-        )));
-    }
     let claim = tx.read_claim(&dl.consumer, &dl.key).await?;
     if claim.as_ref().is_none_or(|c| c.status != ClaimStatus::Sent) {
         return Ok(refused(
@@ -352,25 +453,19 @@ async fn discard(tx: &mut Tx, req: &DiscardRequest<'_>) -> StoreResult<ActionOut
 }
 
 async fn resolve(tx: &mut Tx, req: &ResolveRequest<'_>) -> StoreResult<ActionOutcome> {
-    let reason = given(req.reason);
-    if reason.is_some_and(|r| r.len() > MAX_TEXT) {
-        return Ok(refused(format!(
-            "The reason is longer than {MAX_TEXT} bytes."
-        )));
-    }
+    let reason = match text::reason(req.reason.unwrap_or_default()) {
+        Ok(reason) => reason,
+        Err(err) => return Ok(refused(err.to_string())),
+    };
     let provider_ref = match &req.resolution {
-        Resolution::Sent { provider_ref } => match given(Some(provider_ref)) {
-            Some(r) if r.len() <= 256 && !r.chars().any(char::is_control) => Some(r.to_owned()),
-            Some(_) => {
-                return Ok(refused(
-                    "A provider reference is at most 256 bytes, without control characters.",
-                ));
-            }
-            None => {
+        Resolution::Sent { provider_ref } => match text::provider_ref(provider_ref) {
+            Ok(Some(r)) => Some(r.to_owned()),
+            Ok(None) => {
                 return Ok(refused(
                     "Marking an outcome sent needs the provider's reference.",
                 ));
             }
+            Err(err) => return Ok(refused(err.to_string())),
         },
         Resolution::FailedPermanently if reason.is_none() => {
             return Ok(refused(

@@ -20,12 +20,13 @@ mod reads;
 mod rollup;
 mod rows;
 mod search;
+mod sign_in;
 mod store;
 pub mod testing;
 mod ts;
 mod users;
 
-pub use actions::{Actor, DiscardRequest, MAX_TEXT, ReplayRequest, ResolveRequest};
+pub use actions::{Actor, DiscardRequest, ReplayRequest, ResolveRequest};
 pub use audit::{AuditFilter, NewAuditEntry};
 pub use consumer::{Claimed, Delivery, NewDeadLetter, NewOutboxRow, Outcome};
 pub use cursor::PageRequest;
@@ -36,7 +37,8 @@ pub use metrics::{MetricRow, MetricSample};
 pub use reads::{KEY_PAGE_ROWS, KeyRecords, Window};
 pub use rollup::{BucketSums, ROLLUP_SETTLE, ROLLUP_WATERMARK, Recovery};
 pub use search::{ClaimSearch, SEARCH_CANDIDATES, SearchOrder, SearchResult};
-pub use store::{DEFAULT_DATABASE_URL, Store, StoreConfig, Tx};
+pub use sign_in::{SignInResult, SignInSubject};
+pub use store::{DEFAULT_DATABASE_URL, HealthProbe, Store, StoreConfig, Tx};
 pub use ts::Ts;
 pub use users::{PasswordHash, UserRecord};
 

@@ -80,14 +80,28 @@ impl std::fmt::Debug for StoreConfig {
 }
 
 /// Idem's storage: one handle over either SQLite or Postgres. Cheap to clone
-/// (it is a pool).
-#[derive(Clone, Debug)]
+/// (it is a pool). Its `Debug` names the backend and pool size only: the
+/// connect options hold the database password.
+#[derive(Clone)]
 pub struct Store {
     pub(crate) pools: Dialect<SqlitePool, PgPool>,
     /// Postgres: how the migrating connection connects (the pool's options
     /// without the statement timeout: building an index on a large table
     /// takes as long as it takes).
     migration_options: Option<PgConnectOptions>,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (backend, size) = match &self.pools {
+            Dialect::Sqlite(pool) => ("sqlite", pool.options().get_max_connections()),
+            Dialect::Postgres(pool) => ("postgres", pool.options().get_max_connections()),
+        };
+        f.debug_struct("Store")
+            .field("backend", &backend)
+            .field("max_connections", &size)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Store {
@@ -189,14 +203,14 @@ impl Store {
         }
     }
 
-    /// One round trip, bounded by `timeout`: readiness.
-    pub async fn ping(&self, timeout: Duration) -> StoreResult<()> {
-        let ping = async {
-            dispatch!(&self.pools, pool => sqlx::query("SELECT 1").execute(pool).await.map(|_| ()))
-        };
-        match tokio::time::timeout(timeout, ping).await {
-            Ok(result) => result.map_err(StoreError::from),
-            Err(_) => Err(StoreError::Unavailable(sqlx::Error::PoolTimedOut)),
+    /// A health probe on a connection of its own, outside the pool.
+    pub fn health_probe(&self) -> HealthProbe {
+        HealthProbe {
+            options: match &self.pools {
+                Dialect::Sqlite(pool) => Dialect::Sqlite(pool.connect_options()),
+                Dialect::Postgres(pool) => Dialect::Postgres(pool.connect_options()),
+            },
+            connection: tokio::sync::Mutex::new(None),
         }
     }
 
@@ -230,6 +244,57 @@ impl Store {
             Dialect::Postgres(pool) => Dialect::Postgres(pool.begin().await?),
         };
         Ok(Tx { inner })
+    }
+}
+
+/// The health check's own connection to the database: opened on first use,
+/// reopened after a failure, never taken from the pool. A pool saturated by
+/// slow statements therefore never looks like an outage, and the check
+/// never waits behind the requests it is judging.
+pub struct HealthProbe {
+    options: Dialect<std::sync::Arc<SqliteConnectOptions>, std::sync::Arc<PgConnectOptions>>,
+    connection: tokio::sync::Mutex<Option<Dialect<sqlx::SqliteConnection, sqlx::PgConnection>>>,
+}
+
+impl HealthProbe {
+    /// Opens the connection if needed and runs one `SELECT 1`, all within
+    /// `timeout`. A failure closes the connection; the next ping reconnects.
+    pub async fn ping(&self, timeout: Duration) -> StoreResult<()> {
+        use sqlx::Connection;
+        let mut held = self.connection.lock().await;
+        let probe = async {
+            if held.is_none() {
+                *held = Some(match &self.options {
+                    Dialect::Sqlite(options) => {
+                        Dialect::Sqlite(sqlx::SqliteConnection::connect_with(options).await?)
+                    }
+                    Dialect::Postgres(options) => {
+                        Dialect::Postgres(sqlx::PgConnection::connect_with(options).await?)
+                    }
+                });
+            }
+            match held.as_mut() {
+                Some(connection) => dispatch!(connection, c => {
+                    sqlx::query("SELECT 1").execute(&mut *c).await.map(|_| ())
+                }),
+                None => Ok(()),
+            }
+        };
+        let result = match tokio::time::timeout(timeout, probe).await {
+            Ok(result) => result.map_err(StoreError::from),
+            Err(_) => Err(StoreError::Unavailable(sqlx::Error::PoolTimedOut)),
+        };
+        if result.is_err() {
+            // Half-open or mid-statement: start afresh next time.
+            *held = None;
+        }
+        result
+    }
+}
+
+impl std::fmt::Debug for HealthProbe {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HealthProbe").finish_non_exhaustive()
     }
 }
 

@@ -180,3 +180,46 @@ pub async fn column_names(store: &Store, table: &str) -> Result<Vec<String>, sql
         }
     }
 }
+
+/// Connections taken from a store's pool and held until dropped: what a
+/// burst of slow requests does to the pool.
+pub struct Occupied {
+    _held: crate::dialect::Dialect<
+        Vec<sqlx::pool::PoolConnection<sqlx::Sqlite>>,
+        Vec<sqlx::pool::PoolConnection<sqlx::Postgres>>,
+    >,
+}
+
+/// Takes every connection of `store`'s pool (it must have `size`) and
+/// holds them until the returned value is dropped.
+pub async fn occupy_pool(store: &Store, size: u32) -> Occupied {
+    use crate::dialect::Dialect;
+    let held = match &store.pools {
+        Dialect::Sqlite(pool) => {
+            let mut held = Vec::new();
+            for _ in 0..size {
+                held.push(pool.acquire().await.expect("a pool connection"));
+            }
+            Dialect::Sqlite(held)
+        }
+        Dialect::Postgres(pool) => {
+            let mut held = Vec::new();
+            for _ in 0..size {
+                held.push(pool.acquire().await.expect("a pool connection"));
+            }
+            Dialect::Postgres(held)
+        }
+    };
+    Occupied { _held: held }
+}
+
+/// How many rows `from` holds: a table, optionally with a condition
+/// (`"login_failures where failures > 0"`). Tests only; the text is SQL.
+pub async fn count_rows(store: &Store, from: &str) -> i64 {
+    let sql = format!("SELECT COUNT(*) FROM {from}");
+    match &store.pools {
+        crate::dialect::Dialect::Sqlite(pool) => sqlx::query_scalar(&sql).fetch_one(pool).await,
+        crate::dialect::Dialect::Postgres(pool) => sqlx::query_scalar(&sql).fetch_one(pool).await,
+    }
+    .expect("a count")
+}

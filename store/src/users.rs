@@ -1,10 +1,10 @@
-//! Users, their roles and password hashes, and failed sign-ins.
+//! Users, their roles, origins and password hashes.
 //!
 //! [`UserRecord`] holds a password hash, so it is never serialisable and its
 //! `Debug` leaves the hash out; [`PasswordHash`] can be read only by the code
 //! that verifies it.
 
-use idem_domain::Role;
+use idem_domain::{AccountOrigin, Role};
 
 use crate::{StoreError, StoreResult, dialect::dispatch, store::Store, ts::Ts};
 
@@ -40,6 +40,8 @@ pub struct UserRecord {
     pub session_epoch: i64,
     /// `None` for users signed in by an identity proxy.
     pub password_hash: Option<PasswordHash>,
+    /// How the account signs in (never both ways).
+    pub origin: AccountOrigin,
 }
 
 impl std::fmt::Debug for UserRecord {
@@ -50,6 +52,7 @@ impl std::fmt::Debug for UserRecord {
             .field("role", &self.role)
             .field("disabled", &self.disabled)
             .field("session_epoch", &self.session_epoch)
+            .field("origin", &self.origin)
             .finish_non_exhaustive()
     }
 }
@@ -62,6 +65,7 @@ struct UserRow {
     disabled: bool,
     session_epoch: i64,
     password_hash: Option<String>,
+    origin: String,
 }
 
 impl TryFrom<UserRow> for UserRecord {
@@ -77,11 +81,15 @@ impl TryFrom<UserRow> for UserRecord {
             disabled: row.disabled,
             session_epoch: row.session_epoch,
             password_hash: row.password_hash.map(PasswordHash),
+            origin: row
+                .origin
+                .parse()
+                .map_err(|e: idem_domain::UnknownValue| StoreError::Contract(e.to_string()))?,
         })
     }
 }
 
-const USER_COLUMNS: &str = "id, username, role, disabled, session_epoch, password_hash";
+const USER_COLUMNS: &str = "id, username, role, disabled, session_epoch, password_hash, origin";
 
 impl Store {
     pub async fn user_by_name(&self, username: &str) -> StoreResult<Option<UserRecord>> {
@@ -107,19 +115,32 @@ impl Store {
         rows.into_iter().map(UserRecord::try_from).collect()
     }
 
-    /// Creates a user; `Ok(None)` when the name is taken.
+    /// Creates a password account; `Ok(None)` when the name is taken.
     pub async fn create_user(
         &self,
         username: &str,
         role: Role,
         hash: Option<&PasswordHash>,
     ) -> StoreResult<Option<i64>> {
-        const SQL: &str = "INSERT INTO users (username, role, password_hash, disabled, created_at, updated_at) \
-             VALUES ($1, $2, $3, FALSE, $4, $4) ON CONFLICT (username) DO NOTHING RETURNING id";
+        self.create_account(username, role, hash, AccountOrigin::Password)
+            .await
+    }
+
+    /// Creates an account of `origin` (a proxy account has no password);
+    /// `Ok(None)` when the name is taken, by an account of either origin.
+    pub async fn create_account(
+        &self,
+        username: &str,
+        role: Role,
+        hash: Option<&PasswordHash>,
+        origin: AccountOrigin,
+    ) -> StoreResult<Option<i64>> {
+        const SQL: &str = "INSERT INTO users (username, role, password_hash, disabled, created_at, updated_at, origin) \
+             VALUES ($1, $2, $3, FALSE, $4, $4, $5) ON CONFLICT (username) DO NOTHING RETURNING id";
         let now = Ts::now();
         let id: Option<i64> = dispatch!(&self.pools, pool => {
             sqlx::query_scalar(SQL).bind(username).bind(role.as_str()).bind(hash.map(PasswordHash::expose))
-                .bind(now).fetch_optional(pool).await?
+                .bind(now).bind(origin.as_str()).fetch_optional(pool).await?
         });
         Ok(id)
     }
@@ -130,9 +151,12 @@ impl Store {
         self.update_user(SQL, username, role.as_str()).await
     }
 
-    /// Sets a new password and ends the user's sessions.
+    /// Sets a new password and ends the user's sessions; `false` when no
+    /// password account has the name (an identity proxy's account never
+    /// gets a password).
     pub async fn set_password(&self, username: &str, hash: &PasswordHash) -> StoreResult<bool> {
-        const SQL: &str = "UPDATE users SET password_hash = $2, session_epoch = session_epoch + 1, updated_at = $3 WHERE username = $1";
+        const SQL: &str = "UPDATE users SET password_hash = $2, session_epoch = session_epoch + 1, updated_at = $3 \
+             WHERE username = $1 AND origin = 'password'";
         self.update_user(SQL, username, hash.expose()).await
     }
 
@@ -165,29 +189,5 @@ impl Store {
             sqlx::query(sql).bind(username).bind(value).bind(now).execute(pool).await?.rows_affected()
         });
         Ok(done == 1)
-    }
-
-    /// Remembers a failed sign-in against each subject (`account:…`, `address:…`).
-    pub async fn record_login_failure(&self, subjects: &[&str], at: Ts) -> StoreResult<()> {
-        const SQL: &str = "INSERT INTO login_failures (subject, at) VALUES ($1, $2)";
-        let mut tx = self.begin().await?;
-        for subject in subjects {
-            dispatch!(&mut tx.inner, tx => { sqlx::query(SQL).bind(*subject).bind(at).execute(&mut **tx).await?; });
-        }
-        tx.commit().await
-    }
-
-    /// Failed sign-ins against `subject` since `since`, counting no further than `cap`.
-    pub async fn login_failures_since(
-        &self,
-        subject: &str,
-        since: Ts,
-        cap: i64,
-    ) -> StoreResult<i64> {
-        const SQL: &str = "SELECT COUNT(*) FROM (SELECT 1 FROM login_failures WHERE subject = $1 AND at >= $2 LIMIT $3) AS recent";
-        let n: i64 = dispatch!(&self.pools, pool => {
-            sqlx::query_scalar(SQL).bind(subject).bind(since).bind(cap).fetch_one(pool).await?
-        });
-        Ok(n)
     }
 }

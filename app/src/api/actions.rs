@@ -1,7 +1,8 @@
 //! The operator actions, as server functions under `/api/act` (operators
 //! only; the guard refuses everyone else before these run, and each checks
 //! again). They are `POST`s that work from a plain form: without JavaScript
-//! the answer is a redirect back to the page with the outcome in the address.
+//! the answer is a redirect back to the page, which shows the answer kept
+//! in the person's session (`ssr::answer_form`), never text from the address.
 
 use idem_domain::action::ActionOutcome;
 use leptos::prelude::*;
@@ -10,6 +11,7 @@ use crate::error::AppError;
 
 #[cfg(feature = "ssr")]
 mod server {
+    use idem_domain::action::ActionOutcome;
     use idem_store::Actor;
 
     use crate::{auth::CurrentUser, error::AppError};
@@ -54,6 +56,23 @@ mod server {
         }
     }
 
+    /// Runs an action's body and answers it: a form used twice for
+    /// different things is a 409 that says what it did first, and a plain
+    /// form post is sent back to its page (see `ssr::answer_form`).
+    pub async fn act(
+        action_id: &str,
+        body: impl Future<Output = Result<ActionOutcome, AppError>>,
+    ) -> Result<ActionOutcome, AppError> {
+        let result = crate::ssr::serve(async {
+            match body.await? {
+                ActionOutcome::FormReused { first } => Err(AppError::FormReused(first)),
+                outcome => Ok(outcome),
+            }
+        })
+        .await;
+        crate::ssr::answer_form(action_id, result).await
+    }
+
     /// An action id as the form carried it: a short token, nothing else.
     pub fn action_id(id: &str) -> Result<&str, AppError> {
         let ok = (8..=64).contains(&id.len())
@@ -74,11 +93,12 @@ pub async fn replay_dead_letter(
     #[server(default)] override_verdict: Option<String>,
     #[server(default)] reason: String,
 ) -> Result<ActionOutcome, AppError> {
-    crate::ssr::serve(async move {
+    server::act(&action_id, async {
         let acting = server::operator()?;
+        idem_domain::action::reason(&reason)?;
         server::writable_dead_letter(id).await?;
         let state = crate::ssr::state()?;
-        let outcome = state
+        Ok(state
             .store
             .replay_dead_letter(&idem_store::ReplayRequest {
                 dead_letter_id: id,
@@ -88,8 +108,7 @@ pub async fn replay_dead_letter(
                 reason: Some(&reason),
                 retention: state.claim_retention,
             })
-            .await?;
-        Ok(crate::ssr::answer_form(outcome))
+            .await?)
     })
     .await
 }
@@ -101,11 +120,12 @@ pub async fn discard_dead_letter(
     action_id: String,
     #[server(default)] reason: String,
 ) -> Result<ActionOutcome, AppError> {
-    crate::ssr::serve(async move {
+    server::act(&action_id, async {
         let acting = server::operator()?;
+        idem_domain::action::reason(&reason)?;
         server::writable_dead_letter(id).await?;
         let state = crate::ssr::state()?;
-        let outcome = state
+        Ok(state
             .store
             .discard_dead_letter(&idem_store::DiscardRequest {
                 dead_letter_id: id,
@@ -113,8 +133,7 @@ pub async fn discard_dead_letter(
                 actor: acting.actor(),
                 reason: &reason,
             })
-            .await?;
-        Ok(crate::ssr::answer_form(outcome))
+            .await?)
     })
     .await
 }
@@ -132,10 +151,12 @@ pub async fn resolve_unknown(
     #[server(default)] reason: String,
 ) -> Result<ActionOutcome, AppError> {
     use idem_domain::{ConsumerName, IdempotencyKey, action::Resolution};
-    crate::ssr::serve(async move {
+    server::act(&action_id, async {
         let acting = server::operator()?;
         let consumer = ConsumerName::parse(consumer)?;
         let key = IdempotencyKey::parse(key)?;
+        idem_domain::action::reason(&reason)?;
+        idem_domain::action::provider_ref(&provider_ref)?;
         server::writable(consumer.as_str())?;
         let resolution = match outcome.as_str() {
             "sent" => Resolution::Sent { provider_ref },
@@ -148,7 +169,7 @@ pub async fn resolve_unknown(
             }
         };
         let state = crate::ssr::state()?;
-        let outcome = state
+        Ok(state
             .store
             .resolve_unknown(&idem_store::ResolveRequest {
                 consumer: consumer.as_str(),
@@ -159,8 +180,20 @@ pub async fn resolve_unknown(
                 actor: acting.actor(),
                 reason: Some(&reason),
             })
-            .await?;
-        Ok(crate::ssr::answer_form(outcome))
+            .await?)
+    })
+    .await
+}
+
+/// The answer to the action `action_id` that a plain form post left in the
+/// signed-in person's session, if that is the action it names; shown once.
+#[server(prefix = "/api/read", input = server_fn::codec::GetUrl)]
+pub async fn get_action_answer(
+    action_id: String,
+) -> Result<Option<Result<ActionOutcome, AppError>>, AppError> {
+    crate::ssr::serve(async move {
+        crate::ssr::require(idem_domain::Role::Viewer)?;
+        Ok(crate::ssr::take_answer(&action_id).await)
     })
     .await
 }

@@ -65,10 +65,11 @@ fn text_filter(text: String, what: &str) -> Result<Option<String>, AppError> {
 }
 
 /// The audit log, newest first, keyset-paginated; each filter that is set
-/// must match exactly. Operators and admins only: it holds client addresses
-/// and the names typed into failed sign-ins (sometimes a password typed
-/// into the wrong field), which a viewer has no need to read.
-#[server(prefix = "/api/read", input = server_fn::codec::GetUrl)]
+/// must match exactly. Operators and admins only (its `/api/audit` prefix,
+/// and again here): it holds client addresses and the names typed into
+/// failed sign-ins (sometimes a password typed into the wrong field), which
+/// a viewer has no need to read.
+#[server(prefix = "/api/audit", input = server_fn::codec::GetUrl)]
 pub async fn list_audit(query: AuditQuery) -> Result<AuditLog, AppError> {
     use idem_domain::IdempotencyKey;
     use idem_store::{AuditFilter, PageRequest};

@@ -16,8 +16,8 @@ use idem_domain::CappedCount;
 use serde::{Deserialize, Serialize};
 
 pub use actions::{
-    DiscardDeadLetter, ReplayDeadLetter, ResolveUnknown, discard_dead_letter, replay_dead_letter,
-    resolve_unknown,
+    DiscardDeadLetter, ReplayDeadLetter, ResolveUnknown, discard_dead_letter, get_action_answer,
+    replay_dead_letter, resolve_unknown,
 };
 pub use audit::{AUDIT_ACTIONS, AuditLog, AuditQuery, list_audit};
 pub use charts::{

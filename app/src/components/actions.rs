@@ -1,16 +1,24 @@
 //! The confirmation forms of the operator actions, and what they say after.
 //!
 //! Each form is a plain HTML form posting to its server function, so it
-//! works without JavaScript (the server sends the person back with the
-//! outcome in the address). With JavaScript, `ActionForm` submits in place:
-//! the button shows the pending state, the page's data is read again, and
-//! the outcome appears at the top of the page ([`ActionAnswer`]) — it has to
-//! live outside the data, because re-reading the data re-creates the forms
-//! (and removes them once the item needs no action).
+//! works without JavaScript (the server sends the person back, and the page
+//! shows the answer the server kept in their session). With JavaScript,
+//! `ActionForm` submits in place: the button shows the pending state, the
+//! page's data is read again, and the outcome appears at the top of the page
+//! ([`ActionAnswer`]) — it has to live outside the data, because re-reading
+//! the data re-creates the forms (and removes them once the item needs no
+//! action).
 //!
-//! The action id a form carries is chosen when the form is first shown and
-//! kept until the action has an answer: a retry after a lost response reuses
-//! it, so the server can tell it is the same action.
+//! Every form carries its own action id: the page's fresh id with the
+//! form's name added (`…-replay-42`), so two forms on one page never share
+//! one. The server binds an id to its action, target and actor when it is
+//! first used. A form's id is kept until its action has an answer: a retry
+//! after a lost response reuses it, so the server can tell it is the same
+//! action.
+//!
+//! Nothing shown here comes from the page's address: the answer of a plain
+//! form post comes from the session, and a value Leptos would take from the
+//! address (`?__err=`) is ignored — only submissions made on this page count.
 
 use std::collections::HashMap;
 
@@ -50,18 +58,20 @@ impl ActionIds {
         use_context::<ActionIds>()
     }
 
-    /// The id for `form`: the one already chosen, else `fresh` (from the server).
-    fn id_for(form: &str, fresh: &str) -> String {
+    /// The id for `form`: the one already chosen, else the page's `fresh`
+    /// id (from the server) with the form's short `name` added.
+    fn id_for(form: &str, name: &str, fresh: &str) -> String {
+        let fresh = form_id(fresh, name);
         match Self::get() {
             Some(ids) => ids
                 .0
                 .try_update_value(|map| {
                     map.entry(form.to_owned())
-                        .or_insert_with(|| fresh.to_owned())
+                        .or_insert_with(|| fresh.clone())
                         .clone()
                 })
-                .unwrap_or_else(|| fresh.to_owned()),
-            None => fresh.to_owned(),
+                .unwrap_or(fresh),
+            None => fresh,
         }
     }
 
@@ -73,6 +83,12 @@ impl ActionIds {
             });
         }
     }
+}
+
+/// A form's own action id: the page's id and the form's short name
+/// (`replay-42`, `discard-42`, `resolve`).
+pub fn form_id(page_id: &str, name: &str) -> String {
+    format!("{page_id}-{name}")
 }
 
 /// What an outcome says, in a box.
@@ -94,20 +110,42 @@ pub fn OutcomeNote(outcome: ActionOutcome) -> impl IntoView {
             <p class="outcome refused" role="alert">"Not done: " {reason}</p>
         }
         .into_any(),
+        ActionOutcome::FormReused { first } => {
+            let error = AppError::FormReused(first);
+            view! { <p class="outcome refused" role="alert">{error.to_string()}</p> }.into_any()
+        }
     }
 }
 
 /// The answer to the page's latest action: from an in-page submission, else
-/// the one a plain form post was sent back with (`?outcome=`), if any.
+/// the one a plain form post left in the person's session for this page
+/// (`?answer=<action id>` names it; the text comes from the server).
 #[component]
 pub fn ActionAnswer() -> impl IntoView {
     let location = use_location();
-    let from_address = links::query_param(&location.search.get_untracked(), "outcome")
-        .and_then(|v| links::decode_outcome(&v));
+    let from_form = links::query_param(&location.search.get_untracked(), "answer")
+        .filter(|id| !id.is_empty() && id.len() <= 64)
+        .map(|action_id| {
+            Resource::new(
+                || (),
+                move |()| crate::api::get_action_answer(action_id.clone()),
+            )
+        });
     let last = use_context::<LastAnswer>();
+    let kept = move || {
+        from_form.map(|answer| {
+            view! {
+                <Suspense>
+                    {move || Suspend::new(async move {
+                        answer_view(answer.await.ok().flatten())
+                    })}
+                </Suspense>
+            }
+        })
+    };
     move || match last.and_then(|l| l.0.get()) {
         Some(answer) => answer_view(Some(answer)),
-        None => answer_view(from_address.clone().map(Ok)),
+        None => kept().into_any(),
     }
 }
 
@@ -129,15 +167,21 @@ fn answer_view(result: Option<Result<ActionOutcome, AppError>>) -> AnyView {
 }
 
 /// After an in-page submission: re-read the page and, unless the answer was
-/// lost, let the next submission carry a new action id.
-fn settle(
-    form: String,
-    value: impl Fn() -> Option<Result<ActionOutcome, AppError>> + 'static,
-    reload: Callback<()>,
-) {
+/// lost, let the next submission carry a new action id. Only answers to
+/// submissions made on this page count (`version` > 0): the value Leptos
+/// takes from an address's `?__err=` is not one.
+fn settle<S>(form: String, action: ServerAction<S>, reload: Callback<()>)
+where
+    S: leptos::server_fn::ServerFn<Output = ActionOutcome, Error = AppError>
+        + Clone
+        + Send
+        + Sync
+        + 'static,
+{
     let last = use_context::<LastAnswer>();
     Effect::new(move |_| {
-        if let Some(result) = value() {
+        let submitted = action.version().get() > 0;
+        if let Some(result) = action.value().get().filter(|_| submitted) {
             if !matches!(result, Err(AppError::Transport(_))) {
                 ActionIds::answered(&form);
             }
@@ -176,9 +220,9 @@ pub fn ReplayForm(
     reload: Callback<()>,
 ) -> impl IntoView {
     let form = format!("replay:{}", dead_letter.id);
-    let action_id = ActionIds::id_for(&form, &action_id);
+    let action_id = ActionIds::id_for(&form, &format!("replay-{}", dead_letter.id), &action_id);
     let replay = ServerAction::<ReplayDeadLetter>::new();
-    settle(form, move || replay.value().get(), reload);
+    settle(form, replay, reload);
     let needs_override = verdict.needs_override();
     let pending = replay.pending();
     let resolve_href = format!(
@@ -214,9 +258,9 @@ pub fn ReplayForm(
 #[component]
 pub fn DiscardForm(dead_letter_id: i64, action_id: String, reload: Callback<()>) -> impl IntoView {
     let form = format!("discard:{dead_letter_id}");
-    let action_id = ActionIds::id_for(&form, &action_id);
+    let action_id = ActionIds::id_for(&form, &format!("discard-{dead_letter_id}"), &action_id);
     let discard = ServerAction::<DiscardDeadLetter>::new();
-    settle(form, move || discard.value().get(), reload);
+    settle(form, discard, reload);
     let pending = discard.pending();
     view! {
         <section class="action-form" aria-labelledby=format!("discard-{dead_letter_id}")>
@@ -239,9 +283,9 @@ pub fn DiscardForm(dead_letter_id: i64, action_id: String, reload: Callback<()>)
 #[component]
 pub fn ResolveForm(claim: Claim, action_id: String, reload: Callback<()>) -> impl IntoView {
     let form = format!("resolve:{}:{}", claim.consumer, claim.key);
-    let action_id = ActionIds::id_for(&form, &action_id);
+    let action_id = ActionIds::id_for(&form, "resolve", &action_id);
     let resolve = ServerAction::<ResolveUnknown>::new();
-    settle(form, move || resolve.value().get(), reload);
+    settle(form, resolve, reload);
     let pending = resolve.pending();
     view! {
         <section class="action-form" id="resolve" aria-labelledby="resolve-heading">

@@ -30,7 +30,19 @@ pub fn KeyLink(#[prop(into)] consumer: String, #[prop(into)] key: String) -> imp
 
 /// The page's [`Clock`], provided by its body; UTC "now" if a page forgot.
 fn clock() -> Clock {
-    use_context::<Clock>().unwrap_or_else(|| Clock::utc(Utc::now()))
+    use_context::<Clock>().unwrap_or_else(|| Clock::utc(now()))
+}
+
+/// Now, on the server.
+#[cfg(feature = "ssr")]
+fn now() -> chrono::DateTime<Utc> {
+    Utc::now()
+}
+
+/// Now, in the browser (chrono's clock is not built for it: it would panic).
+#[cfg(not(feature = "ssr"))]
+fn now() -> chrono::DateTime<Utc> {
+    chrono::DateTime::from_timestamp_millis(js_sys::Date::now() as i64).unwrap_or_default()
 }
 
 /// Makes `clock` the one this page's times and ages use.

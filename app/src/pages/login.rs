@@ -17,7 +17,9 @@ pub fn LoginPage() -> impl IntoView {
     let next = links::query_param(&search, "next")
         .map(|n| links::safe_next(&n))
         .unwrap_or_else(|| "/".into());
+    // Each parameter only picks one of the fixed messages below.
     let failed = links::query_param(&search, "failed").is_some();
+    let throttled = links::query_param(&search, "throttled").is_some();
     let info = Resource::new(|| (), |_| get_login_info());
     let render = move |info: LoginInfo| {
         if !info.password_login {
@@ -78,7 +80,14 @@ pub fn LoginPage() -> impl IntoView {
             <h1>"Sign in to Idem"</h1>
             {failed.then(|| view! {
                 <p class="error-panel" role="alert">
-                    "Sign-in failed. Check the name and password, or wait a few minutes and try again."
+                    "Sign-in failed. Check the name and password, and try again."
+                </p>
+            })}
+            {throttled.then(|| view! {
+                <p class="error-panel" role="alert">
+                    "Too many failed sign-ins for this name from your address: it was not checked. "
+                    "Wait a little and try again — at most a minute if you have signed in from "
+                    "here before, otherwise up to 15 minutes."
                 </p>
             })}
             <Loaded resource=info render/>

@@ -31,25 +31,47 @@ impl TrustedProxies {
 
     /// The client: walking `X-Forwarded-For` from the right, the first
     /// address that is not a trusted proxy. A header from an untrusted peer
-    /// is ignored entirely.
+    /// is ignored entirely. Entries may carry a port (`1.2.3.4:5678`,
+    /// `[2001:db8::1]:443`). An entry that is not an address stops the walk
+    /// at the last trusted hop: the client is then unknown and counted as
+    /// that proxy, never as whatever an attacker wrote further left.
     pub fn client(&self, peer: SocketAddr, headers: &HeaderMap) -> IpAddr {
         let peer = peer.ip();
         if !self.trusts(peer) {
             return peer;
         }
-        let forwarded: Vec<IpAddr> = headers
+        let entries: Vec<&str> = headers
             .get_all("x-forwarded-for")
             .iter()
-            .filter_map(|v| v.to_str().ok())
+            .map(|v| v.to_str().unwrap_or("\u{0}"))
             .flat_map(|v| v.split(','))
-            .filter_map(|s| s.trim().parse().ok())
+            .map(str::trim)
             .collect();
-        forwarded
-            .into_iter()
-            .rev()
-            .find(|ip| !self.trusts(*ip))
-            .unwrap_or(peer)
+        let mut last_trusted = peer;
+        for entry in entries.into_iter().rev() {
+            match forwarded_address(entry) {
+                Some(ip) if self.trusts(ip) => last_trusted = ip,
+                Some(ip) => return ip,
+                None => return last_trusted,
+            }
+        }
+        last_trusted
     }
+}
+
+/// One `X-Forwarded-For` entry as an address: `1.2.3.4`, `1.2.3.4:5678`,
+/// `2001:db8::1` or `[2001:db8::1]:443`; `None` for anything else.
+fn forwarded_address(entry: &str) -> Option<IpAddr> {
+    entry
+        .parse::<IpAddr>()
+        .ok()
+        .or_else(|| entry.parse::<SocketAddr>().ok().map(|s| s.ip()))
+        .or_else(|| {
+            entry
+                .strip_prefix('[')
+                .and_then(|e| e.strip_suffix(']'))
+                .and_then(|e| e.parse().ok())
+        })
 }
 
 #[cfg(test)]
@@ -88,5 +110,43 @@ mod tests {
             "10.1.2.3"
         );
         assert!(TrustedProxies::parse("not-an-ip").is_err());
+    }
+
+    #[test]
+    fn forwarded_entries_with_a_port_name_the_client() {
+        let trusted = TrustedProxies::parse("10.0.0.0/8").unwrap();
+        let proxy: SocketAddr = "10.1.2.3:5000".parse().unwrap();
+        for (xff, client) in [
+            ("198.51.100.7:5678", "198.51.100.7"),
+            ("[2001:db8::1]:443", "2001:db8::1"),
+            ("[2001:db8::2]", "2001:db8::2"),
+            ("2001:db8::3", "2001:db8::3"),
+            ("198.51.100.8:5678, 10.0.0.5:80", "198.51.100.8"),
+        ] {
+            assert_eq!(
+                trusted.client(proxy, &headers(xff)).to_string(),
+                client,
+                "{xff}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_malformed_entry_makes_the_client_the_proxy_never_the_entry_to_its_left() {
+        let trusted = TrustedProxies::parse("10.0.0.0/8").unwrap();
+        let proxy: SocketAddr = "10.1.2.3:5000".parse().unwrap();
+        for (xff, client) in [
+            ("203.0.113.66, garbage", "10.1.2.3"),
+            ("203.0.113.66, unknown, 10.0.0.5", "10.0.0.5"),
+            ("203.0.113.66, 1.2.3.4.5", "10.1.2.3"),
+            ("203.0.113.66,", "10.1.2.3"),
+            ("203.0.113.66, [::1", "10.1.2.3"),
+        ] {
+            assert_eq!(
+                trusted.client(proxy, &headers(xff)).to_string(),
+                client,
+                "{xff}"
+            );
+        }
     }
 }

@@ -27,10 +27,28 @@ fn is_public(method: &Method, path: &str) -> bool {
         || path.starts_with("/pkg/")
 }
 
+/// Where the guard's answer about a person came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Source {
+    /// The database answered just now.
+    Database,
+    /// The database is known to be down (the health check declared an
+    /// outage): the account as last confirmed, for reading pages only.
+    Remembered,
+}
+
 /// The session's user, if the session is valid: the user exists, is enabled,
 /// has not changed standing since sign-in, and the session is younger than
 /// the absolute timeout. An invalid session is destroyed.
-async fn authenticate(ctx: &AuthContext, session: &Session) -> Result<Option<CurrentUser>, ()> {
+///
+/// Memory stands in for the database only while the health check has
+/// declared an outage. A database that is merely slow (a busy pool, a
+/// statement timeout) is asked and its failure is a 503: a person demoted a
+/// moment ago is never served from what was true before.
+async fn authenticate(
+    ctx: &AuthContext,
+    session: &Session,
+) -> Result<Option<(CurrentUser, Source)>, ()> {
     let Some(user_id) = session.get::<i64>(USER_ID).await.map_err(|_| ())? else {
         return Ok(None);
     };
@@ -40,23 +58,19 @@ async fn authenticate(ctx: &AuthContext, session: &Session) -> Result<Option<Cur
         .await
         .map_err(|_| ())?
         .unwrap_or(0);
-    // During an outage the account as last confirmed stands in (read-only:
-    // nothing can change it or act on anything while the database is down);
-    // while the outage is known, the database is not asked at all.
-    let remembered = || ctx.known_users.recall(&user_id).map(Some).ok_or(());
-    let user = if ctx.database.down_since().is_some() {
-        remembered()?
+    let (user, source) = if ctx.database.down_since().is_some() {
+        let remembered = ctx.known_users.recall(&user_id).ok_or(())?;
+        (Some(remembered), Source::Remembered)
     } else {
         match ctx.store.user_by_id(user_id).await {
             Ok(Some(user)) => {
                 ctx.known_users.confirm(user_id, user.clone());
-                Some(user)
+                (Some(user), Source::Database)
             }
             Ok(None) => {
                 ctx.known_users.forget(&user_id);
-                None
+                (None, Source::Database)
             }
-            Err(err) if err.is_unavailable() => remembered()?,
             Err(_) => return Err(()),
         }
     };
@@ -68,11 +82,14 @@ async fn authenticate(ctx: &AuthContext, session: &Session) -> Result<Option<Cur
             && (age as u64) <= ctx.settings.absolute_timeout.as_secs()
     });
     match valid {
-        Some(u) => Ok(Some(CurrentUser {
-            id: u.id,
-            username: u.username.clone(),
-            role: u.role,
-        })),
+        Some(u) => Ok(Some((
+            CurrentUser {
+                id: u.id,
+                username: u.username.clone(),
+                role: u.role,
+            },
+            source,
+        ))),
         None => {
             session.flush().await.map_err(|_| ())?;
             Ok(None)
@@ -88,7 +105,7 @@ async fn from_proxy(
     peer: SocketAddr,
     headers: &axum::http::HeaderMap,
     client: &str,
-) -> Option<Result<CurrentUser, Response>> {
+) -> Option<Result<(CurrentUser, Source), Response>> {
     let proxy = ctx.settings.proxy.as_ref()?;
     if !proxy.addresses.trusts(peer.ip()) {
         return None;
@@ -97,12 +114,7 @@ async fn from_proxy(
         |status, title: &str, text: &str| Some(Err(crate::limits::refusal(status, title, text)));
     match proxy.asserted(headers) {
         Asserted::Nobody => None,
-        Asserted::Invalid => refuse(
-            StatusCode::BAD_REQUEST,
-            "Unusable user name",
-            "The identity proxy sent a user name Idem cannot use (empty, too long or with \
-             control characters).",
-        ),
+        Asserted::Invalid(why) => refuse(StatusCode::BAD_REQUEST, "Unusable sign-in", why),
         Asserted::NoRole { username } => {
             tracing::info!(%username, "identity proxy user has no role in Idem");
             refuse(
@@ -113,46 +125,98 @@ async fn from_proxy(
             )
         }
         Asserted::User { username, role } => {
-            if ctx.database.down_since().is_none() {
-                match proxy::account(&ctx.store, &username, role, client).await {
-                    Ok(user) => {
-                        ctx.known_proxy_users.confirm(username, user.clone());
-                        return Some(Ok(user));
-                    }
-                    Err(Refused::Disabled) => {
-                        ctx.known_proxy_users.forget(&username);
-                        return refuse(
-                            StatusCode::FORBIDDEN,
-                            "Account disabled",
-                            "Your Idem account is disabled. Ask an Idem administrator.",
-                        );
-                    }
-                    Err(Refused::Store(err)) if !err.is_unavailable() => {
-                        let _ = idem_app::error::internal(&err);
-                        return refuse(
-                            StatusCode::INTERNAL_SERVER_ERROR,
-                            "Sign-in failed",
-                            "Idem could not look up your account; the cause is in its log.",
-                        );
-                    }
-                    Err(Refused::Store(_)) => {}
-                }
+            if ctx.database.down_since().is_some() {
+                // The database is down: the account as last confirmed, if
+                // recent, with no more than the role the groups give now.
+                return match ctx.known_proxy_users.recall(&username) {
+                    Some(user) => Some(Ok((
+                        CurrentUser {
+                            role: user.role.min(role),
+                            ..user
+                        },
+                        Source::Remembered,
+                    ))),
+                    None => refuse(
+                        StatusCode::SERVICE_UNAVAILABLE,
+                        "Sign-in is temporarily unavailable",
+                        "Idem cannot reach its database, where accounts are kept. Try again in a \
+                         few seconds.",
+                    ),
+                };
             }
-            // The database is down: the account as last confirmed, if
-            // recent, with no more than the role the groups give now.
-            match ctx.known_proxy_users.recall(&username) {
-                Some(user) => Some(Ok(CurrentUser {
-                    role: user.role.min(role),
-                    ..user
-                })),
-                None => refuse(
+            match proxy::account(&ctx.store, &username, role, client).await {
+                Ok(user) => {
+                    ctx.known_proxy_users.confirm(username, user.clone());
+                    Some(Ok((user, Source::Database)))
+                }
+                Err(Refused::Disabled) => {
+                    ctx.known_proxy_users.forget(&username);
+                    refuse(
+                        StatusCode::FORBIDDEN,
+                        "Account disabled",
+                        "Your Idem account is disabled. Ask an Idem administrator.",
+                    )
+                }
+                Err(Refused::PasswordAccount) => {
+                    tracing::warn!(%username, "identity proxy named a password account; refused");
+                    audit_denial(
+                        ctx,
+                        &username,
+                        "identity-proxy",
+                        "identity-proxy sign-in",
+                        "refused: a password account has this name",
+                        client,
+                    )
+                    .await;
+                    refuse(
+                        StatusCode::FORBIDDEN,
+                        "This name belongs to another account",
+                        "Idem has a password account with the name your company sign-in gives \
+                         you, and the two are never merged. Ask an Idem administrator to rename \
+                         or remove the password account.",
+                    )
+                }
+                Err(Refused::Store(err)) if !err.is_unavailable() => {
+                    let _ = idem_app::error::internal(&err);
+                    refuse(
+                        StatusCode::INTERNAL_SERVER_ERROR,
+                        "Sign-in failed",
+                        "Idem could not look up your account; the cause is in its log.",
+                    )
+                }
+                Err(Refused::Store(_)) => refuse(
                     StatusCode::SERVICE_UNAVAILABLE,
-                    "Sign-in is temporarily unavailable",
-                    "Idem cannot reach its database, where accounts are kept. Try again in a few \
-                     seconds.",
+                    "Idem is busy",
+                    "Idem's database did not answer in time. Try again in a few seconds.",
                 ),
             }
         }
+    }
+}
+
+/// Audits a refusal; a failure to write it is logged, not answered.
+async fn audit_denial(
+    ctx: &AuthContext,
+    actor: &str,
+    role: &str,
+    target: &str,
+    result: &str,
+    client: &str,
+) {
+    let audited = ctx
+        .store
+        .append_audit(&NewAuditEntry {
+            actor,
+            actor_role: role,
+            action: "denied",
+            target: Some(target),
+            result,
+            client_addr: Some(client),
+            ..Default::default()
+        })
+        .await;
+    if let Err(err) = audited {
+        tracing::error!(error = %idem_app::ssr::cause_chain(&err), "could not audit a denied request");
     }
 }
 
@@ -169,30 +233,59 @@ pub async fn guard(
         .trusted_proxies
         .client(peer, req.headers())
         .to_string();
-    let user = match from_proxy(&ctx, peer, req.headers(), &client).await {
+    let back = crate::limits::back_link(req.method(), req.headers());
+    let signed_in = match from_proxy(&ctx, peer, req.headers(), &client).await {
         Some(Ok(user)) => Some(user),
         Some(Err(refusal)) => return refusal,
         None => match authenticate(&ctx, &session).await {
             Ok(user) => user,
             Err(()) => {
                 // The store's own error was logged where it happened (sqlx,
-                // tower-sessions); the outage itself by the database check.
+                // tower-sessions); an outage by the database check.
                 tracing::debug!("session or account lookup failed");
-                return crate::limits::refusal(
+                let (title, text) = if ctx.database.down_since().is_some() {
+                    (
+                        "Sign-in is temporarily unavailable",
+                        "Idem cannot reach its database, where sign-ins are kept. Pages come \
+                         back by themselves when it answers again; try again in a few seconds.",
+                    )
+                } else {
+                    (
+                        "Idem is busy",
+                        "Idem's database did not answer in time, so it could not check who you \
+                         are. Nothing was done; try again in a few seconds.",
+                    )
+                };
+                return crate::limits::refusal_to(
                     StatusCode::SERVICE_UNAVAILABLE,
-                    "Sign-in is temporarily unavailable",
-                    "Idem cannot reach its database, where sign-ins are kept. Pages come back by \
-                     themselves when it answers again; try again in a few seconds.",
+                    title,
+                    text,
+                    &back,
                 );
             }
         },
     };
+    let (method, path) = (req.method().clone(), req.uri().path().to_owned());
+    // Changing anything needs the database's current word on who is asking
+    // and their role; what was remembered for an outage only reads pages.
+    if let Some((_, Source::Remembered)) = &signed_in
+        && !matches!(method, Method::GET | Method::HEAD)
+        && !is_public(&method, &path)
+    {
+        return crate::limits::refusal_to(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "Not while the database is down",
+            "Idem cannot reach its database, so it cannot check your role now. Nothing was \
+             done; try again when the outage banner is gone.",
+            &back,
+        );
+    }
+    let user = signed_in.map(|(user, _)| user);
     if let Some(user) = &user {
         req.extensions_mut().insert(user.clone());
     }
     req.extensions_mut()
         .insert(idem_app::auth::ClientAddr(client.clone()));
-    let (method, path) = (req.method().clone(), req.uri().path().to_owned());
     if is_public(&method, &path) {
         return next.run(req).await;
     }
@@ -220,21 +313,15 @@ pub async fn guard(
     match needed {
         Some(role) if user.role.includes(role) => next.run(req).await,
         _ => {
-            let audited = ctx
-                .store
-                .append_audit(&NewAuditEntry {
-                    actor: &user.username,
-                    actor_role: user.role.as_str(),
-                    action: "denied",
-                    target: Some(&path),
-                    result: "forbidden",
-                    client_addr: Some(&client),
-                    ..Default::default()
-                })
-                .await;
-            if let Err(err) = audited {
-                tracing::error!(error = %idem_app::ssr::cause_chain(&err), "could not audit a denied request");
-            }
+            audit_denial(
+                &ctx,
+                &user.username,
+                user.role.as_str(),
+                &path,
+                "forbidden",
+                &client,
+            )
+            .await;
             let needed = needed.map_or("no role (nothing grants it)".to_owned(), |r| r.to_string());
             (
                 StatusCode::FORBIDDEN,

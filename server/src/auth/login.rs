@@ -8,19 +8,21 @@ use axum::{
     http::HeaderMap,
     response::{IntoResponse, Redirect, Response},
 };
-use chrono::{TimeDelta, Utc};
+use chrono::Utc;
 use idem_app::{auth::CurrentUser, links};
-use idem_domain::ConsumerName;
-use idem_store::{NewAuditEntry, Ts};
+use idem_domain::{AccountOrigin, ConsumerName, sign_in::Admission};
+use idem_store::{NewAuditEntry, SignInResult, SignInSubject, Ts};
 use serde::Deserialize;
 use tower_sessions::Session;
 
-use super::{AuthContext, EPOCH, LOGIN_AT, USER_ID, password::MAX_PASSWORD_BYTES};
+use super::{
+    AuthContext, EPOCH, LOGIN_AT, USER_ID,
+    password::{MAX_PASSWORD_BYTES, PasswordError},
+};
 
-/// Failed sign-ins allowed per account, and per client address, in the window.
-const ACCOUNT_LIMIT: i64 = 5;
-const ADDRESS_LIMIT: i64 = 20;
-const WINDOW: TimeDelta = TimeDelta::minutes(15);
+/// What a name that is not one (empty, too long, control characters) is
+/// counted under: every such attempt from an address shares one counter.
+const INVALID_NAME: &str = "(invalid name)";
 
 #[derive(Deserialize)]
 pub struct LoginForm {
@@ -30,10 +32,10 @@ pub struct LoginForm {
     next: String,
 }
 
-fn failed(next: &str) -> Response {
+fn back_to_login(next: &str, flag: &str) -> Response {
     Redirect::to(&links::with_query(
         "/login",
-        &[("failed", "1"), ("next", &links::safe_next(next))],
+        &[(flag, "1"), ("next", &links::safe_next(next))],
     ))
     .into_response()
 }
@@ -44,15 +46,30 @@ fn unavailable(err: &(dyn std::error::Error + 'static)) -> Response {
 }
 
 fn refused() -> Response {
-    crate::limits::refusal(
+    crate::limits::refusal_to(
         axum::http::StatusCode::SERVICE_UNAVAILABLE,
         "Sign-in is temporarily unavailable",
         "Idem cannot reach its database, where accounts are kept. Try again in a few seconds.",
+        "/login",
     )
 }
 
-/// Signs in. Every failure — unknown name, wrong password, disabled account,
-/// too many recent failures — gets the same answer and costs the same work.
+fn busy() -> Response {
+    crate::limits::refusal_to(
+        axum::http::StatusCode::SERVICE_UNAVAILABLE,
+        "Sign-in is busy",
+        "Many people are signing in at this moment, and each password takes a while to check. \
+         Nothing was checked; try again in a few seconds.",
+        "/login",
+    )
+}
+
+/// Signs in. A wrong password, an unknown name and a disabled account get
+/// the same answer and cost the same work. Too many failures for one name
+/// from one address (or from one address over all names) are refused
+/// without a check (see `idem_domain::sign_in`); the failure is reserved
+/// before the password hash is computed, so parallel guesses cannot get
+/// past the limit, and released when the password is right.
 pub async fn login(
     State(ctx): State<Arc<AuthContext>>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
@@ -61,11 +78,12 @@ pub async fn login(
     Form(form): Form<LoginForm>,
 ) -> Response {
     if !ctx.settings.password_login {
-        return crate::limits::refusal(
+        return crate::limits::refusal_to(
             axum::http::StatusCode::FORBIDDEN,
             "Password sign-in is off",
             "This Idem signs people in through the company's identity proxy. Open it through \
              its usual address and sign in there.",
+            "/login",
         );
     }
     if ctx.database.down_since().is_some() {
@@ -80,30 +98,37 @@ pub async fn login(
     let username = ConsumerName::parse(form.username.trim())
         .map(|n| n.to_string())
         .ok();
-    let account = format!("account:{}", username.as_deref().unwrap_or("(invalid)"));
-    let address = format!("address:{client}");
-    let since = Ts::from(Utc::now() - WINDOW);
-
-    let throttled = async {
-        let by_account = ctx
-            .store
-            .login_failures_since(&account, since, ACCOUNT_LIMIT)
-            .await?;
-        let by_address = ctx
-            .store
-            .login_failures_since(&address, since, ADDRESS_LIMIT)
-            .await?;
-        Ok::<_, idem_store::StoreError>(by_account >= ACCOUNT_LIMIT || by_address >= ADDRESS_LIMIT)
-    }
-    .await;
-    let throttled = match throttled {
-        Ok(t) => t,
+    let subject = SignInSubject {
+        account: username.as_deref().unwrap_or(INVALID_NAME),
+        client: &client,
+    };
+    match ctx
+        .store
+        .reserve_sign_in(&ctx.settings.sign_in, &subject, Ts::now())
+        .await
+    {
+        Ok(Admission::Check { .. }) => {}
+        Ok(Admission::Throttled { .. }) => return back_to_login(&form.next, "throttled"),
         Err(err) => return unavailable(&err),
+    }
+    // From here a failure is reserved: it stands if the password is wrong,
+    // and is released if it is right or was never checked.
+    let release = || async {
+        let released = ctx
+            .store
+            .settle_sign_in(&subject, SignInResult::NotChecked, Ts::now())
+            .await;
+        if let Err(err) = released {
+            tracing::warn!(error = %idem_app::ssr::cause_chain(&err), "could not release a sign-in reservation");
+        }
     };
     let user = match &username {
         Some(name) => match ctx.store.user_by_name(name).await {
-            Ok(user) => user.filter(|u| !u.disabled),
-            Err(err) => return unavailable(&err),
+            Ok(user) => user.filter(|u| !u.disabled && u.origin == AccountOrigin::Password),
+            Err(err) => {
+                release().await;
+                return unavailable(&err);
+            }
         },
         None => None,
     };
@@ -121,51 +146,51 @@ pub async fn login(
         .await;
     let (matches, rehash) = match verified {
         Ok(v) => v,
-        Err(err) => return unavailable(&err),
+        Err(PasswordError::Busy) => {
+            release().await;
+            return busy();
+        }
+        Err(err) => {
+            release().await;
+            return unavailable(&err);
+        }
     };
-
-    let actor = username.clone().unwrap_or_else(|| "(invalid name)".into());
-    match (user, matches && !throttled) {
-        (Some(user), true) => {
-            // A fresh id: whatever session existed before sign-in is gone.
-            let started = async {
-                session.cycle_id().await?;
-                session.insert(USER_ID, user.id).await?;
-                session.insert(EPOCH, user.session_epoch).await?;
-                session.insert(LOGIN_AT, Utc::now().timestamp()).await?;
-                Ok::<_, tower_sessions::session::Error>(())
-            }
-            .await;
-            if let Err(err) = started {
-                return unavailable(&err);
-            }
-            if rehash && let Ok(hash) = ctx.passwords.hash(password).await {
-                let _ = ctx.store.upgrade_password_hash(user.id, &hash).await;
-            }
-            audit(
-                &ctx,
-                &user.username,
-                user.role.as_str(),
-                "login",
-                "ok",
-                &client,
-            )
-            .await;
-            Redirect::to(&links::safe_next(&form.next)).into_response()
-        }
-        _ => {
-            let result = if throttled { "throttled" } else { "failed" };
-            if let Err(err) = ctx
-                .store
-                .record_login_failure(&[&account, &address], Ts::now())
-                .await
-            {
-                return unavailable(&err);
-            }
-            audit(&ctx, &actor, "anonymous", "login", result, &client).await;
-            failed(&form.next)
-        }
+    let Some(user) = user.filter(|_| matches) else {
+        return back_to_login(&form.next, "failed");
+    };
+    // A fresh id: whatever session existed before sign-in is gone.
+    let started = async {
+        session.cycle_id().await?;
+        session.insert(USER_ID, user.id).await?;
+        session.insert(EPOCH, user.session_epoch).await?;
+        session.insert(LOGIN_AT, Utc::now().timestamp()).await?;
+        Ok::<_, tower_sessions::session::Error>(())
     }
+    .await;
+    if let Err(err) = started {
+        release().await;
+        return unavailable(&err);
+    }
+    if let Err(err) = ctx
+        .store
+        .settle_sign_in(&subject, SignInResult::Succeeded, Ts::now())
+        .await
+    {
+        tracing::warn!(error = %idem_app::ssr::cause_chain(&err), "could not settle a successful sign-in");
+    }
+    if rehash && let Ok(hash) = ctx.passwords.hash(password).await {
+        let _ = ctx.store.upgrade_password_hash(user.id, &hash).await;
+    }
+    audit(
+        &ctx,
+        &user.username,
+        user.role.as_str(),
+        "login",
+        "ok",
+        &client,
+    )
+    .await;
+    Redirect::to(&links::safe_next(&form.next)).into_response()
 }
 
 /// Signs out: the session is destroyed on the server, not just forgotten by the browser.
@@ -176,7 +201,9 @@ pub async fn logout(
     session: Session,
     user: Option<axum::Extension<CurrentUser>>,
 ) -> Response {
-    if let Some(axum::Extension(user)) = user {
+    // During an outage the entry cannot be written (the sign-out itself
+    // still takes effect: see `DbSessionStore::delete`).
+    if let Some(axum::Extension(user)) = user.filter(|_| ctx.database.down_since().is_none()) {
         let client = ctx
             .settings
             .trusted_proxies

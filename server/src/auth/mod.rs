@@ -48,11 +48,16 @@ pub struct AuthSettings {
     pub trusted_proxies: TrustedProxies,
     /// Password hashes computed at once.
     pub hash_concurrency: usize,
+    /// How long a sign-in waits for its turn to hash before it is told
+    /// "busy, try again".
+    pub hash_wait: Duration,
     /// Sign-in through an identity-aware proxy, believed only on
     /// connections from the proxy's own addresses.
     pub proxy: Option<proxy::ProxyAuth>,
     /// `POST /login` with a password is accepted (off when only the proxy signs in).
     pub password_login: bool,
+    /// How failed sign-ins are throttled (see `idem_domain::sign_in`).
+    pub sign_in: idem_domain::sign_in::SignInLimits,
 }
 
 impl AuthSettings {
@@ -101,7 +106,7 @@ impl AuthContext {
         store: Store,
         database: idem_app::ssr::DatabaseStatus,
     ) -> Arc<Self> {
-        let passwords = Passwords::new(settings.hash_concurrency);
+        let passwords = Passwords::waiting(settings.hash_concurrency, settings.hash_wait);
         Arc::new(AuthContext {
             sessions: DbSessionStore::new(&store, database.clone(), settings.idle()),
             database,

@@ -22,8 +22,12 @@ pub const MAX_PASSWORD_BYTES: usize = 1024;
 #[derive(Clone)]
 pub struct Passwords {
     permits: Arc<Semaphore>,
+    /// How long a check waits for a permit before it is refused as busy.
+    wait: Duration,
     /// Verified when the name is unknown, so both cases cost the same.
     dummy: Arc<PasswordHash>,
+    /// Passwords checked against a hash since start (sign-in's cost).
+    checks: Arc<std::sync::atomic::AtomicU64>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -67,22 +71,34 @@ fn verify_now(password: &str, stored: &PasswordHash) -> (bool, bool) {
 
 impl Passwords {
     pub fn new(concurrency: usize) -> Self {
+        Self::waiting(concurrency, Duration::from_secs(5))
+    }
+
+    /// At most `concurrency` hashes at once; a check waits `wait` for its
+    /// turn and is then refused as busy.
+    pub fn waiting(concurrency: usize, wait: Duration) -> Self {
         let dummy = hash_now("idem-dummy-password").expect("hashing a constant works");
         Self {
             permits: Arc::new(Semaphore::new(concurrency.max(1))),
+            wait,
             dummy: Arc::new(dummy),
+            checks: Arc::default(),
         }
+    }
+
+    /// How many passwords have been checked against a hash since start.
+    pub fn checks(&self) -> u64 {
+        self.checks.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     async fn run<T: Send + 'static>(
         &self,
         work: impl FnOnce() -> T + Send + 'static,
     ) -> Result<T, PasswordError> {
-        let permit =
-            tokio::time::timeout(Duration::from_secs(5), self.permits.clone().acquire_owned())
-                .await
-                .map_err(|_| PasswordError::Busy)?
-                .map_err(|_| PasswordError::Busy)?;
+        let permit = tokio::time::timeout(self.wait, self.permits.clone().acquire_owned())
+            .await
+            .map_err(|_| PasswordError::Busy)?
+            .map_err(|_| PasswordError::Busy)?;
         let result = tokio::task::spawn_blocking(work)
             .await
             .map_err(|e| PasswordError::Hashing(e.to_string()));
@@ -103,7 +119,13 @@ impl Passwords {
     ) -> Result<(bool, bool), PasswordError> {
         let real = stored.is_some();
         let hash = stored.unwrap_or_else(|| (*self.dummy).clone());
-        let (ok, rehash) = self.run(move || verify_now(&password, &hash)).await?;
+        let checks = self.checks.clone();
+        let (ok, rehash) = self
+            .run(move || {
+                checks.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                verify_now(&password, &hash)
+            })
+            .await?;
         Ok((ok && real, rehash && real))
     }
 }

@@ -14,7 +14,7 @@ use std::collections::HashMap;
 
 use axum::http::HeaderMap;
 use idem_app::auth::CurrentUser;
-use idem_domain::{ConsumerName, Role};
+use idem_domain::{AccountOrigin, ConsumerName, Role};
 use idem_store::{NewAuditEntry, Store, StoreError, UserRecord};
 
 /// How the proxy says who is asking.
@@ -43,8 +43,10 @@ pub enum Asserted {
     NoRole { username: String },
     /// A user and the role their groups map to.
     User { username: String, role: Role },
-    /// A user header that is not a valid name.
-    Invalid,
+    /// A user header that is not a valid name, or a user or groups header
+    /// sent more than once (which one would the proxy have meant?). The
+    /// text says which.
+    Invalid(&'static str),
 }
 
 impl ProxyAuth {
@@ -69,6 +71,13 @@ impl ProxyAuth {
     /// Reads the headers (the caller has checked that they come from a
     /// trusted proxy).
     pub fn asserted(&self, headers: &HeaderMap) -> Asserted {
+        let repeated = |name: &str| headers.get_all(name).iter().nth(1).is_some();
+        if repeated(&self.user_header) || self.groups_header.as_deref().is_some_and(repeated) {
+            return Asserted::Invalid(
+                "The request named its user or groups more than once. The identity proxy must \
+                 send each header once, replacing any the browser sent.",
+            );
+        }
         let Some(value) = headers.get(self.user_header.as_str()) else {
             return Asserted::Nobody;
         };
@@ -79,7 +88,10 @@ impl ProxyAuth {
             .and_then(|name| ConsumerName::parse(name).ok())
             .map(|name| name.to_string())
         else {
-            return Asserted::Invalid;
+            return Asserted::Invalid(
+                "The identity proxy sent a user name Idem cannot use (empty, too long or with \
+                 control characters).",
+            );
         };
         let groups: Vec<&str> = self
             .groups_header
@@ -105,6 +117,9 @@ impl ProxyAuth {
 pub enum Refused {
     /// The account exists and is disabled.
     Disabled,
+    /// The name belongs to a password account: the proxy never signs in
+    /// as one, nor changes its role (no takeover by name).
+    PasswordAccount,
     /// The database could not be asked.
     Store(StoreError),
 }
@@ -119,6 +134,9 @@ pub async fn account(
 ) -> Result<CurrentUser, Refused> {
     let existing = store.user_by_name(username).await.map_err(Refused::Store)?;
     let user: UserRecord = match existing {
+        Some(user) if user.origin != AccountOrigin::Proxy => {
+            return Err(Refused::PasswordAccount);
+        }
         Some(user) if user.disabled => return Err(Refused::Disabled),
         Some(user) if user.role == role => user,
         Some(user) => {
@@ -140,7 +158,7 @@ pub async fn account(
         None => {
             // A concurrent first request may have created it: either way it exists now.
             if store
-                .create_user(username, role, None)
+                .create_account(username, role, None, AccountOrigin::Proxy)
                 .await
                 .map_err(Refused::Store)?
                 .is_some()
@@ -155,13 +173,18 @@ pub async fn account(
                 )
                 .await;
             }
-            store
+            let user = store
                 .user_by_name(username)
                 .await
                 .map_err(Refused::Store)?
                 .ok_or(Refused::Store(StoreError::Contract(
                     "a user created a moment ago is gone".into(),
-                )))?
+                )))?;
+            // Someone made a password account of that name at the same moment.
+            if user.origin != AccountOrigin::Proxy {
+                return Err(Refused::PasswordAccount);
+            }
+            user
         }
     };
     Ok(CurrentUser {
@@ -244,8 +267,27 @@ mod tests {
     #[test]
     fn no_header_is_nobody_and_an_unusable_name_is_invalid() {
         assert_eq!(proxy().asserted(&HeaderMap::new()), Asserted::Nobody);
-        assert_eq!(proxy().asserted(&headers("   ", "sre")), Asserted::Invalid);
+        assert!(matches!(
+            proxy().asserted(&headers("   ", "sre")),
+            Asserted::Invalid(_)
+        ));
         assert!(ProxyAuth::parse_roles("sre=root").is_err());
+    }
+
+    #[test]
+    fn a_user_or_groups_header_sent_twice_is_refused_not_first_wins() {
+        let mut twice = headers("alice", "payments");
+        twice.append("x-forwarded-user", HeaderValue::from_static("admin"));
+        assert!(matches!(proxy().asserted(&twice), Asserted::Invalid(_)));
+        let mut groups_twice = headers("alice", "payments");
+        groups_twice.append(
+            "x-forwarded-groups",
+            HeaderValue::from_static("idem-admins"),
+        );
+        assert!(matches!(
+            proxy().asserted(&groups_twice),
+            Asserted::Invalid(_)
+        ));
         assert!(ProxyAuth::parse_roles("sre").is_err());
     }
 }

@@ -24,13 +24,24 @@ use super::outage::Recent;
 /// changes nothing but the expiry, by less than [`DbSessionStore::slack`],
 /// is skipped: the stored expiry trails the true one by at most the slack,
 /// and an idle session ends up to that much early.
+///
+/// A session ended while the database could not be written (a sign-out
+/// during an outage) is remembered as ended: this replica refuses it at
+/// once, and [`DbSessionStore::retry_deletes`] deletes its row as soon as
+/// the database answers again.
 #[derive(Debug, Clone)]
 pub struct DbSessionStore {
     backend: Backend,
     recent: Arc<Recent<Id, Record>>,
+    /// Sessions ended here whose rows are still to be deleted.
+    ended: Arc<std::sync::Mutex<std::collections::HashSet<Id>>>,
     database: DatabaseStatus,
     slack: time::Duration,
 }
+
+/// At most this many ended sessions wait for their rows to be deleted; a
+/// sign-out beyond that during one outage is refused (it cannot be kept).
+const MAX_ENDED: usize = 10_000;
 
 /// The most a stored session expiry may trail the idle timeout's: a
 /// thirtieth of the timeout, and never more than a minute.
@@ -65,6 +76,7 @@ impl DbSessionStore {
         DbSessionStore {
             backend,
             recent: Arc::default(),
+            ended: Arc::default(),
             database,
             slack: refresh_slack(idle_timeout),
         }
@@ -76,6 +88,45 @@ impl DbSessionStore {
         self.recent
             .recall(&record.id)
             .is_some_and(|stored| only_refreshes(&stored, record, self.slack))
+    }
+
+    fn is_ended(&self, id: &Id) -> bool {
+        self.ended
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .contains(id)
+    }
+
+    /// Deletes the rows of sessions ended while the database could not be
+    /// written; returns how many are still waiting. Run on every replica
+    /// while the database is up.
+    pub async fn retry_deletes(&self) -> usize {
+        let waiting: Vec<Id> = self
+            .ended
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .copied()
+            .collect();
+        for id in waiting {
+            if self.database.down_since().is_some() {
+                break;
+            }
+            if self.delete_row(&id).await.is_ok() {
+                self.ended
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .remove(&id);
+            }
+        }
+        self.ended.lock().unwrap_or_else(|e| e.into_inner()).len()
+    }
+
+    async fn delete_row(&self, id: &Id) -> session_store::Result<()> {
+        match &self.backend {
+            Backend::Sqlite(s) => s.delete(id).await,
+            Backend::Postgres(s) => s.delete(id).await,
+        }
     }
 
     /// Deletes expired sessions (run now and then; expired ones are refused anyway).
@@ -100,10 +151,15 @@ impl SessionStore for DbSessionStore {
 
     /// A save that only refreshes the expiry by less than the slack is
     /// skipped (the memory keeps the stored record, so the next comparison is
-    /// against what the database holds). A failed save of a session loaded a
-    /// moment ago (the idle timeout's refresh, during an outage) is not an
-    /// error: the session stays as it was stored. Any other failed save is.
+    /// against what the database holds). A failed save that would only have
+    /// refreshed the expiry of a session loaded a moment ago (during an
+    /// outage, or a slow moment) is not an error: the session stays as it
+    /// was stored. Any other failed save is. An ended session is not saved
+    /// back.
     async fn save(&self, record: &Record) -> session_store::Result<()> {
+        if self.is_ended(&record.id) {
+            return Ok(());
+        }
         if self.only_refreshes(record) {
             return Ok(());
         }
@@ -132,17 +188,26 @@ impl SessionStore for DbSessionStore {
         }
     }
 
-    /// When the database does not answer (or is known to be down, in which
-    /// case it is not asked), a session it returned within the outage grace
-    /// (and not expired since) is served from memory.
+    /// A session is read from the database. Only while the health check
+    /// has declared an outage (and the database is then not asked), one it
+    /// returned within the outage grace (and not expired since) is served
+    /// from memory; a database that is merely slow gets its error passed on,
+    /// never an old answer. A session ended here is gone at once.
     async fn load(&self, id: &Id) -> session_store::Result<Option<Record>> {
-        let loaded = if self.database.down_since().is_some() {
-            Err(down())
-        } else {
-            match &self.backend {
-                Backend::Sqlite(s) => s.load(id).await,
-                Backend::Postgres(s) => s.load(id).await,
-            }
+        if self.is_ended(id) {
+            return Ok(None);
+        }
+        if self.database.down_since().is_some() {
+            return match self.recent.recall(id) {
+                Some(record) if record.expiry_date > time::OffsetDateTime::now_utc() => {
+                    Ok(Some(record))
+                }
+                _ => Err(down()),
+            };
+        }
+        let loaded = match &self.backend {
+            Backend::Sqlite(s) => s.load(id).await,
+            Backend::Postgres(s) => s.load(id).await,
         };
         match loaded {
             Ok(Some(record)) => {
@@ -153,20 +218,34 @@ impl SessionStore for DbSessionStore {
                 self.recent.forget(id);
                 Ok(None)
             }
-            Err(err) => match self.recent.recall(id) {
-                Some(record) if record.expiry_date > time::OffsetDateTime::now_utc() => {
-                    Ok(Some(record))
-                }
-                _ => Err(err),
-            },
+            Err(err) => Err(err),
         }
     }
 
+    /// Ends a session. When its row cannot be deleted now (the database is
+    /// down or does not answer), the session is remembered as ended — this
+    /// replica refuses it from now on — and its row is deleted once the
+    /// database answers again ([`DbSessionStore::retry_deletes`]).
     async fn delete(&self, id: &Id) -> session_store::Result<()> {
         self.recent.forget(id);
-        match &self.backend {
-            Backend::Sqlite(s) => s.delete(id).await,
-            Backend::Postgres(s) => s.delete(id).await,
+        let deleted = if self.database.down_since().is_some() {
+            Err(down())
+        } else {
+            self.delete_row(id).await
+        };
+        match deleted {
+            Ok(()) => Ok(()),
+            Err(err) => {
+                let mut ended = self.ended.lock().unwrap_or_else(|e| e.into_inner());
+                if ended.len() >= MAX_ENDED {
+                    return Err(err);
+                }
+                ended.insert(*id);
+                tracing::info!(
+                    "a session ended while the database was unavailable; its row is deleted when it answers"
+                );
+                Ok(())
+            }
         }
     }
 }

@@ -9,6 +9,8 @@ use idem_store::{Store, testing::TestDatabase};
 pub struct TestApp {
     pub base: String,
     pub store: Store,
+    /// The server's password checker (to count what sign-in computed).
+    pub passwords: idem::auth::Passwords,
     /// Signed in as `viewer` (no redirects followed, cookies kept).
     pub client: reqwest::Client,
     pub _db: TestDatabase,
@@ -96,10 +98,12 @@ pub async fn spawn_bare(adjust: impl FnOnce(&mut Config), db: TestDatabase) -> T
     let app = Application::build(config).await.expect("Idem starts");
     let base = format!("http://{}", app.local_addr());
     let store = app.store().clone();
+    let passwords = app.passwords().clone();
     tokio::spawn(app.run_until_stopped(std::future::pending()));
     TestApp {
         base,
         store,
+        passwords,
         client: new_client(),
         _db: db,
     }
@@ -279,9 +283,12 @@ pub fn server_fn(name: &str) -> &'static str {
     leptos::server_fn::axum::server_fn_paths()
         .map(|(path, _)| path)
         .find(|path| {
-            path.rsplit('/')
-                .next()
-                .is_some_and(|last| last.starts_with(name))
+            // The name, then the hash Leptos adds (digits): `get_slo` is not
+            // `get_slo_charts`.
+            path.rsplit('/').next().is_some_and(|last| {
+                last.strip_prefix(name)
+                    .is_some_and(|hash| hash.bytes().all(|b| b.is_ascii_digit()))
+            })
         })
         .unwrap_or_else(|| panic!("no server function named {name}"))
 }
@@ -339,5 +346,278 @@ impl Drop for Process {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+}
+
+/// One form of a page as the browser would send it: where it posts and the
+/// values of its inputs (hidden ones included, escapes undone).
+#[derive(Debug, Clone)]
+pub struct Form {
+    pub action: String,
+    pub fields: Vec<(String, String)>,
+}
+
+impl Form {
+    pub fn field(&self, name: &str) -> Option<&str> {
+        self.fields
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// The value of `name="…"` inside one tag's text.
+fn attribute(tag: &str, name: &str) -> Option<String> {
+    let start = tag.find(&format!(" {name}=\""))? + name.len() + 3;
+    let end = tag[start..].find('"')? + start;
+    Some(text(&tag[start..end]))
+}
+
+/// Every `<form>` of a page, with its action and its inputs' values.
+pub fn forms(html: &str) -> Vec<Form> {
+    html.split("<form")
+        .skip(1)
+        .filter_map(|chunk| {
+            let body = chunk.split("</form>").next()?;
+            let head = &body[..body.find('>')?];
+            let action = attribute(head, "action")?;
+            // Choices (radio buttons, check boxes) are the person's to make:
+            // left out, as a browser leaves out what is not ticked.
+            let fields = body
+                .split("<input")
+                .skip(1)
+                .filter_map(|input| {
+                    let tag = &input[..input.find('>')?];
+                    let kind = attribute(tag, "type").unwrap_or_default();
+                    if kind == "radio" || kind == "checkbox" {
+                        return None;
+                    }
+                    Some((
+                        attribute(tag, "name")?,
+                        attribute(tag, "value").unwrap_or_default(),
+                    ))
+                })
+                .collect();
+            Some(Form { action, fields })
+        })
+        .collect()
+}
+
+/// Posts `fields` to `action` the way a browser without JavaScript does
+/// from the page at `page` (a path): it asks for HTML and names the page.
+pub async fn post_as_browser(
+    app: &TestApp,
+    client: &reqwest::Client,
+    page: &str,
+    action: &str,
+    fields: &[(&str, &str)],
+) -> reqwest::Response {
+    client
+        .post(app.url(action))
+        .header("sec-fetch-site", "same-origin")
+        .header("accept", "text/html,application/xhtml+xml")
+        .header("referer", app.url(page))
+        .form(fields)
+        .send()
+        .await
+        .expect("the server answers")
+}
+
+/// The text of the action answer a page shows (`.outcome`), if any.
+pub fn answer_shown(html: &str) -> Option<String> {
+    let start = html.find("class=\"outcome ")?;
+    let body = &html[start..];
+    let end = body.find("</p>")?;
+    let open = body.find('>')? + 1;
+    Some(visible(&body[open..end]))
+}
+
+/// Where a redirect points.
+pub fn location(response: &reqwest::Response) -> String {
+    response
+        .headers()
+        .get("location")
+        .map(|l| l.to_str().unwrap().to_owned())
+        .unwrap_or_default()
+}
+
+/// What the valid calls below act on: a claim `key-1` of `orders` whose
+/// outcome is unknown, an open dead letter of it, and a second dead letter
+/// whose key is sent (one that may be discarded).
+pub struct Fixture {
+    pub unknown_version: i64,
+    pub dead_letter: i64,
+    pub discardable: i64,
+}
+
+impl Fixture {
+    pub async fn write(store: &Store) -> Fixture {
+        use idem_store::{Delivery, Outcome, Ts};
+        let now = Ts::now();
+        let mut tx = store.begin().await.unwrap();
+        for (key, outcome) in [
+            ("key-1", Outcome::Unknown { error: "timeout" }),
+            (
+                "sent-1",
+                Outcome::Sent {
+                    provider_ref: Some("pi_1"),
+                },
+            ),
+        ] {
+            tx.claim(&Delivery {
+                consumer: "orders",
+                key,
+                payload_hash: None,
+                at: now,
+            })
+            .await
+            .unwrap();
+            tx.lease("orders", key, now, now).await.unwrap();
+            tx.record("orders", key, outcome, now).await.unwrap();
+        }
+        tx.commit().await.unwrap();
+        let unknown_version = store
+            .claim("orders", "key-1")
+            .await
+            .unwrap()
+            .unwrap()
+            .version;
+        Fixture {
+            unknown_version,
+            dead_letter: dead_letter(store, "key-1").await,
+            discardable: dead_letter(store, "sent-1").await,
+        }
+    }
+
+    /// Every server function by name, with arguments that are all valid:
+    /// a call that is allowed answers 200. `tag` keeps action ids apart
+    /// between callers.
+    pub fn valid_calls(&self, tag: &str) -> Vec<(&'static str, Vec<(&'static str, String)>)> {
+        let id = |what: &str| format!("{tag}-0123456789-{what}");
+        let none = String::new;
+        vec![
+            ("get_console_info", vec![]),
+            ("get_login_info", vec![]),
+            ("get_overview", vec![]),
+            ("get_slos", vec![]),
+            ("get_slo", vec![("name", "duplicate-claim-rate".into())]),
+            (
+                "get_charts",
+                vec![("range", "24h".into()), ("consumer", "orders".into())],
+            ),
+            (
+                "get_slo_charts",
+                vec![("name", "duplicate-claim-rate".into())],
+            ),
+            (
+                "get_key_story",
+                vec![("consumer", "orders".into()), ("key", "key-1".into())],
+            ),
+            ("lookup_key", vec![("key", "key-1".into())]),
+            (
+                "search_keys",
+                vec![
+                    ("query[q]", "key".into()),
+                    ("query[consumer]", "orders".into()),
+                    ("query[status]", "unknown".into()),
+                    ("query[cursor]", none()),
+                    ("query[limit]", "10".into()),
+                ],
+            ),
+            ("list_unknown", vec![("consumer", "orders".into())]),
+            (
+                "list_dead_letters",
+                vec![("state", "open".into()), ("consumer", "orders".into())],
+            ),
+            (
+                "get_dead_letter",
+                vec![("id", self.dead_letter.to_string())],
+            ),
+            ("list_outbox", vec![]),
+            (
+                "list_audit",
+                vec![
+                    ("query[actor]", "olga".into()),
+                    ("query[action]", "replay".into()),
+                    ("query[key]", "key-1".into()),
+                    ("query[cursor]", none()),
+                ],
+            ),
+            ("get_action_answer", vec![("action_id", id("replay"))]),
+            (
+                "replay_dead_letter",
+                vec![
+                    ("id", self.dead_letter.to_string()),
+                    ("action_id", id("replay")),
+                    ("override_verdict", "on".into()),
+                    ("reason", "checked with the provider".into()),
+                ],
+            ),
+            (
+                "discard_dead_letter",
+                vec![
+                    ("id", self.discardable.to_string()),
+                    ("action_id", id("discard")),
+                    ("reason", "already sent".into()),
+                ],
+            ),
+            (
+                "resolve_unknown",
+                vec![
+                    ("consumer", "orders".into()),
+                    ("key", "key-1".into()),
+                    ("version", self.unknown_version.to_string()),
+                    ("action_id", id("resolve")),
+                    ("outcome", "sent".into()),
+                    ("provider_ref", "pi_2".into()),
+                    ("reason", "found in the provider's dashboard".into()),
+                ],
+            ),
+        ]
+    }
+}
+
+/// Calls the server function `name` with `fields`, as the page's own code
+/// does (a GET with the query, or a same-origin form post).
+pub async fn call(
+    app: &TestApp,
+    client: &reqwest::Client,
+    name: &str,
+    fields: &[(&str, String)],
+) -> reqwest::Response {
+    let path = server_fn(name);
+    let method = leptos::server_fn::axum::server_fn_paths()
+        .find(|(p, _)| *p == path)
+        .map(|(_, m)| m)
+        .expect("a registered function");
+    let request = if method == axum::http::Method::GET {
+        client.get(app.url(path)).query(fields)
+    } else {
+        client.request(method, app.url(path)).form(fields)
+    };
+    request
+        .header("sec-fetch-site", "same-origin")
+        .header("accept", "application/json")
+        .send()
+        .await
+        .expect("the server answers")
+}
+
+/// The background lease's holder, once someone holds it (within 10 s).
+pub async fn lease_holder(store: &Store) -> String {
+    let started = std::time::Instant::now();
+    loop {
+        if let Some((holder, _)) = store
+            .lease_holder(idem_store::BACKGROUND_LEASE)
+            .await
+            .unwrap()
+        {
+            return holder;
+        }
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(10),
+            "nobody took the lease"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
 }

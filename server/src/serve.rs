@@ -1,0 +1,101 @@
+//! The accept loop. `axum::serve` offers neither a deadline for a request's
+//! head nor a cap on open connections, so a laptop sending headers one byte
+//! a second could hold every connection it opens, forever (slowloris). Here
+//! each connection holds one of `max_connections` permits (the next client
+//! waits in the listen backlog until one is free), and hyper closes a
+//! connection whose request head has not arrived within `header_timeout` of
+//! its opening or of its previous answer (so an idle keep-alive connection
+//! goes after that long too).
+//!
+//! HTTP/1.1 only: browsers speak HTTP/2 only over TLS, which a reverse
+//! proxy in front terminates. (hyper-util's HTTP/1-or-2 server first waits
+//! for a connection's first bytes to tell the two apart, with no deadline:
+//! a connection that sends nothing would hold its slot for ever.) The
+//! peer's address reaches handlers as `ConnectInfo`; shutdown is graceful.
+
+use std::{sync::Arc, time::Duration};
+
+use axum::{Router, body::Body, extract::ConnectInfo, http::Request};
+use hyper::body::Incoming;
+use hyper::server::conn::http1;
+use hyper_util::{
+    rt::{TokioIo, TokioTimer},
+    server::graceful::GracefulShutdown,
+};
+use tokio::{net::TcpListener, sync::Semaphore};
+use tower::ServiceExt;
+
+/// How many connections are served at once and how long a head may take.
+#[derive(Debug, Clone, Copy)]
+pub struct ConnectionLimits {
+    pub max_connections: usize,
+    pub header_timeout: Duration,
+}
+
+/// Serves `router` on `listener` until `shutdown` resolves, then stops
+/// accepting, asks every open connection to finish its request in flight
+/// and close, and returns once all have.
+pub async fn serve(
+    listener: TcpListener,
+    router: Router,
+    limits: ConnectionLimits,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let permits = Arc::new(Semaphore::new(limits.max_connections.max(1)));
+    let graceful = GracefulShutdown::new();
+    let mut shutdown = std::pin::pin!(shutdown);
+    loop {
+        let permit = tokio::select! {
+            permit = permits.clone().acquire_owned() => match permit {
+                Ok(permit) => permit,
+                Err(_) => break,
+            },
+            () = &mut shutdown => break,
+        };
+        let (stream, peer) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(accepted) => accepted,
+                Err(err) => {
+                    accept_failed(err).await;
+                    continue;
+                }
+            },
+            () = &mut shutdown => break,
+        };
+        let _ = stream.set_nodelay(true);
+        let router = router.clone();
+        let service = hyper::service::service_fn(move |req: Request<Incoming>| {
+            let mut req = req.map(Body::new);
+            req.extensions_mut().insert(ConnectInfo(peer));
+            router.clone().oneshot(req)
+        });
+        let watcher = graceful.watcher();
+        tokio::spawn(async move {
+            let connection = http1::Builder::new()
+                .timer(TokioTimer::new())
+                .header_read_timeout(limits.header_timeout)
+                .serve_connection(TokioIo::new(stream), service);
+            if let Err(err) = watcher.watch(connection).await {
+                tracing::trace!(error = %err, %peer, "connection ended with an error");
+            }
+            drop(permit);
+        });
+    }
+    drop(listener);
+    graceful.shutdown().await;
+    Ok(())
+}
+
+/// An accept that failed: a client that went away is nothing; running out
+/// of file descriptors is waited out for a second (as hyper 0.14 did).
+async fn accept_failed(err: std::io::Error) {
+    use std::io::ErrorKind;
+    if matches!(
+        err.kind(),
+        ErrorKind::ConnectionRefused | ErrorKind::ConnectionAborted | ErrorKind::ConnectionReset
+    ) {
+        return;
+    }
+    tracing::error!(error = %err, "cannot accept a connection");
+    tokio::time::sleep(Duration::from_secs(1)).await;
+}
