@@ -9,9 +9,12 @@
 //!   [`SignInLimits::per_address`] (password spraying), is refused without a
 //!   check until its window ends. Refused attempts are counted apart and
 //!   never move the window, so hammering a throttled pair does not extend it.
-//! - From a **known-good** client (one the account signed in from before)
-//!   the address limit does not apply, and the pair limit turns into a
-//!   growing delay: one check now, then one after 1 s, 2 s, 4 s … up to
+//! - A browser that signed in to the account before is **known-good**: it
+//!   carries a device cookie, and its attempts are counted under the
+//!   device, not the address, so an attacker elsewhere — even at the same
+//!   address — never touches its counter. For it the address limit does not
+//!   apply, and the pair limit turns into a growing delay: one check now,
+//!   then one after [`SignInLimits::first_delay`], twice that, … up to
 //!   [`SignInLimits::max_delay`]. The right password always gets through.
 //! - Failures are reserved before the hash is computed and released if it
 //!   succeeds, so a burst of parallel guesses gets no more checks than the
@@ -31,9 +34,12 @@ pub struct SignInLimits {
     pub per_address: u32,
     /// How long a window lasts from its first failure.
     pub window: Duration,
+    /// The first delay between checks for a known-good client over the
+    /// limit; each next one is twice as long.
+    pub first_delay: Duration,
     /// The longest delay between checks for a known-good client.
     pub max_delay: Duration,
-    /// How long a successful sign-in makes its client known-good.
+    /// How long a successful sign-in makes its browser known-good.
     pub known_for: Duration,
 }
 
@@ -43,6 +49,7 @@ impl Default for SignInLimits {
             per_pair: 5,
             per_address: 20,
             window: Duration::from_secs(15 * 60),
+            first_delay: Duration::from_secs(1),
             max_delay: Duration::from_secs(60),
             known_for: Duration::from_secs(90 * 24 * 3600),
         }
@@ -82,9 +89,9 @@ impl SignInLimits {
     }
 
     /// The delay before the check after `over` checks beyond the limit:
-    /// 1 s, 2 s, 4 s … up to `max_delay`.
+    /// `first_delay`, twice that, four times … up to `max_delay`.
     pub fn delay(&self, over: u32) -> Duration {
-        let doubled = Duration::from_secs(1u64 << over.min(30));
+        let doubled = self.first_delay.saturating_mul(1u32 << over.min(30));
         doubled.min(self.max_delay)
     }
 

@@ -15,13 +15,15 @@ CREATE TABLE login_failures (
 );
 CREATE INDEX login_failures_by_window ON login_failures (window_start);
 
-CREATE TABLE login_known_clients (
+CREATE TABLE login_devices (
     username          TEXT NOT NULL,
-    client            TEXT NOT NULL,
+    -- SHA-256 (hex) of the device cookie's token; the token itself is
+    -- only in the browser.
+    device            TEXT NOT NULL,
     last_ok_at        INTEGER NOT NULL,
-    PRIMARY KEY (username, client)
+    PRIMARY KEY (username, device)
 );
-CREATE INDEX login_known_clients_by_time ON login_known_clients (last_ok_at);
+CREATE INDEX login_devices_by_time ON login_devices (last_ok_at);
 
 ALTER TABLE users ADD COLUMN origin TEXT NOT NULL DEFAULT 'password'
     CHECK (origin IN ('password', 'proxy'));

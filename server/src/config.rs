@@ -32,6 +32,7 @@
 //! | `IDEM_MAX_IN_FLIGHT` | requests served at once; more are refused at once with 503 (health probes excepted) | `64` |
 //! | `IDEM_REQUEST_TIMEOUT_SECONDS` | a request still running this long is answered 503 | `20` |
 //! | `IDEM_MAX_CONNECTIONS` | open client connections at most; more wait to be accepted | `1024` |
+//! | `IDEM_MAX_CONNECTIONS_PER_CLIENT` | open connections from one address at most (trusted proxies exempt); more are closed at once | `64` |
 //! | `IDEM_HEADER_TIMEOUT_SECONDS` | a connection that has not sent a whole request head this long is closed | `10` |
 //! | `IDEM_SHUTDOWN_GRACE_SECONDS` | on SIGTERM, how long in-flight requests and the demo may take to finish | `15` |
 //! | `IDEM_BACKGROUND_LEASE_SECONDS` | rollups, the demo and the session sweeper run on one replica at a time; when it dies, its lease expires after this and another takes over | `30` |
@@ -87,6 +88,9 @@ pub struct Limits {
     /// Client connections open at once; the next waits to be accepted
     /// until one closes.
     pub max_connections: usize,
+    /// Connections one address may hold (trusted proxies exempt); one more
+    /// is closed at once.
+    pub max_connections_per_client: usize,
     /// A connection that has not sent a whole request head (request line
     /// and headers) this long after it was opened, or after its previous
     /// answer, is closed: slow senders cannot hold connections for free.
@@ -101,6 +105,7 @@ impl Default for Limits {
             body_limit: 64 * 1024,
             shutdown_grace: Duration::from_secs(15),
             max_connections: 1024,
+            max_connections_per_client: 64,
             header_timeout: Duration::from_secs(10),
         }
     }
@@ -155,6 +160,7 @@ pub const SETTINGS: &[&str] = &[
     "IDEM_HEADER_TIMEOUT_SECONDS",
     "IDEM_LOG_FORMAT",
     "IDEM_MAX_CONNECTIONS",
+    "IDEM_MAX_CONNECTIONS_PER_CLIENT",
     "IDEM_MAX_IN_FLIGHT",
     "IDEM_METRICS_TOKEN",
     "IDEM_PASSWORD_LOGIN",
@@ -327,6 +333,8 @@ impl Config {
                 .map_or(defaults.shutdown_grace, Duration::from_secs),
             max_connections: number("IDEM_MAX_CONNECTIONS")?
                 .map_or(defaults.max_connections, |n| n.max(1) as usize),
+            max_connections_per_client: number("IDEM_MAX_CONNECTIONS_PER_CLIENT")?
+                .map_or(defaults.max_connections_per_client, |n| n.max(1) as usize),
             header_timeout: number("IDEM_HEADER_TIMEOUT_SECONDS")?
                 .map_or(defaults.header_timeout, |n| Duration::from_secs(n.max(1))),
         };

@@ -2,10 +2,13 @@
 //! head nor a cap on open connections, so a laptop sending headers one byte
 //! a second could hold every connection it opens, forever (slowloris). Here
 //! each connection holds one of `max_connections` permits (the next client
-//! waits in the listen backlog until one is free), and hyper closes a
-//! connection whose request head has not arrived within `header_timeout` of
-//! its opening or of its previous answer (so an idle keep-alive connection
-//! goes after that long too).
+//! waits in the listen backlog until one is free), one address may hold at
+//! most `per_client` of them (a connection beyond that is closed at once;
+//! the proxies Idem trusts are exempt, as every client comes through them),
+//! and hyper closes a connection whose request head has not arrived within
+//! `header_timeout` of its opening or of its previous answer (so an idle
+//! keep-alive connection goes after that long too). Holding every slot
+//! therefore takes `max_connections / per_client` addresses.
 //!
 //! HTTP/1.1 only: browsers speak HTTP/2 only over TLS, which a reverse
 //! proxy in front terminates. (hyper-util's HTTP/1-or-2 server first waits
@@ -13,7 +16,7 @@
 //! a connection that sends nothing would hold its slot for ever.) The
 //! peer's address reaches handlers as `ConnectInfo`; shutdown is graceful.
 
-use std::{sync::Arc, time::Duration};
+use std::{net::IpAddr, sync::Arc, time::Duration};
 
 use axum::{Router, body::Body, extract::ConnectInfo, http::Request};
 use hyper::body::Incoming;
@@ -25,11 +28,55 @@ use hyper_util::{
 use tokio::{net::TcpListener, sync::Semaphore};
 use tower::ServiceExt;
 
-/// How many connections are served at once and how long a head may take.
-#[derive(Debug, Clone, Copy)]
+/// How many connections are served at once, from one address, and how long
+/// a head may take.
+#[derive(Debug, Clone)]
 pub struct ConnectionLimits {
     pub max_connections: usize,
+    pub per_client: usize,
     pub header_timeout: Duration,
+    /// Peers the per-address cap does not apply to (the trusted proxies).
+    pub exempt: Vec<crate::auth::TrustedProxies>,
+}
+
+/// Open connections per peer address.
+struct PerClient {
+    open: std::sync::Mutex<std::collections::HashMap<IpAddr, usize>>,
+    limit: usize,
+}
+
+/// One connection's place in its address's count; given back when dropped.
+struct ClientSlot {
+    counts: Arc<PerClient>,
+    peer: IpAddr,
+}
+
+impl PerClient {
+    /// A slot for one more connection from `peer`, unless it has its limit.
+    fn take(counts: &Arc<PerClient>, peer: IpAddr) -> Option<ClientSlot> {
+        let mut open = counts.open.lock().unwrap_or_else(|e| e.into_inner());
+        let held = open.entry(peer).or_default();
+        if *held >= counts.limit {
+            return None;
+        }
+        *held += 1;
+        Some(ClientSlot {
+            counts: counts.clone(),
+            peer,
+        })
+    }
+}
+
+impl Drop for ClientSlot {
+    fn drop(&mut self) {
+        let mut open = self.counts.open.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(held) = open.get_mut(&self.peer) {
+            *held -= 1;
+            if *held == 0 {
+                open.remove(&self.peer);
+            }
+        }
+    }
 }
 
 /// Serves `router` on `listener` until `shutdown` resolves, then stops
@@ -42,6 +89,10 @@ pub async fn serve(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let permits = Arc::new(Semaphore::new(limits.max_connections.max(1)));
+    let per_client = Arc::new(PerClient {
+        open: std::sync::Mutex::default(),
+        limit: limits.per_client.max(1),
+    });
     let graceful = GracefulShutdown::new();
     let mut shutdown = std::pin::pin!(shutdown);
     loop {
@@ -62,6 +113,17 @@ pub async fn serve(
             },
             () = &mut shutdown => break,
         };
+        let slot = if limits.exempt.iter().any(|p| p.trusts(peer.ip())) {
+            None
+        } else {
+            match PerClient::take(&per_client, peer.ip()) {
+                Some(slot) => Some(slot),
+                None => {
+                    tracing::debug!(%peer, "connection refused: its address holds its limit");
+                    continue;
+                }
+            }
+        };
         let _ = stream.set_nodelay(true);
         let router = router.clone();
         let service = hyper::service::service_fn(move |req: Request<Incoming>| {
@@ -78,7 +140,7 @@ pub async fn serve(
             if let Err(err) = watcher.watch(connection).await {
                 tracing::trace!(error = %err, %peer, "connection ended with an error");
             }
-            drop(permit);
+            drop((permit, slot));
         });
     }
     drop(listener);

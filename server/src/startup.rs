@@ -205,9 +205,14 @@ impl Application {
 
         let fatal = Arc::new(std::sync::Mutex::new(None));
         let stopped_at = Arc::new(std::sync::OnceLock::new());
+        let auth = &self.config.auth;
         let limits = crate::serve::ConnectionLimits {
             max_connections: self.config.limits.max_connections,
+            per_client: self.config.limits.max_connections_per_client,
             header_timeout: self.config.limits.header_timeout,
+            exempt: std::iter::once(auth.trusted_proxies.clone())
+                .chain(auth.proxy.as_ref().map(|p| p.addresses.clone()))
+                .collect(),
         };
         let serve = crate::serve::serve(self.listener, self.router, limits, {
             let (fatal, stopped_at) = (fatal.clone(), stopped_at.clone());
@@ -271,6 +276,9 @@ async fn prepare(config: &Config, auth: &AuthContext) -> Result<Prepared, StartE
     store.migrate().await?;
     tracing::info!(database = %config.database.redacted_url(), backend = store.backend(), "database ready");
     let demo = decide_demo(config, store).await?;
+    if demo.is_none() && store.meta(DEMO_DATA).await?.is_some() {
+        retire_demo_accounts(auth).await?;
+    }
     if demo.is_some() {
         demo_may_listen(config)?;
         store.set_meta(DEMO_DATA, "1").await?;
@@ -474,16 +482,55 @@ fn demo_may_listen(config: &Config) -> Result<(), StartError> {
 async fn ensure_demo_accounts(auth: &AuthContext) -> Result<(), StartError> {
     for role in idem_domain::Role::ALL {
         let name = role.as_str();
-        if auth.store.user_by_name(name).await?.is_none() {
-            let hash = auth
-                .passwords
-                .hash(name.to_owned())
-                .await
-                .map_err(|e| StartError::DemoAccounts(e.to_string()))?;
-            auth.store.create_user(name, *role, Some(&hash)).await?;
+        match auth.store.user_by_name(name).await? {
+            None => {
+                let hash = auth
+                    .passwords
+                    .hash(name.to_owned())
+                    .await
+                    .map_err(|e| StartError::DemoAccounts(e.to_string()))?;
+                auth.store.create_user(name, *role, Some(&hash)).await?;
+            }
+            // Retired when Idem last ran without the demo: back again.
+            Some(user) if user.disabled && has_demo_password(auth, &user).await => {
+                auth.store.set_disabled(name, false).await?;
+            }
+            Some(_) => {}
         }
     }
     println!("\n  Demo accounts (password = name): viewer, operator, admin");
+    Ok(())
+}
+
+/// Whether `user` is one of the demo's accounts, its password still its name.
+async fn has_demo_password(auth: &AuthContext, user: &idem_store::UserRecord) -> bool {
+    idem_domain::Role::ALL
+        .iter()
+        .any(|role| role.as_str() == user.username)
+        && auth
+            .passwords
+            .verify(user.username.clone(), user.password_hash.clone())
+            .await
+            .is_ok_and(|(matches, _)| matches)
+}
+
+/// Outside demo mode, on a database that once held the demo, the demo's
+/// accounts (each name its own password) are disabled: they would let
+/// anyone in as admin.
+async fn retire_demo_accounts(auth: &AuthContext) -> Result<(), StartError> {
+    for role in idem_domain::Role::ALL {
+        let name = role.as_str();
+        if let Some(user) = auth.store.user_by_name(name).await?
+            && !user.disabled
+            && has_demo_password(auth, &user).await
+        {
+            auth.store.set_disabled(name, true).await?;
+            tracing::warn!(
+                account = name,
+                "the demo is off: its account (password = name) is disabled"
+            );
+        }
+    }
     Ok(())
 }
 

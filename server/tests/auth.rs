@@ -715,6 +715,44 @@ async fn the_demo_refuses_to_listen_beyond_loopback_unless_asked_for_by_name() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_demo_s_accounts_are_disabled_when_its_database_is_served_without_the_demo() {
+    logs();
+    let db = TestDatabase::sqlite().await;
+    let start = |demo| {
+        let mut config = idem::Config::for_tests(&db.url);
+        config.demo = demo;
+        config.demo_backfill = Duration::ZERO;
+        idem::Application::build(config)
+    };
+    drop(start(idem::config::DemoSetting::On).await.unwrap());
+    // Someone else's account named like a demo one keeps working.
+    db.store
+        .set_password(
+            "viewer",
+            &idem::auth::Passwords::new(1)
+                .hash("a real one".into())
+                .await
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+    drop(start(idem::config::DemoSetting::Off).await.unwrap());
+    let disabled = |name: &'static str| {
+        let store = db.store.clone();
+        async move { store.user_by_name(name).await.unwrap().unwrap().disabled }
+    };
+    assert!(disabled("admin").await, "admin / admin would let anyone in");
+    assert!(disabled("operator").await);
+    assert!(
+        !disabled("viewer").await,
+        "its password is no longer its name"
+    );
+    // The demo back on brings its accounts back.
+    drop(start(idem::config::DemoSetting::On).await.unwrap());
+    assert!(!disabled("admin").await);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_state_s_debug_output_never_holds_the_database_password() {
     let url = "postgres://idem:s3cr3t-pa55@127.0.0.1:1/idem";
     let store = idem_store::Store::connect(&idem_store::StoreConfig::new(url)).unwrap();

@@ -64,7 +64,7 @@ async fn a_postgres_outage_shows_the_banner_refuses_actions_and_heals_without_a_
     let started = Instant::now();
     assert_eq!(app.get("/readyz").await.0, 503);
     assert!(
-        started.elapsed() < Duration::from_millis(200),
+        started.elapsed() < Duration::from_millis(500),
         "readyz answers from the check's state, at once ({:?})",
         started.elapsed()
     );

@@ -25,7 +25,7 @@ async fn busy_pool_is_not_an_outage(db: TestDatabase) {
     let app = spawn_with(
         |c| {
             c.database.max_connections = 3;
-            c.database.acquire_timeout = Duration::from_millis(300);
+            c.database.acquire_timeout = Duration::from_millis(1500);
         },
         db,
     )
@@ -40,7 +40,7 @@ async fn busy_pool_is_not_an_outage(db: TestDatabase) {
         let (ready, _) = app.get("/readyz").await;
         assert_eq!(ready, 200, "a busy pool is not unreadiness");
         assert!(
-            started.elapsed() < Duration::from_millis(200),
+            started.elapsed() < Duration::from_millis(1000),
             "readyz waited {:?} (for a pool connection?)",
             started.elapsed()
         );
@@ -57,7 +57,6 @@ async fn busy_pool_is_not_an_outage(db: TestDatabase) {
             }
             other => assert_eq!(other, 200, "{page:.300}"),
         }
-        tokio::time::sleep(Duration::from_millis(300)).await;
     }
     assert!(busy > 0, "the pool was never busy: the test held nothing");
     drop(held);
@@ -208,10 +207,10 @@ async fn signing_out_during_an_outage_ends_the_session_when_the_database_returns
             .status()
             .as_u16()
     };
-    assert_ne!(
+    assert_eq!(
         with_old_cookie().await,
-        200,
-        "the session ended at once here"
+        303,
+        "the session ended at once here: the old cookie leads to the sign-in page"
     );
 
     gate.open();
@@ -288,7 +287,11 @@ fn base_addr(app: &TestApp) -> std::net::SocketAddr {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn two_hundred_slow_senders_are_cut_off_while_a_normal_request_is_answered() {
     let app = spawn_with(
-        |c| c.limits.header_timeout = Duration::from_secs(2),
+        |c| {
+            c.limits.header_timeout = Duration::from_secs(2);
+            // All from one address: the header timeout alone cuts them off.
+            c.limits.max_connections_per_client = 1000;
+        },
         TestDatabase::sqlite().await,
     )
     .await;
@@ -343,6 +346,52 @@ async fn connections_beyond_the_cap_wait_for_a_free_one() {
         "the eleventh connection was served at once ({waited:?}): no cap"
     );
     assert!(waited < Duration::from_secs(4), "it waited {waited:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn one_address_cannot_take_every_connection() {
+    let app = spawn_with(
+        |c| {
+            c.limits.max_connections = 10;
+            c.limits.max_connections_per_client = 4;
+        },
+        TestDatabase::sqlite().await,
+    )
+    .await;
+    let addr = base_addr(&app);
+    // One address opens twenty connections and sends nothing: four are
+    // kept (until the header timeout), the rest are closed at once.
+    let mut kept = 0;
+    let mut held = Vec::new();
+    for _ in 0..20 {
+        // From 127.0.0.3: the test's own clients use 127.0.0.1.
+        let socket = tokio::net::TcpSocket::new_v4().unwrap();
+        socket.bind("127.0.0.3:0".parse().unwrap()).unwrap();
+        let mut stream = socket.connect(addr).await.unwrap();
+        let mut byte = [0u8; 1];
+        // Still open after a moment: kept. (A refused one reads its close.)
+        if tokio::time::timeout(Duration::from_millis(300), stream.read(&mut byte))
+            .await
+            .is_err()
+        {
+            kept += 1;
+            held.push(stream);
+        }
+    }
+    assert_eq!(kept, 4, "connections one address may hold");
+    // Someone at another address is served at once.
+    let elsewhere = reqwest::Client::builder()
+        .local_address(std::net::IpAddr::from([127, 0, 0, 2]))
+        .build()
+        .unwrap();
+    let started = Instant::now();
+    let (status, _) = common::get(&elsewhere, &app.url("/livez")).await;
+    assert_eq!(status, 200);
+    assert!(
+        started.elapsed() < Duration::from_secs(1),
+        "{:?}",
+        started.elapsed()
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -456,7 +505,8 @@ async fn health_probes_are_answered_while_admission_refuses_everything_else() {
     for probe in ["/livez", "/readyz"] {
         let started = Instant::now();
         assert_eq!(app.get(probe).await.0, 200, "{probe}");
-        assert!(started.elapsed() < Duration::from_millis(200), "{probe}");
+        // Not the pool's three-second wait.
+        assert!(started.elapsed() < Duration::from_millis(1000), "{probe}");
     }
     drop(held);
     for request in waiting {

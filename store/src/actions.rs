@@ -103,7 +103,13 @@ struct Binding<'a> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Target<'a> {
     DeadLetter(i64),
-    Claim { consumer: &'a str, key: &'a str },
+    /// A claim at the version the form showed: a claim resolved, gone
+    /// unknown again and shown anew is a new target, not a resubmission.
+    Claim {
+        consumer: &'a str,
+        key: &'a str,
+        version: i64,
+    },
 }
 
 impl Target<'_> {
@@ -143,10 +149,17 @@ impl<'a> ResolveRequest<'a> {
             target: Target::Claim {
                 consumer: self.consumer,
                 key: self.key,
+                version: self.version,
             },
             actor: self.actor.name,
         }
     }
+}
+
+/// A resolution's state before, as its audit row records it (and as the
+/// binding of its action id compares it).
+fn unknown_at(version: i64) -> String {
+    format!("unknown (version {version})")
 }
 
 /// An action id's audit row, as far as its binding and outcome go.
@@ -158,6 +171,7 @@ struct UsedId {
     consumer: Option<String>,
     idempotency_key: Option<String>,
     target: Option<String>,
+    state_before: Option<String>,
     state_after: Option<String>,
 }
 
@@ -165,10 +179,15 @@ impl UsedId {
     fn is_bound_to(&self, binding: &Binding<'_>) -> bool {
         let same_target = match binding.target {
             Target::DeadLetter(_) => self.target == binding.target.column(),
-            Target::Claim { consumer, key } => {
+            Target::Claim {
+                consumer,
+                key,
+                version,
+            } => {
                 self.target.is_none()
                     && self.consumer.as_deref() == Some(consumer)
                     && self.idempotency_key.as_deref() == Some(key)
+                    && self.state_before.as_deref() == Some(&unknown_at(version))
             }
         };
         self.action == binding.action && same_target && self.actor == binding.actor
@@ -184,7 +203,7 @@ impl Store {
         action_id: &str,
         binding: &Binding<'_>,
     ) -> StoreResult<Option<ActionOutcome>> {
-        const AUDIT: &str = "SELECT id, actor, action, consumer, idempotency_key, target, state_after \
+        const AUDIT: &str = "SELECT id, actor, action, consumer, idempotency_key, target, state_before, state_after \
              FROM audit_log WHERE action_id = $1";
         const OUTBOX: &str = "SELECT id FROM outbox WHERE audit_id = $1 ORDER BY id LIMIT 1";
         let row: Option<UsedId> = dispatch!(&self.pools, pool => {
@@ -521,7 +540,7 @@ async fn resolve(tx: &mut Tx, req: &ResolveRequest<'_>) -> StoreResult<ActionOut
             consumer: Some(req.consumer),
             key: Some(req.key),
             target: None,
-            state_before: Some(&format!("unknown (version {})", claim.version)),
+            state_before: Some(&unknown_at(claim.version)),
             state_after: Some(&after),
             reason,
             result: "ok",

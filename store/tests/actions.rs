@@ -424,6 +424,17 @@ async fn an_action_id_used_to_resolve_a_key_is_refused_for_a_replay_and_another_
             .await
             .unwrap(),
     );
+    // The same form, sent about a later version of the claim (it went
+    // unknown again): another target, not the first resolution again.
+    reused(
+        &store
+            .resolve_unknown(&ResolveRequest {
+                version: version + 2,
+                ..resolve("pay_9", sent.clone())
+            })
+            .await
+            .unwrap(),
+    );
     let other_version = unknown_claim(store, "pay_10").await;
     let other = store
         .resolve_unknown(&ResolveRequest {

@@ -17,6 +17,7 @@ use tower_sessions::Session;
 
 use super::{
     AuthContext, EPOCH, LOGIN_AT, USER_ID,
+    device::{self, DeviceToken},
     password::{MAX_PASSWORD_BYTES, PasswordError},
 };
 
@@ -69,7 +70,8 @@ fn busy() -> Response {
 /// from one address (or from one address over all names) are refused
 /// without a check (see `idem_domain::sign_in`); the failure is reserved
 /// before the password hash is computed, so parallel guesses cannot get
-/// past the limit, and released when the password is right.
+/// past the limit, and released when the password is right. A browser that
+/// signed in to the name before (its device cookie) is counted on its own.
 pub async fn login(
     State(ctx): State<Arc<AuthContext>>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
@@ -89,24 +91,38 @@ pub async fn login(
     if ctx.database.down_since().is_some() {
         return refused();
     }
-    let client = ctx
-        .settings
-        .trusted_proxies
-        .client(peer, &headers)
-        .to_string();
+    let address = ctx.settings.trusted_proxies.client(peer, &headers);
+    let client = address.to_string();
     // A name is text like a consumer name: bounded, no control characters.
     let username = ConsumerName::parse(form.username.trim())
         .map(|n| n.to_string())
         .ok();
-    let subject = SignInSubject {
-        account: username.as_deref().unwrap_or(INVALID_NAME),
-        client: &client,
+    let account = username.as_deref().unwrap_or(INVALID_NAME);
+    let limits = &ctx.settings.sign_in;
+    let device = DeviceToken::from_request(&ctx.settings, &headers);
+    let known_device = match (&device, &username) {
+        (Some(device), Some(name)) => {
+            match ctx
+                .store
+                .known_device(limits, name, &device.digest(), Ts::now())
+                .await
+            {
+                Ok(known) => known,
+                Err(err) => return unavailable(&err),
+            }
+        }
+        _ => false,
     };
-    match ctx
-        .store
-        .reserve_sign_in(&ctx.settings.sign_in, &subject, Ts::now())
-        .await
-    {
+    let counted_as = match (&device, known_device) {
+        (Some(device), true) => device.client(),
+        _ => device::counted_as(address),
+    };
+    let subject = SignInSubject {
+        account,
+        client: &counted_as,
+        known_good: known_device,
+    };
+    match ctx.store.reserve_sign_in(limits, &subject, Ts::now()).await {
         Ok(Admission::Check { .. }) => {}
         Ok(Admission::Throttled { .. }) => return back_to_login(&form.next, "throttled"),
         Err(err) => return unavailable(&err),
@@ -181,6 +197,16 @@ pub async fn login(
     if rehash && let Ok(hash) = ctx.passwords.hash(password).await {
         let _ = ctx.store.upgrade_password_hash(user.id, &hash).await;
     }
+    // This browser is known to this account from now on (a new token only
+    // for a browser that has none).
+    let device = device.unwrap_or_default();
+    if let Err(err) = ctx
+        .store
+        .remember_device(&user.username, &device.digest(), Ts::now())
+        .await
+    {
+        tracing::warn!(error = %idem_app::ssr::cause_chain(&err), "could not remember the browser of a sign-in");
+    }
     audit(
         &ctx,
         &user.username,
@@ -190,7 +216,12 @@ pub async fn login(
         &client,
     )
     .await;
-    Redirect::to(&links::safe_next(&form.next)).into_response()
+    let mut response = Redirect::to(&links::safe_next(&form.next)).into_response();
+    response.headers_mut().append(
+        axum::http::header::SET_COOKIE,
+        device.set_cookie(&ctx.settings, limits.known_for),
+    );
+    response
 }
 
 /// Signs out: the session is destroyed on the server, not just forgotten by the browser.

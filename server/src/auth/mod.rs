@@ -8,6 +8,7 @@
 
 mod client;
 mod csrf;
+mod device;
 mod guard;
 mod headers;
 mod login;

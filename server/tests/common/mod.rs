@@ -441,24 +441,33 @@ pub fn location(response: &reqwest::Response) -> String {
         .unwrap_or_default()
 }
 
-/// What the valid calls below act on: a claim `key-1` of `orders` whose
+/// What the valid calls below act on: a claim `key-…` of `orders` whose
 /// outcome is unknown, an open dead letter of it, and a second dead letter
-/// whose key is sent (one that may be discarded).
+/// whose key `sent-…` is sent (one that may be discarded).
 pub struct Fixture {
+    pub key: String,
     pub unknown_version: i64,
     pub dead_letter: i64,
     pub discardable: i64,
 }
 
 impl Fixture {
+    /// The fixture on `key-1` and `sent-1`.
     pub async fn write(store: &Store) -> Fixture {
+        Fixture::write_named(store, "1").await
+    }
+
+    /// A fixture of its own: `key-{tag}` and `sent-{tag}`.
+    pub async fn write_named(store: &Store, tag: &str) -> Fixture {
         use idem_store::{Delivery, Outcome, Ts};
         let now = Ts::now();
+        let key = format!("key-{tag}");
+        let sent = format!("sent-{tag}");
         let mut tx = store.begin().await.unwrap();
         for (key, outcome) in [
-            ("key-1", Outcome::Unknown { error: "timeout" }),
+            (key.as_str(), Outcome::Unknown { error: "timeout" }),
             (
-                "sent-1",
+                sent.as_str(),
                 Outcome::Sent {
                     provider_ref: Some("pi_1"),
                 },
@@ -476,16 +485,12 @@ impl Fixture {
             tx.record("orders", key, outcome, now).await.unwrap();
         }
         tx.commit().await.unwrap();
-        let unknown_version = store
-            .claim("orders", "key-1")
-            .await
-            .unwrap()
-            .unwrap()
-            .version;
+        let unknown_version = store.claim("orders", &key).await.unwrap().unwrap().version;
         Fixture {
             unknown_version,
-            dead_letter: dead_letter(store, "key-1").await,
-            discardable: dead_letter(store, "sent-1").await,
+            dead_letter: dead_letter(store, &key).await,
+            discardable: dead_letter(store, &sent).await,
+            key,
         }
     }
 
@@ -511,9 +516,9 @@ impl Fixture {
             ),
             (
                 "get_key_story",
-                vec![("consumer", "orders".into()), ("key", "key-1".into())],
+                vec![("consumer", "orders".into()), ("key", self.key.clone())],
             ),
-            ("lookup_key", vec![("key", "key-1".into())]),
+            ("lookup_key", vec![("key", self.key.clone())]),
             (
                 "search_keys",
                 vec![
@@ -539,7 +544,7 @@ impl Fixture {
                 vec![
                     ("query[actor]", "olga".into()),
                     ("query[action]", "replay".into()),
-                    ("query[key]", "key-1".into()),
+                    ("query[key]", self.key.clone()),
                     ("query[cursor]", none()),
                 ],
             ),
@@ -565,7 +570,7 @@ impl Fixture {
                 "resolve_unknown",
                 vec![
                     ("consumer", "orders".into()),
-                    ("key", "key-1".into()),
+                    ("key", self.key.clone()),
                     ("version", self.unknown_version.to_string()),
                     ("action_id", id("resolve")),
                     ("outcome", "sent".into()),
