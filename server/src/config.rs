@@ -32,7 +32,7 @@
 //! | `IDEM_MAX_IN_FLIGHT` | requests served at once; more are refused at once with 503 (health probes excepted) | `64` |
 //! | `IDEM_REQUEST_TIMEOUT_SECONDS` | a request still running this long is answered 503 | `20` |
 //! | `IDEM_MAX_CONNECTIONS` | open client connections at most; more wait to be accepted | `1024` |
-//! | `IDEM_MAX_CONNECTIONS_PER_CLIENT` | open connections from one address at most (trusted proxies exempt); more are closed at once | `64` |
+//! | `IDEM_MAX_CONNECTIONS_PER_CLIENT` | open connections from one address at most (trusted proxies exempt); more are answered 503 and closed | `64` |
 //! | `IDEM_HEADER_TIMEOUT_SECONDS` | a connection that has not sent a whole request head this long is closed | `10` |
 //! | `IDEM_SHUTDOWN_GRACE_SECONDS` | on SIGTERM, how long in-flight requests and the demo may take to finish | `15` |
 //! | `IDEM_BACKGROUND_LEASE_SECONDS` | rollups, the demo and the session sweeper run on one replica at a time; when it dies, its lease expires after this and another takes over | `30` |
@@ -89,7 +89,7 @@ pub struct Limits {
     /// until one closes.
     pub max_connections: usize,
     /// Connections one address may hold (trusted proxies exempt); one more
-    /// is closed at once.
+    /// is answered 503 and closed.
     pub max_connections_per_client: usize,
     /// A connection that has not sent a whole request head (request line
     /// and headers) this long after it was opened, or after its previous

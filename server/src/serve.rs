@@ -3,8 +3,9 @@
 //! a second could hold every connection it opens, forever (slowloris). Here
 //! each connection holds one of `max_connections` permits (the next client
 //! waits in the listen backlog until one is free), one address may hold at
-//! most `per_client` of them (a connection beyond that is closed at once;
-//! the proxies Idem trusts are exempt, as every client comes through them),
+//! most `per_client` of them (a connection beyond that is answered 503 and
+//! closed; the proxies Idem trusts are exempt, as every client comes
+//! through them),
 //! and hyper closes a connection whose request head has not arrived within
 //! `header_timeout` of its opening or of its previous answer (so an idle
 //! keep-alive connection goes after that long too). Holding every slot
@@ -93,6 +94,9 @@ pub async fn serve(
         open: std::sync::Mutex::default(),
         limit: limits.per_client.max(1),
     });
+    // Refusals being answered at once: past this many, a refused
+    // connection is just closed, so a flood costs no more than this.
+    let refusing = Arc::new(Semaphore::new(MAX_REFUSING));
     let graceful = GracefulShutdown::new();
     let mut shutdown = std::pin::pin!(shutdown);
     loop {
@@ -120,6 +124,12 @@ pub async fn serve(
                 Some(slot) => Some(slot),
                 None => {
                     tracing::debug!(%peer, "connection refused: its address holds its limit");
+                    if let Ok(refusal) = refusing.clone().try_acquire_owned() {
+                        tokio::spawn(async move {
+                            refuse(stream).await;
+                            drop(refusal);
+                        });
+                    }
                     continue;
                 }
             }
@@ -146,6 +156,34 @@ pub async fn serve(
     drop(listener);
     graceful.shutdown().await;
     Ok(())
+}
+
+/// How many refused connections are answered at once (each for at most a
+/// second); the rest are closed unanswered.
+const MAX_REFUSING: usize = 256;
+
+/// Answers a connection beyond its address's limit with a bare 503 (after
+/// reading what it sends for at most a second, so the client reads an
+/// answer rather than a reset) and closes it. Its permit is given back at
+/// once: a refused connection holds no slot.
+async fn refuse(mut stream: tokio::net::TcpStream) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    const ANSWER: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\nRetry-After: 2\r\n\
+        Content-Type: text/plain\r\nContent-Length: 51\r\nConnection: close\r\n\r\n\
+        Too many connections from your address; try again.\n";
+    let mut head = Vec::new();
+    let mut buffer = [0u8; 1024];
+    let _ = tokio::time::timeout(Duration::from_secs(1), async {
+        while head.len() < 16 * 1024 && !head.windows(4).any(|w| w == b"\r\n\r\n") {
+            match stream.read(&mut buffer).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => head.extend_from_slice(&buffer[..n]),
+            }
+        }
+    })
+    .await;
+    let _ = stream.write_all(ANSWER).await;
+    let _ = stream.shutdown().await;
 }
 
 /// An accept that failed: a client that went away is nothing; running out
