@@ -274,12 +274,22 @@ impl Store {
     }
 
     pub async fn replay_dead_letter(&self, req: &ReplayRequest<'_>) -> StoreResult<ActionOutcome> {
+        self.replay_dead_letter_at(req, Ts::now()).await
+    }
+
+    /// [`Store::replay_dead_letter`] as of `at`: when the operator acted.
+    /// Only the demo's history replays in the past (its simulated on-call).
+    pub async fn replay_dead_letter_at(
+        &self,
+        req: &ReplayRequest<'_>,
+        at: Ts,
+    ) -> StoreResult<ActionOutcome> {
         let binding = req.binding();
         if let Some(first) = self.outcome_of(req.action_id, &binding).await? {
             return Ok(first);
         }
         let mut tx = self.begin().await?;
-        let result = replay(&mut tx, req).await;
+        let result = replay(&mut tx, req, not_after_now(at)).await;
         self.settle(tx, result, req.action_id, &binding).await
     }
 
@@ -297,14 +307,36 @@ impl Store {
     }
 
     pub async fn resolve_unknown(&self, req: &ResolveRequest<'_>) -> StoreResult<ActionOutcome> {
+        self.resolve_unknown_at(req, Ts::now()).await
+    }
+
+    /// [`Store::resolve_unknown`] as of `at`: when the operator acted. Only
+    /// the demo's history resolves in the past (its simulated on-call).
+    pub async fn resolve_unknown_at(
+        &self,
+        req: &ResolveRequest<'_>,
+        at: Ts,
+    ) -> StoreResult<ActionOutcome> {
         let binding = req.binding();
         if let Some(first) = self.outcome_of(req.action_id, &binding).await? {
             return Ok(first);
         }
         let mut tx = self.begin().await?;
-        let result = resolve(&mut tx, req).await;
+        let result = resolve(&mut tx, req, not_after_now(at)).await;
         self.settle(tx, result, req.action_id, &binding).await
     }
+}
+
+/// An action "as of" the future happens now: history is only ever
+/// written backwards (the demo's on-call), never ahead of the clock.
+fn not_after_now(at: Ts) -> chrono::DateTime<Utc> {
+    at.0.min(Utc::now())
+}
+
+/// Seconds from `since` to `now`; never negative, even for an action dated
+/// before the thing it recovers (clock skew between replicas, or history).
+fn recovery_seconds(since: chrono::DateTime<Utc>, now: chrono::DateTime<Utc>) -> f64 {
+    ((now - since).num_milliseconds() as f64 / 1000.0).max(0.0)
 }
 
 async fn dead_letter(tx: &mut Tx, id: i64) -> StoreResult<Option<DeadLetter>> {
@@ -352,12 +384,15 @@ async fn close_dead_letter(
     Ok(changed == 1)
 }
 
-async fn replay(tx: &mut Tx, req: &ReplayRequest<'_>) -> StoreResult<ActionOutcome> {
+async fn replay(
+    tx: &mut Tx,
+    req: &ReplayRequest<'_>,
+    now: chrono::DateTime<Utc>,
+) -> StoreResult<ActionOutcome> {
     let dl = match open_dead_letter(tx, req.dead_letter_id).await? {
         Ok(dl) => dl,
         Err(answer) => return Ok(answer),
     };
-    let now = Utc::now();
     let claim = tx.read_claim(&dl.consumer, &dl.key).await?;
     let verdict = Verdict::of(claim.as_ref(), req.retention, now);
     let reason = match text::reason(req.reason.unwrap_or_default()) {
@@ -381,21 +416,24 @@ async fn replay(tx: &mut Tx, req: &ReplayRequest<'_>) -> StoreResult<ActionOutco
         (_, reason) => reason.map(str::to_owned),
     };
     let audit_id = tx
-        .append_audit(&NewAuditEntry {
-            action_id: Some(req.action_id),
-            actor: req.actor.name,
-            actor_role: req.actor.role,
-            action: "replay",
-            consumer: Some(&dl.consumer),
-            key: Some(&dl.key),
-            target: Some(&target),
-            state_before: Some("open"),
-            state_after: Some("replayed"),
-            reason: noted.as_deref(),
-            result: "ok",
-            client_addr: req.actor.client_addr,
-            recovery_seconds: Some((now - dl.dead_lettered_at).num_milliseconds() as f64 / 1000.0),
-        })
+        .append_audit_at(
+            &NewAuditEntry {
+                action_id: Some(req.action_id),
+                actor: req.actor.name,
+                actor_role: req.actor.role,
+                action: "replay",
+                consumer: Some(&dl.consumer),
+                key: Some(&dl.key),
+                target: Some(&target),
+                state_before: Some("open"),
+                state_after: Some("replayed"),
+                reason: noted.as_deref(),
+                result: "ok",
+                client_addr: req.actor.client_addr,
+                recovery_seconds: Some(recovery_seconds(dl.dead_lettered_at, now)),
+            },
+            at,
+        )
         .await?;
     let outbox_id = tx
         .enqueue(&NewOutboxRow {
@@ -461,7 +499,7 @@ async fn discard(tx: &mut Tx, req: &DiscardRequest<'_>) -> StoreResult<ActionOut
             reason: Some(reason),
             result: "ok",
             client_addr: req.actor.client_addr,
-            recovery_seconds: Some((now - dl.dead_lettered_at).num_milliseconds() as f64 / 1000.0),
+            recovery_seconds: Some(recovery_seconds(dl.dead_lettered_at, now)),
         })
         .await?;
     Ok(ActionOutcome::Done {
@@ -471,7 +509,11 @@ async fn discard(tx: &mut Tx, req: &DiscardRequest<'_>) -> StoreResult<ActionOut
     })
 }
 
-async fn resolve(tx: &mut Tx, req: &ResolveRequest<'_>) -> StoreResult<ActionOutcome> {
+async fn resolve(
+    tx: &mut Tx,
+    req: &ResolveRequest<'_>,
+    now: chrono::DateTime<Utc>,
+) -> StoreResult<ActionOutcome> {
     let reason = match text::reason(req.reason.unwrap_or_default()) {
         Ok(reason) => reason,
         Err(err) => return Ok(refused(err.to_string())),
@@ -502,7 +544,6 @@ async fn resolve(tx: &mut Tx, req: &ResolveRequest<'_>) -> StoreResult<ActionOut
     if claim.status != ClaimStatus::Unknown || claim.version != req.version {
         return conflict_on_claim(tx, req).await;
     }
-    let now = Utc::now();
     let status = req.resolution.status();
     let error = match &req.resolution {
         Resolution::Sent { .. } => None,
@@ -532,21 +573,24 @@ async fn resolve(tx: &mut Tx, req: &ResolveRequest<'_>) -> StoreResult<ActionOut
         None => format!("{status} (version {})", claim.version + 1),
     };
     let audit_id = tx
-        .append_audit(&NewAuditEntry {
-            action_id: Some(req.action_id),
-            actor: req.actor.name,
-            actor_role: req.actor.role,
-            action: req.resolution.action(),
-            consumer: Some(req.consumer),
-            key: Some(req.key),
-            target: None,
-            state_before: Some(&unknown_at(claim.version)),
-            state_after: Some(&after),
-            reason,
-            result: "ok",
-            client_addr: req.actor.client_addr,
-            recovery_seconds: Some((now - claim.status_at).num_milliseconds() as f64 / 1000.0),
-        })
+        .append_audit_at(
+            &NewAuditEntry {
+                action_id: Some(req.action_id),
+                actor: req.actor.name,
+                actor_role: req.actor.role,
+                action: req.resolution.action(),
+                consumer: Some(req.consumer),
+                key: Some(req.key),
+                target: None,
+                state_before: Some(&unknown_at(claim.version)),
+                state_after: Some(&after),
+                reason,
+                result: "ok",
+                client_addr: req.actor.client_addr,
+                recovery_seconds: Some(recovery_seconds(claim.status_at, now)),
+            },
+            Ts::from(now),
+        )
         .await?;
     let outbox_id = match req.resolution {
         Resolution::FailedRetry => {

@@ -137,7 +137,15 @@ impl Store {
 impl Tx {
     /// Appends one entry in this transaction: it commits with the action's effect or not at all.
     pub async fn append_audit(&mut self, entry: &NewAuditEntry<'_>) -> StoreResult<i64> {
-        let at = Ts::now();
+        self.append_audit_at(entry, Ts::now()).await
+    }
+
+    /// [`Tx::append_audit`], for an action taken at `at`.
+    pub(crate) async fn append_audit_at(
+        &mut self,
+        entry: &NewAuditEntry<'_>,
+        at: Ts,
+    ) -> StoreResult<i64> {
         let id: i64 = dispatch!(&mut self.inner, tx => {
             bind_entry!(sqlx::query_scalar(INSERT), entry, at).fetch_one(&mut **tx).await?
         });

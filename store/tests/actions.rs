@@ -28,6 +28,7 @@ idem_store::on_both_backends!(
     only_a_dead_letter_whose_key_is_sent_can_be_discarded,
     resolving_failed_with_a_retry_queues_the_same_key_through_the_outbox,
     actions_record_how_long_recovery_took,
+    an_action_dated_ahead_happens_now_and_none_recovers_in_negative_time,
     a_replayed_key_s_records_read_together_equal_each_read_alone,
 );
 
@@ -800,6 +801,50 @@ async fn actions_record_how_long_recovery_took(store: &Store) {
         (19.0 * 60.0..21.0 * 60.0).contains(&seconds),
         "dead-lettered 20 minutes ago: {seconds}"
     );
+}
+
+async fn an_action_dated_ahead_happens_now_and_none_recovers_in_negative_time(store: &Store) {
+    // A replay dated an hour ahead is recorded as of now.
+    let id = dead_lettered(store, "ahead:1", Outcome::Permanent { error: "x" }).await;
+    let before = chrono::Utc::now();
+    store
+        .replay_dead_letter_at(&replay(id, "ahead"), ago(-60))
+        .await
+        .unwrap();
+    let replayed = &store.audit_for_key("orders", "ahead:1").await.unwrap()[0];
+    assert!(
+        replayed.at >= before - TimeDelta::seconds(1) && replayed.at <= chrono::Utc::now(),
+        "recorded at {}, not an hour ahead",
+        replayed.at
+    );
+    let seconds = replayed.recovery_seconds.unwrap();
+    assert!(
+        (19.0 * 60.0..21.0 * 60.0).contains(&seconds),
+        "dead-lettered 20 minutes before now: {seconds}"
+    );
+
+    // A resolution dated before the outcome went unknown (29 minutes ago)
+    // keeps its date but took no time, not minus eleven minutes.
+    let version = unknown_claim(store, "behind:1").await;
+    let done = store
+        .resolve_unknown_at(
+            &ResolveRequest {
+                consumer: "orders",
+                key: "behind:1",
+                version,
+                resolution: Resolution::FailedRetry,
+                action_id: "behind",
+                actor: OLGA,
+                reason: None,
+            },
+            ago(40),
+        )
+        .await
+        .unwrap();
+    assert!(done.is_done(), "{done:?}");
+    let resolved = &store.audit_for_key("orders", "behind:1").await.unwrap()[0];
+    assert!(resolved.at < ago(39).0, "kept its date: {}", resolved.at);
+    assert_eq!(resolved.recovery_seconds, Some(0.0));
 }
 
 async fn a_replayed_key_s_records_read_together_equal_each_read_alone(store: &Store) {
