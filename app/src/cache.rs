@@ -72,6 +72,14 @@ impl ReadCache {
         }
     }
 
+    /// Forgets everything cached: the next read of each key loads afresh.
+    pub fn clear(&self) {
+        self.entries
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clear();
+    }
+
     fn slot(&self, key: &str) -> Slot {
         let now = Instant::now();
         let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());

@@ -66,6 +66,10 @@ struct Replica {
     name: String,
     /// True while this replica runs the background work.
     running: Arc<std::sync::atomic::AtomicBool>,
+    /// This replica's caches of reads, emptied once the demo's history is
+    /// written: a chart read while it was being written showed too little,
+    /// and would otherwise be served until its next interval completes.
+    caches: Vec<idem_app::cache::ReadCache>,
 }
 
 /// What start-up decides once the database answers.
@@ -140,6 +144,11 @@ impl Application {
                 addr: config.addr,
                 source,
             })?;
+        let replica = Replica {
+            name: replica_name(),
+            running: background_running,
+            caches: vec![state.reads.clone(), state.per_interval.clone()],
+        };
         Ok(Application {
             listener,
             router,
@@ -147,10 +156,7 @@ impl Application {
             auth,
             config,
             prepared,
-            replica: Replica {
-                name: replica_name(),
-                running: background_running,
-            },
+            replica,
         })
     }
 
@@ -305,6 +311,7 @@ async fn background(
     let Replica {
         name: replica,
         running,
+        caches,
     } = replica;
     let prepared = match prepared {
         Some(prepared) => prepared,
@@ -354,7 +361,12 @@ async fn background(
         }
         tracing::info!(%replica, "this replica runs the background work");
         let (work_stop_tx, work_stop_rx) = watch::channel(false);
-        let mut work = tokio::spawn(background_work(auth.clone(), demo.clone(), work_stop_rx));
+        let mut work = tokio::spawn(background_work(
+            auth.clone(),
+            demo.clone(),
+            caches.clone(),
+            work_stop_rx,
+        ));
         running.store(true, std::sync::atomic::Ordering::Release);
         // A later turn (the lease lost and taken back) continues the demo live.
         if let Some(settings) = &mut demo {
@@ -398,6 +410,7 @@ async fn background(
 async fn background_work(
     auth: Arc<AuthContext>,
     demo: Option<demo::Settings>,
+    caches: Vec<idem_app::cache::ReadCache>,
     stop: watch::Receiver<bool>,
 ) {
     // Without a demo the sender is dropped at once, which lets rollups start.
@@ -415,7 +428,7 @@ async fn background_work(
         demo,
         sweep_expired_sessions(auth.clone(), stop.clone()),
         close_sign_in_windows(auth.clone(), stop.clone()),
-        maintain_rollups(auth.store.clone(), history_rx, stop),
+        maintain_rollups(auth.store.clone(), history_rx, caches, stop),
     );
 }
 
@@ -549,16 +562,22 @@ async fn sweep_expired_sessions(auth: Arc<AuthContext>, mut stop: watch::Receive
 }
 
 /// Rolls up settled hours of consumer metrics every minute, once the demo's
-/// history (if any) is written. The upsert is idempotent, so a second
+/// history (if any) is written (and then empties the read caches). The upsert is idempotent, so a second
 /// replica doing the same work costs time, not correctness.
 async fn maintain_rollups(
     store: Store,
     history_written: tokio::sync::oneshot::Receiver<()>,
+    caches: Vec<idem_app::cache::ReadCache>,
     mut stop: watch::Receiver<bool>,
 ) {
     tokio::select! {
         _ = history_written => {}
         _ = stop.changed() => return,
+    }
+    // Whatever was read while the demo's history was being written showed
+    // too little of it.
+    for cache in &caches {
+        cache.clear();
     }
     loop {
         match store.roll_up_hours(idem_store::Ts::now()).await {

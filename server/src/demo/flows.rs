@@ -72,7 +72,9 @@ const REGIONS: [&str; 4] = ["EU", "US", "APAC", "UK"];
 pub fn random_fact(flow: Flow, at: DateTime<Utc>, rng: &mut StdRng) -> Fact {
     match flow {
         Flow::Reminders => {
-            let account = format!("account-{}", rng.random_range(1000..10_000));
+            // Many accounts: two reminders for one account and date are rare,
+            // as they are in life (a collision would count as a duplicate).
+            let account = format!("account-{}", rng.random_range(10_000..1_000_000));
             let date = (at + Days::new(30)).format("%Y-%m-%d").to_string();
             reminder(&account, &date)
         }

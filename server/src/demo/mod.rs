@@ -14,8 +14,15 @@
 //! History is the same simulation run faster: on first start the clock
 //! begins `backfill` ago and events in the past run without waiting, so the
 //! history's rows and metrics are as consistent as the live ones.
+//!
+//! The fleet is healthy most of the time, with incidents at known times of
+//! the history (`incidents`): a publisher retry storm, a provider outage, a
+//! stuck outbox relay, and a degraded email provider still open when the
+//! history ends. A simulated on-call settles unknown outcomes within
+//! minutes — late after the outage, not yet for the open incident.
 
 mod flows;
+pub mod incidents;
 mod provider;
 mod worker;
 
@@ -61,6 +68,16 @@ pub mod tour {
     /// by the team and its response lost: an unknown outcome beside an open
     /// dead letter.
     pub const UNKNOWN_BESIDE_DEAD_LETTER: &str = "charge:EU/2026/Ø-77";
+
+    use chrono::{DateTime, TimeDelta, Utc};
+
+    /// When the tour begins in a history from `start` to `end`: three hours
+    /// before the end (its stories take an hour and a half), or ten
+    /// minutes after the start of a shorter one — recent, so the overview's
+    /// oldest unknown outcomes are not days old.
+    pub fn starts_at(start: DateTime<Utc>, end: DateTime<Utc>) -> DateTime<Utc> {
+        (start + TimeDelta::minutes(10)).max(end - TimeDelta::hours(3))
+    }
 }
 
 /// How the demo runs.
@@ -76,6 +93,8 @@ const BUSY_BACKOFF: TimeDelta = TimeDelta::seconds(30);
 const RELAY_EVERY: TimeDelta = TimeDelta::seconds(2);
 const FLUSH_EVERY: TimeDelta = TimeDelta::seconds(10);
 const STALL: TimeDelta = TimeDelta::seconds(50);
+/// Who settles unknown outcomes in the demo, as the audit log names them.
+pub const ON_CALL: &str = "on-call";
 
 /// Runs the simulation until `stop` turns true: history first (when
 /// `settings.backfill` is not zero), then live.
@@ -161,6 +180,13 @@ enum Event {
     },
     Relay,
     Flush,
+    /// The on-call settles a key's unknown outcome with the provider.
+    Settle {
+        flow: Flow,
+        key: String,
+    },
+    /// The on-call replays a dead letter.
+    Replay(i64),
 }
 
 struct Scheduled {
@@ -216,6 +242,11 @@ struct Simulation {
     rate_limited: HashSet<String>,
     /// Scripted provider answers for the tour's keys.
     scripts: HashMap<String, VecDeque<Call>>,
+    /// The history's incidents (none once the demo runs on after a restart).
+    timeline: Option<incidents::Timeline>,
+    /// Keys the simulated on-call leaves for people: the tour's, the open
+    /// incident's.
+    left_for_people: HashSet<String>,
     facts: u64,
     ledger: u64,
     last_warning: Option<DateTime<Utc>>,
@@ -228,7 +259,11 @@ impl Simulation {
         let backfill = TimeDelta::from_std(settings.backfill).unwrap_or_default();
         let mut sim = Simulation::new(store, settings.seed, now - backfill);
         if !backfill.is_zero() {
-            sim.schedule_tour();
+            sim.timeline = Some(incidents::Timeline::new(now - backfill, now));
+            sim.schedule_tour(now);
+            sim.left_for_people = sim.scripts.keys().cloned().collect();
+            sim.schedule_open_incident(now);
+            sim.schedule_calm_unknowns(now);
         }
         sim
     }
@@ -245,6 +280,8 @@ impl Simulation {
             meter: Meter::default(),
             rate_limited: HashSet::new(),
             scripts: HashMap::new(),
+            timeline: None,
+            left_for_people: HashSet::new(),
             facts: 0,
             ledger: 0,
             last_warning: None,
@@ -259,8 +296,8 @@ impl Simulation {
     }
 
     /// Schedules the [`tour`] at the start of the history.
-    fn schedule_tour(&mut self) {
-        let base = self.now + TimeDelta::minutes(10);
+    fn schedule_tour(&mut self, end: DateTime<Utc>) {
+        let base = tour::starts_at(self.now, end);
         let date = (self.now + Days::new(30)).format("%Y-%m-%d").to_string();
         let minutes = |m: i64| base + TimeDelta::minutes(m);
 
@@ -454,6 +491,147 @@ impl Simulation {
         );
     }
 
+    /// The incident still open when the history ends: besides its random
+    /// lost responses, six reminders whose responses are lost for sure, so
+    /// the unknown-outcome queue has work in it whatever the time of day.
+    fn schedule_open_incident(&mut self, end: DateTime<Utc>) {
+        let (from, _) = incidents::Incident::EmailProviderDegraded.span(self.now, end);
+        let date = (end + Days::new(30)).format("%Y-%m-%d").to_string();
+        for n in 0..6 {
+            let account = format!(
+                "account-{}",
+                5_000_000 + self.rng.random_range(0..1_000_000)
+            );
+            let fact = flows::reminder(&account, &date);
+            self.scripts
+                .insert(fact.key.clone(), VecDeque::from([Call::LostResponse]));
+            self.left_for_people.insert(fact.key.clone());
+            self.schedule(
+                from + TimeDelta::minutes(3 + 4 * n),
+                Event::Publish { fact, retry: false },
+            );
+        }
+    }
+
+    /// A lost response now and then on calm hours (besides the random
+    /// ones), each settled by the on-call within minutes: what a healthy
+    /// day's unknown outcomes look like.
+    fn schedule_calm_unknowns(&mut self, end: DateTime<Utc>) {
+        let date = (end + Days::new(30)).format("%Y-%m-%d").to_string();
+        for hours_ago in [16, 13, 8, 3, 2] {
+            let at = end - TimeDelta::hours(hours_ago) + TimeDelta::minutes(10);
+            if at < self.now {
+                // Before a short history starts.
+                continue;
+            }
+            let account = format!(
+                "account-{}",
+                6_000_000 + self.rng.random_range(0..1_000_000)
+            );
+            let fact = flows::reminder(&account, &date);
+            self.scripts
+                .insert(fact.key.clone(), VecDeque::from([Call::LostResponse]));
+            self.schedule(at, Event::Publish { fact, retry: false });
+        }
+    }
+
+    /// How publishers, the queue and workers behave now.
+    fn fleet(&self) -> incidents::FleetWeather {
+        match &self.timeline {
+            Some(timeline) => timeline.fleet(self.now),
+            None => incidents::Timeline::healthy_fleet(),
+        }
+    }
+
+    /// How `flow`'s provider answers now.
+    fn provider_weather(&self, flow: Flow) -> incidents::ProviderWeather {
+        match &self.timeline {
+            Some(timeline) => timeline.provider(flow, self.now),
+            None => incidents::Timeline::healthy_provider(),
+        }
+    }
+
+    /// An unknown outcome or a dead letter for the on-call (unless it is
+    /// left for people): when it will be seen to.
+    fn on_call_at(&mut self, key: &str) -> Option<DateTime<Utc>> {
+        if self.left_for_people.contains(key) {
+            return None;
+        }
+        let jitter = self.rng.random::<f64>();
+        match &self.timeline {
+            Some(timeline) => timeline.settled_at(self.now, jitter),
+            None => Some(self.now + TimeDelta::seconds(120 + (480.0 * jitter) as i64)),
+        }
+    }
+
+    /// An unknown outcome for the on-call.
+    fn call_on_call(&mut self, flow: Flow, key: String) {
+        if let Some(at) = self.on_call_at(&key) {
+            self.schedule(at, Event::Settle { flow, key });
+        }
+    }
+
+    /// The on-call replays a dead letter once the provider is back (a
+    /// replay its verdict blocks is left for people).
+    async fn replay(&mut self, dead_letter_id: i64) -> Result<(), StoreError> {
+        let action_id = format!("on-call-{}-{}", self.seq, self.rng.random::<u32>());
+        let request = idem_store::ReplayRequest {
+            dead_letter_id,
+            action_id: &action_id,
+            actor: idem_store::Actor {
+                name: ON_CALL,
+                role: "operator",
+                client_addr: None,
+            },
+            override_verdict: false,
+            reason: Some("the provider is back (simulated on-call)"),
+            retention: TimeDelta::days(30),
+        };
+        self.store
+            .replay_dead_letter_at(&request, Ts::from(self.now))
+            .await?;
+        Ok(())
+    }
+
+    /// The on-call checks with the provider and records what it says: most
+    /// often that it acted (sent, with its reference), else that it did not
+    /// (failed, retried through the outbox with the same key).
+    async fn settle(&mut self, flow: Flow, key: &str) -> Result<(), StoreError> {
+        let Some(claim) = self.store.claim(flow.consumer(), key).await? else {
+            return Ok(());
+        };
+        if claim.status != idem_domain::ClaimStatus::Unknown {
+            return Ok(());
+        }
+        let acted = self.rng.random_bool(0.7);
+        let reference = provider::reference(&mut self.rng, "chk");
+        let action_id = format!("on-call-{}-{}", self.seq, self.rng.random::<u32>());
+        let resolution = if acted {
+            idem_domain::action::Resolution::Sent {
+                provider_ref: reference,
+            }
+        } else {
+            idem_domain::action::Resolution::FailedRetry
+        };
+        let request = idem_store::ResolveRequest {
+            consumer: flow.consumer(),
+            key,
+            version: claim.version,
+            resolution,
+            action_id: &action_id,
+            actor: idem_store::Actor {
+                name: ON_CALL,
+                role: "operator",
+                client_addr: None,
+            },
+            reason: Some("checked with the provider (simulated on-call)"),
+        };
+        self.store
+            .resolve_unknown_at(&request, Ts::from(self.now))
+            .await?;
+        Ok(())
+    }
+
     fn schedule(&mut self, at: DateTime<Utc>, event: Event) {
         self.seq += 1;
         self.events.push(Scheduled {
@@ -507,6 +685,8 @@ impl Simulation {
                 generation,
             } => self.visibility_timeout(message, generation).await,
             Event::Relay => self.relay().await,
+            Event::Settle { flow, key } => self.settle(flow, &key).await,
+            Event::Replay(dead_letter) => self.replay(dead_letter).await,
             Event::Flush => {
                 self.flush().await;
                 self.after(FLUSH_EVERY, Event::Flush);
@@ -547,13 +727,19 @@ impl Simulation {
         if !retry {
             self.facts += 1;
         }
+        let fleet = self.fleet();
         if !retry && !scripted {
             // Publishers retry: inside the five-minute window, after it, and now and then with a re-serialised payload.
             let roll: f64 = self.rng.random();
+            let within = fleet.retry_within;
+            let after = within + fleet.retry_after;
+            let drifted = after + fleet.retry_drifted;
             let again = match roll {
-                r if r < 0.05 => Some((self.seconds(15.0..240.0), fact.payload.clone())),
-                r if r < 0.07 => Some((self.seconds(360.0..1800.0), fact.payload.clone())),
-                r if r < 0.075 => Some((self.seconds(60.0..600.0), flows::drifted(&fact.payload))),
+                r if r < within => Some((self.seconds(15.0..240.0), fact.payload.clone())),
+                r if r < after => Some((self.seconds(360.0..1800.0), fact.payload.clone())),
+                r if r < drifted => {
+                    Some((self.seconds(360.0..900.0), flows::drifted(&fact.payload)))
+                }
                 _ => None,
             };
             if let Some((delay, payload)) = again {
@@ -566,7 +752,7 @@ impl Simulation {
         }
         let first = self.enqueue(&fact);
         let delay = self.seconds(0.05..1.0);
-        if !retry && !scripted && self.rng.random_bool(0.03) {
+        if !retry && !scripted && self.rng.random_bool(fleet.twins) {
             // At-least-once: the broker hands the same message to two workers at once.
             let twin = self.enqueue(&fact);
             self.after(delay, Event::DeliverTwins(first, twin));
@@ -633,7 +819,7 @@ impl Simulation {
             return Ok(());
         };
         let ledger = self.ledger_ref();
-        let fail_tx = !flow.is_external() && self.rng.random_bool(0.02);
+        let fail_tx = !flow.is_external() && self.rng.random_bool(self.fleet().transaction_failure);
         let work = Work {
             flow,
             key: &key,
@@ -710,9 +896,11 @@ impl Simulation {
                     "ful"
                 };
                 let limited = self.rate_limited.contains(&key);
-                let call =
-                    scripted.unwrap_or_else(|| provider::call(&mut self.rng, prefix, limited));
-                let latency = if !is_scripted && provider::stalls(&mut self.rng) {
+                let weather = self.provider_weather(flow);
+                let call = scripted
+                    .unwrap_or_else(|| provider::call(&mut self.rng, &weather, prefix, limited));
+                let stall = self.fleet().stall;
+                let latency = if !is_scripted && self.rng.random_bool(stall) {
                     STALL
                 } else {
                     TimeDelta::milliseconds(
@@ -736,8 +924,14 @@ impl Simulation {
                 );
             }
             // Counted by `Meter::claimed`: a suppressed duplicate, or an
-            // attempt whose lease ran out (now `unknown`).
-            Decision::AlreadyDone { .. } | Decision::LeaseExpired => self.ack(id),
+            // attempt whose lease ran out (now `unknown`, for the on-call).
+            Decision::AlreadyDone { .. } => self.ack(id),
+            Decision::LeaseExpired => {
+                if let Some(key) = self.messages.get(&id).map(|m| m.key.clone()) {
+                    self.call_on_call(flow, key);
+                }
+                self.ack(id);
+            }
             Decision::Busy { .. } => {
                 self.retry_later(id, "another worker holds the key's lease", BUSY_BACKOFF)
             }
@@ -811,6 +1005,7 @@ impl Simulation {
                 worker::record_unknown(&self.store, flow, &key, error, now).await?;
                 self.meter
                     .count(flow.consumer(), Metric::UnknownOutcomes, now);
+                self.call_on_call(flow, key.clone());
                 if current {
                     self.ack(id);
                 }
@@ -910,9 +1105,12 @@ impl Simulation {
                 .unwrap_or("delivery limit reached"),
             at: self.now,
         };
-        worker::dead_letter(&self.store, &give_up).await?;
+        let dead_letter = worker::dead_letter(&self.store, &give_up).await?;
         self.meter
             .count(message.flow.consumer(), Metric::DeadLetters, self.now);
+        if let Some(at) = self.on_call_at(&message.key) {
+            self.schedule(at, Event::Replay(dead_letter));
+        }
         Ok(())
     }
 
@@ -932,6 +1130,7 @@ impl Simulation {
     async fn relay(&mut self) -> Result<(), StoreError> {
         self.after(RELAY_EVERY, Event::Relay);
         let now = self.now;
+        let stuck = self.timeline.is_some_and(|t| t.relay_stuck(now));
         let mut tx = self.store.begin().await?;
         let rows = tx.claim_unpublished(25).await?;
         let mut oldest: HashMap<Flow, f64> = HashMap::new();
@@ -941,6 +1140,10 @@ impl Simulation {
             if let Some(flow) = flow {
                 let age = (now - row.created_at).num_milliseconds() as f64 / 1000.0;
                 oldest.entry(flow).or_insert(age.max(0.0));
+            }
+            if stuck {
+                // The relay reads its rows and publishes none of them.
+                continue;
             }
             if self.rng.random_bool(0.03) {
                 tx.mark_publish_attempt(

@@ -2,6 +2,8 @@
 
 use rand::{Rng, rngs::StdRng};
 
+use super::incidents::ProviderWeather;
+
 /// How one call to a provider ends, as the worker experiences it.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Call {
@@ -24,34 +26,39 @@ pub fn latency_seconds(rng: &mut StdRng) -> f64 {
     0.15 + rng.random::<f64>().powi(3) * 2.5
 }
 
-/// A worker that stalls past its visibility timeout (GC pause, slow
-/// provider) so the queue hands the message to another worker meanwhile.
-pub fn stalls(rng: &mut StdRng) -> bool {
-    rng.random_bool(0.015)
-}
-
-/// One call. `rate_limited_before` makes 429s come in streaks, as they do
-/// when one account or merchant is over its quota.
-pub fn call(rng: &mut StdRng, ref_prefix: &str, rate_limited_before: bool) -> Call {
-    if rate_limited_before && rng.random_bool(0.6) {
+/// One call, as the provider answers under `weather`. `rate_limited_before`
+/// makes 429s come in streaks, as they do when one account or merchant is
+/// over its quota.
+pub fn call(
+    rng: &mut StdRng,
+    weather: &ProviderWeather,
+    ref_prefix: &str,
+    rate_limited_before: bool,
+) -> Call {
+    if rate_limited_before && rng.random_bool(weather.streak) {
         return Call::RateLimited {
-            retry_after_seconds: rng.random_range(5..40),
+            retry_after_seconds: rng.random_range(weather.retry_after.0..weather.retry_after.1),
         };
     }
     let roll: f64 = rng.random();
+    let limited = weather.rate_limited;
+    let unavailable = limited + weather.unavailable;
+    let rejected = unavailable + weather.rejected;
+    let lost = rejected + weather.lost_response;
+    let crash = lost + weather.crash_after_acceptance;
     match roll {
-        r if r < 0.035 => Call::RateLimited {
-            retry_after_seconds: rng.random_range(5..40),
+        r if r < limited => Call::RateLimited {
+            retry_after_seconds: rng.random_range(weather.retry_after.0..weather.retry_after.1),
         },
-        r if r < 0.055 => Call::Unavailable,
-        r if r < 0.070 => Call::Rejected {
+        r if r < unavailable => Call::Unavailable,
+        r if r < rejected => Call::Rejected {
             reason: [
                 "400 Bad Request: recipient address is invalid",
                 "400 Bad Request: order is already closed",
             ][rng.random_range(0..2)],
         },
-        r if r < 0.078 => Call::LostResponse,
-        r if r < 0.084 => Call::CrashAfterAcceptance,
+        r if r < lost => Call::LostResponse,
+        r if r < crash => Call::CrashAfterAcceptance,
         _ => Call::Accepted {
             provider_ref: reference(rng, ref_prefix),
         },
