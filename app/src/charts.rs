@@ -15,12 +15,24 @@ use plotters::prelude::*;
 use crate::api::Chart;
 
 pub use time::{
-    Frame, bad_share, budget_over_time, burn_rate, gauge_worst, new_unknown_outcomes,
+    Allowed, Frame, bad_share, budget_over_time, burn_rate, gauge_worst, new_unknown_outcomes,
     outcome_latency, recovery_times, sli_over_time,
 };
 
 pub(crate) const WIDTH: u32 = 760;
 pub(crate) const HEIGHT: u32 = 320;
+/// Every text in a chart, as plotters sizes fonts (it draws size `n` at
+/// `n / 1.24` pixels of the drawing). A chart is shown at 560 CSS px at the
+/// least (it scrolls inside its box on a narrower screen), so text is never
+/// shown smaller than 19 / 1.24 × 560 / 760 ≈ 11.3 CSS px.
+pub(crate) const FONT: u32 = 19;
+
+/// The pixels of the drawing plotters gives a font of size 1.
+#[cfg(test)]
+const PLOTTERS_PX_PER_SIZE: f64 = 1.0 / 1.24;
+/// The narrowest a chart is shown, in CSS px (`style/main.css` keeps it).
+#[cfg(test)]
+const MIN_SHOWN_WIDTH: u32 = 560;
 pub(crate) const WITHIN: RGBColor = RGBColor(5, 80, 174);
 pub(crate) const BEYOND: RGBColor = RGBColor(188, 76, 0);
 pub(crate) const MARKER: RGBColor = RGBColor(164, 14, 38);
@@ -212,6 +224,7 @@ fn draw_distribution(d: &Distribution) -> Result<String, Box<dyn std::error::Err
         x_desc,
     } = *d;
     let mut svg = String::new();
+    let hovers: String;
     {
         let root = SVGBackend::with_string(&mut svg, (WIDTH, HEIGHT)).into_drawing_area();
         root.fill(&WHITE)?;
@@ -219,12 +232,15 @@ fn draw_distribution(d: &Distribution) -> Result<String, Box<dyn std::error::Err
         let n = counts.len() as u32;
         let mut chart = ChartBuilder::on(&root)
             .margin(12)
-            .x_label_area_size(40)
-            .y_label_area_size(60)
+            .x_label_area_size(48)
+            .y_label_area_size(72)
             .build_cartesian_2d((0u32..n).into_segmented(), 0f64..top)?;
         chart
             .configure_mesh()
             .disable_x_mesh()
+            .y_max_light_lines(0)
+            .label_style(("sans-serif", FONT))
+            .axis_desc_style(("sans-serif", FONT))
             .x_labels(labels.len())
             .x_label_formatter(&|v| match v {
                 SegmentValue::CenterOf(i) => labels.get(*i as usize).cloned().unwrap_or_default(),
@@ -263,11 +279,42 @@ fn draw_distribution(d: &Distribution) -> Result<String, Box<dyn std::error::Err
         chart.draw_series(std::iter::once(Text::new(
             format!(" {marker}"),
             (edge, top * 0.95),
-            ("sans-serif", 13).into_font().color(&MARKER),
+            ("sans-serif", FONT).into_font().color(&MARKER),
         )))?;
+        // Each bar says its count when hovered.
+        hovers = labels
+            .iter()
+            .zip(counts)
+            .enumerate()
+            .map(|(i, (label, count))| {
+                let (x0, y0) = chart.backend_coord(&(SegmentValue::Exact(i as u32), top));
+                let (x1, y1) = chart.backend_coord(&(SegmentValue::Exact(i as u32 + 1), 0.0));
+                hover_rect((x0, y0), (x1, y1), &format!("{label}: {count:.0} {y_desc}"))
+            })
+            .collect();
         root.present()?;
     }
+    with_hovers(&mut svg, &hovers);
     Ok(svg)
+}
+
+/// An invisible rectangle over one interval or bar whose `<title>` the
+/// browser shows on hover: what that part of the chart holds, in words.
+pub(crate) fn hover_rect(from: (i32, i32), to: (i32, i32), text: &str) -> String {
+    let (x, y) = (from.0.min(to.0), from.1.min(to.1));
+    let (width, height) = ((to.0 - from.0).abs(), (to.1 - from.1).abs());
+    format!(
+        "<rect class=\"hover\" x=\"{x}\" y=\"{y}\" width=\"{width}\" height=\"{height}\" \
+         fill=\"#000\" fill-opacity=\"0\"><title>{}</title></rect>",
+        xml_escape(text)
+    )
+}
+
+/// Puts `hovers` last in the drawing (on top, so they take the pointer).
+pub(crate) fn with_hovers(svg: &mut String, hovers: &str) {
+    if let Some(end) = svg.rfind("</svg>") {
+        svg.insert_str(end, hovers);
+    }
 }
 
 /// Gives an SVG a title and a description (read by screen readers and shown
@@ -298,6 +345,37 @@ fn xml_escape(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_stylesheet_shows_charts_no_narrower_than_their_text_allows() {
+        let css = include_str!("../../style/main.css");
+        assert!(
+            css.contains(&format!("min-width: {MIN_SHOWN_WIDTH}px")),
+            "style/main.css keeps a chart at least {MIN_SHOWN_WIDTH} px wide"
+        );
+    }
+
+    #[test]
+    fn chart_text_is_at_least_eleven_css_pixels_at_the_narrowest_a_chart_is_shown() {
+        let drawn = f64::from(FONT) * PLOTTERS_PX_PER_SIZE;
+        let shown = drawn * f64::from(MIN_SHOWN_WIDTH) / f64::from(WIDTH);
+        assert!(shown >= 11.0, "{shown:.1} px");
+        // And that is what plotters writes into the SVG.
+        let chart = duplicate_delays("last 24h", &totals(&[("60", 3.0), ("600", 1.0)]));
+        let svg = chart.svg.unwrap();
+        let sizes: Vec<f64> = svg
+            .split("font-size=\"")
+            .skip(1)
+            .filter_map(|rest| rest.split('"').next()?.parse().ok())
+            .collect();
+        assert!(!sizes.is_empty());
+        for size in sizes {
+            assert!(
+                (size - drawn).abs() < 1e-6,
+                "text drawn at {size} px, not {drawn}"
+            );
+        }
+    }
 
     fn totals(pairs: &[(&str, f64)]) -> HashMap<String, f64> {
         pairs.iter().map(|(b, v)| ((*b).to_owned(), *v)).collect()

@@ -136,7 +136,7 @@ async fn the_overview_draws_every_chart_with_its_summary() {
     let page = visible(&html);
     for sentence in [
         "5 of 200 deliveries (2.5%) found their key already claimed in the last 1h. \
-         1 of 1 intervals with traffic were over the objective of 1.0%.",
+         1 of 1 intervals with 100 deliveries or more were over the objective of 1.0%.",
         "The oldest queued message was at most 2 min at its worst in the last 1h. \
          1 of 1 intervals with readings went over 1 min.",
         "1 of 200 deliveries (0.50%) were dead-lettered in the last 1h.",

@@ -84,8 +84,8 @@ async fn one_slo_page_shows_its_tiers_and_an_unknown_name_is_a_404() {
         "{html}"
     );
     assert!(
-        page.contains("0 of 1 intervals with traffic were below the objective")
-            || page.contains("0 of 2 intervals with traffic were below the objective"),
+        page.contains("0 of 1 intervals with 100 events or more were below the objective")
+            || page.contains("0 of 2 intervals with 100 events or more were below the objective"),
         "{page}"
     );
     assert!(page.contains("intervals had no valid events and are left blank"));
@@ -108,7 +108,16 @@ async fn one_slo_page_shows_its_tiers_and_an_unknown_name_is_a_404() {
             "{tier}"
         );
     }
-    assert_eq!(html.matches("<svg").count(), 6, "six charts drawn");
+    assert_eq!(
+        html.matches("class=\"chart-svg\"").count(),
+        6,
+        "six charts drawn"
+    );
+    assert_eq!(
+        html.matches("class=\"budget\"").count(),
+        1,
+        "and the budget's bar"
+    );
     // The tiers scaled for 28 days.
     for threshold in ["13.44×", "5.60×", "2.80×", "0.93×"] {
         assert!(page.contains(threshold), "{threshold} in {page}");

@@ -266,13 +266,17 @@ mod ssr {
         slos.slos.iter().find_map(pick)
     }
 
-    /// The most a bad count may be of deliveries under its SLO.
-    fn allowed_share(slos: &SloSet, metric: Metric) -> Option<f64> {
+    /// The most a bad count may be of deliveries under its SLO, and the
+    /// deliveries an interval needs before that is judged.
+    fn allowed_share(slos: &SloSet, metric: Metric) -> Option<charts::Allowed> {
         from_slos(slos, |slo| match slo.sli {
             Indicator::Counters {
                 valid: Metric::Deliveries,
                 bad,
-            } if bad == metric => Some(slo.objective.error_budget()),
+            } if bad == metric => Some(charts::Allowed {
+                share: slo.objective.error_budget(),
+                min_deliveries: slo.min_events as f64,
+            }),
             _ => None,
         })
     }
@@ -498,19 +502,25 @@ mod ssr {
     }
 
     /// The SLI and budget in about a hundred intervals over the SLO's window,
-    /// and each tier's burn rate hour by hour, all from one hourly read.
+    /// and each tier's burn rate hour by hour, all from one hourly read. A
+    /// window longer than the data (a new install, the demo's two days) is
+    /// drawn from the first hour with events (a day at the least), so the
+    /// data fill the chart instead of its last few pixels.
     pub async fn slo_charts(store: Store, slo: Slo, until: Ts) -> Result<Vec<Chart>, AppError> {
-        let from = (until - TimeDelta::seconds(slo.window.as_seconds())).hour();
+        let window_start = (until - TimeDelta::seconds(slo.window.as_seconds())).hour();
         let hourly = store
-            .indicator_buckets(&slo.sli, from, until, TimeDelta::hours(1))
+            .indicator_buckets(&slo.sli, window_start, until, TimeDelta::hours(1))
             .await?;
-        let hours = Frame::new(
-            format!("last {}", slo.window),
-            from.0,
-            until.0,
-            TimeDelta::hours(1),
-        );
-        let events: Vec<Events> = hourly.iter().map(|(_, e)| *e).collect();
+        let mut events: Vec<Events> = hourly.iter().map(|(_, e)| *e).collect();
+        let first = first_with_data(&events, 24);
+        events.drain(..first);
+        let from = Ts(window_start.0 + TimeDelta::hours(first as i64));
+        let label = if first == 0 {
+            format!("last {}", slo.window)
+        } else {
+            format!("{} hours with data", events.len())
+        };
+        let hours = Frame::new(label, from.0, until.0, TimeDelta::hours(1));
         // About a hundred intervals for the SLI and the budget.
         let per = (events.len() / 112).max(1);
         let coarse = Frame::new(
@@ -539,9 +549,33 @@ mod ssr {
         Ok(list)
     }
 
+    /// Where a chart of `events` starts: at the first with valid events, but
+    /// never leaving fewer than `at_least` (nor skipping any when none has).
+    pub(super) fn first_with_data(events: &[Events], at_least: usize) -> usize {
+        let first = events.iter().position(|e| e.valid > 0.0).unwrap_or(0);
+        first.min(events.len().saturating_sub(at_least))
+    }
+
     #[cfg(test)]
     mod tests {
         use super::*;
+
+        #[test]
+        fn an_slo_chart_starts_at_its_first_data_and_shows_a_day_at_the_least() {
+            let none = Events::default();
+            let some = Events::new(9.0, 10.0);
+            let mut events = vec![none; 600];
+            events.extend(vec![some; 48]);
+            assert_eq!(first_with_data(&events, 24), 600);
+            let late = [vec![none; 640], vec![some; 8]].concat();
+            assert_eq!(first_with_data(&late, 24), 624, "a day at the least");
+            assert_eq!(
+                first_with_data(&[none; 30], 24),
+                0,
+                "no data: the whole window"
+            );
+            assert_eq!(first_with_data(&[some; 30], 24), 0);
+        }
 
         fn at(text: &str) -> DateTime<Utc> {
             DateTime::parse_from_rfc3339(text).unwrap().to_utc()

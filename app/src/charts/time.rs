@@ -15,7 +15,10 @@ use idem_domain::{
 };
 use plotters::prelude::*;
 
-use super::{BEYOND, BREACH, GOOD, HEIGHT, MARKER, THIRD, VOLUME, WIDTH, WITHIN, accessible};
+use super::{
+    BEYOND, BREACH, FONT, GOOD, HEIGHT, MARKER, THIRD, VOLUME, WIDTH, WITHIN, accessible,
+    hover_rect, with_hovers,
+};
 use crate::{api::Chart, format::duration};
 
 /// Intervals without data are filled with this, so a gap reads as a gap.
@@ -68,6 +71,69 @@ impl Frame {
             at.format("%m-%d %H:%M").to_string()
         }
     }
+
+    /// Intervals `first` to `last` in words: `2026-11-30 14:00–15:00 UTC`.
+    fn intervals(&self, first: usize, last: usize) -> String {
+        let (Some(start), Some(last_start)) = (self.starts.get(first), self.starts.get(last))
+        else {
+            return String::new();
+        };
+        let end = *last_start + self.step;
+        let end_format = if end.date_naive() == start.date_naive() {
+            "%H:%M"
+        } else {
+            "%Y-%m-%d %H:%M"
+        };
+        format!(
+            "{}–{} UTC",
+            start.format("%Y-%m-%d %H:%M"),
+            end.format(end_format)
+        )
+    }
+}
+
+/// What a chart's values are, for the words a hover shows.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Unit {
+    Percent,
+    Seconds,
+    Minutes,
+    /// A burn rate: how many times the budget's even pace.
+    Times,
+    /// A count of the thing named.
+    Count(&'static str),
+}
+
+impl Unit {
+    fn text(self, value: f64) -> String {
+        // Never "-0".
+        let value = if value == 0.0 { 0.0 } else { value };
+        let number = if self == Unit::Percent && value > 99.0 && value < 100.0 {
+            // Near 100% the gap is the news: 99.9996 must not read "100.00".
+            // One digit past the gap's first significant digit, at most six.
+            let gap_digits = (-(100.0 - value).log10()).ceil() as usize;
+            let decimals = (gap_digits + 1).clamp(2, 6);
+            let text = format!("{value:.decimals$}");
+            if text.starts_with("100") {
+                format!("{:.6}", value.min(99.999_999))
+            } else {
+                text
+            }
+        } else if value.abs() >= 100.0 || value.fract() == 0.0 {
+            format!("{value:.0}")
+        } else if value.abs() >= 1.0 {
+            format!("{value:.2}")
+        } else {
+            format!("{value:.3}")
+        };
+        match self {
+            Unit::Percent => format!("{number}%"),
+            Unit::Seconds => format!("{number} s"),
+            Unit::Minutes => format!("{number} min"),
+            Unit::Times => format!("{number}×"),
+            Unit::Count(noun) => format!("{number} {noun}"),
+        }
+    }
 }
 
 /// What a chart draws in its main area.
@@ -96,6 +162,10 @@ struct Threshold {
     value: f64,
     label: String,
     breach: Breach,
+    /// An interval with less traffic than this is too small to judge: it
+    /// is drawn, but never shaded as a breach (one duplicate in forty
+    /// deliveries at night is noise, not a 2.5% duplicate rate).
+    min_volume: Option<f64>,
 }
 
 impl Threshold {
@@ -110,6 +180,8 @@ impl Threshold {
 struct Plot<'a> {
     frame: &'a Frame,
     y_desc: &'a str,
+    /// What the values are, for each interval's hover text.
+    unit: Unit,
     marks: Marks,
     threshold: Option<Threshold>,
     /// The traffic behind a ratio, drawn underneath: its name and values.
@@ -119,6 +191,15 @@ struct Plot<'a> {
 }
 
 impl Plot<'_> {
+    /// Whether interval `i` has the traffic a breach needs to be judged.
+    fn judged(&self, i: usize) -> bool {
+        let min = self.threshold.as_ref().and_then(|t| t.min_volume);
+        match (min, &self.volume) {
+            (Some(min), Some((_, volume))) => volume.get(i).is_some_and(|v| *v >= min),
+            _ => true,
+        }
+    }
+
     fn primary(&self) -> &[Option<f64>] {
         match &self.marks {
             Marks::Lines(lines) => lines.first().map_or(&[], |l| &l.values),
@@ -165,6 +246,7 @@ impl Plot<'_> {
 
     fn draw(&self) -> Result<String, Box<dyn std::error::Error>> {
         let mut svg = String::new();
+        let hovers: String;
         {
             let root = SVGBackend::with_string(&mut svg, (WIDTH, HEIGHT)).into_drawing_area();
             root.fill(&WHITE)?;
@@ -180,16 +262,35 @@ impl Plot<'_> {
             let label = |v: &f64| self.frame.axis_label(*v as usize);
             let mut chart = ChartBuilder::on(&upper)
                 .margin(12)
-                .x_label_area_size(if self.volume.is_some() { 0 } else { 28 })
-                .y_label_area_size(64)
+                .x_label_area_size(if self.volume.is_some() { 0 } else { X_LABELS })
+                .y_label_area_size(Y_LABELS)
                 .build_cartesian_2d(x.clone(), lo..hi)?;
             chart
                 .configure_mesh()
                 .disable_x_mesh()
-                .x_labels(if self.volume.is_some() { 0 } else { 6 })
+                .max_light_lines(0)
+                .y_labels(5)
+                .label_style(("sans-serif", FONT))
+                .axis_desc_style(("sans-serif", FONT))
+                .x_labels(if self.volume.is_some() { 0 } else { 5 })
                 .x_label_formatter(&label)
                 .y_desc(self.y_desc)
+                .x_desc(if self.volume.is_some() { "" } else { "UTC" })
                 .draw()?;
+            // One hover target per interval, or per run of intervals where
+            // single ones would be narrower than a pointer can find.
+            let plot_width =
+                chart.backend_coord(&(n as f64, lo)).0 - chart.backend_coord(&(0.0, lo)).0;
+            let targets = n.min((plot_width.max(0) as usize / MIN_HOVER_PX).max(1));
+            hovers = (0..targets)
+                .map(|t| {
+                    // Runs of equal length, give or take one interval.
+                    let (start, end) = (t * n / targets, (t + 1) * n / targets);
+                    let from = chart.backend_coord(&(start as f64, hi));
+                    let to = chart.backend_coord(&(end as f64, lo));
+                    hover_rect(from, to, &self.hover_text(start..end))
+                })
+                .collect();
             let band = |i: usize, color: RGBColor| {
                 Rectangle::new([(i as f64, lo), (i as f64 + 1.0, hi)], color.filled())
             };
@@ -205,7 +306,7 @@ impl Plot<'_> {
             // Breaches: shaded behind the data.
             if let Some(threshold) = &self.threshold {
                 chart.draw_series(primary.iter().enumerate().filter_map(|(i, v)| {
-                    v.filter(|v| threshold.breached_by(*v))
+                    v.filter(|v| threshold.breached_by(*v) && self.judged(i))
                         .map(|_| band(i, BREACH))
                 }))?;
             }
@@ -233,6 +334,7 @@ impl Plot<'_> {
                         chart
                             .configure_series_labels()
                             .position(SeriesLabelPosition::UpperLeft)
+                            .label_font(("sans-serif", FONT))
                             .background_style(WHITE.mix(0.85))
                             .border_style(VOLUME)
                             .draw()?;
@@ -265,25 +367,28 @@ impl Plot<'_> {
                 ))?;
                 chart.draw_series(std::iter::once(Text::new(
                     threshold.label.clone(),
-                    (n as f64 * 0.72, at),
-                    ("sans-serif", 13).into_font().color(&MARKER),
+                    (n as f64 * 0.62, at),
+                    ("sans-serif", FONT).into_font().color(&MARKER),
                 )))?;
             }
             if let Some((name, volume)) = &self.volume {
                 let top = volume.iter().copied().fold(0.0, f64::max).max(1.0);
                 let mut strip = ChartBuilder::on(&lower)
                     .margin(12)
-                    .x_label_area_size(28)
-                    .y_label_area_size(64)
+                    .x_label_area_size(X_LABELS)
+                    .y_label_area_size(Y_LABELS)
                     .build_cartesian_2d(x, 0f64..top)?;
                 strip
                     .configure_mesh()
                     .disable_x_mesh()
                     .disable_y_mesh()
-                    .y_labels(3)
+                    .y_labels(2)
+                    .label_style(("sans-serif", FONT))
+                    .axis_desc_style(("sans-serif", FONT))
                     .y_desc(*name)
-                    .x_labels(6)
+                    .x_labels(5)
                     .x_label_formatter(&label)
+                    .x_desc("UTC")
                     .draw()?;
                 strip.draw_series(volume.iter().enumerate().map(|(i, v)| {
                     Rectangle::new(
@@ -294,9 +399,63 @@ impl Plot<'_> {
             }
             root.present()?;
         }
+        with_hovers(&mut svg, &hovers);
         Ok(svg)
     }
+
+    /// Interval `i` when hovered: when, each line's value (or "no data"),
+    /// and the traffic behind a ratio.
+    fn hover_text(&self, intervals: std::ops::Range<usize>) -> String {
+        let (first, last) = (intervals.start, intervals.end.saturating_sub(1));
+        // One interval's value, or a run's lowest and highest.
+        let value = |values: &[Option<f64>]| {
+            let known: Vec<f64> = values
+                .get(intervals.clone())
+                .unwrap_or_default()
+                .iter()
+                .flatten()
+                .copied()
+                .collect();
+            let lowest = known.iter().copied().fold(f64::INFINITY, f64::min);
+            let highest = known.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            match known.len() {
+                0 => "no data".to_owned(),
+                _ if lowest == highest => self.unit.text(lowest),
+                _ => format!("{} to {}", self.unit.text(lowest), self.unit.text(highest)),
+            }
+        };
+        let values = match &self.marks {
+            Marks::Lines(lines) if lines.len() > 1 => lines
+                .iter()
+                .map(|l| format!("{} {}", l.label, value(&l.values)))
+                .collect::<Vec<_>>()
+                .join(", "),
+            Marks::Lines(lines) => lines.first().map_or_else(String::new, |l| value(&l.values)),
+            Marks::Bars(values) | Marks::Signed(values) => value(values),
+        };
+        let traffic = match &self.volume {
+            Some((name, volume)) => {
+                // Folded from +0: an empty sum of floats is -0, "-0 outcomes".
+                let total = volume
+                    .get(intervals.clone())
+                    .unwrap_or_default()
+                    .iter()
+                    .fold(0.0, |sum, v| sum + v);
+                format!(" ({total:.0} {name})")
+            }
+            None => String::new(),
+        };
+        format!("{}: {values}{traffic}", self.frame.intervals(first, last))
+    }
 }
+
+/// The narrowest a hover target is drawn, in the drawing's pixels (give or
+/// take one for rounding).
+const MIN_HOVER_PX: usize = 5;
+
+/// Room for the axes' labels at [`FONT`].
+const X_LABELS: u32 = 44;
+const Y_LABELS: u32 = 80;
 
 /// The runs of consecutive values, as points at the middle of their
 /// intervals: a line is drawn per run, so it breaks where data is missing.
@@ -336,6 +495,15 @@ fn percent(share: f64) -> String {
     }
 }
 
+/// The most a bad count may be of deliveries, under its SLO.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Allowed {
+    pub share: f64,
+    /// Deliveries an interval needs before its share is judged (the SLO's
+    /// minimum events).
+    pub min_deliveries: f64,
+}
+
 /// The share of a count over time — duplicates, dead letters, failed
 /// transactions per delivery — against the most the objective allows.
 /// `valid` is `None` for intervals no consumer reported.
@@ -346,7 +514,7 @@ pub fn bad_share(
     noun: &str,
     valid: &[Option<f64>],
     bad: &[f64],
-    allowed: Option<f64>,
+    allowed: Option<Allowed>,
 ) -> Chart {
     let title = format!("{title}, {}", frame.label);
     let shares: Vec<Option<f64>> = valid
@@ -361,32 +529,36 @@ pub fn bad_share(
     }
     let (total_bad, total_valid) = (bad.iter().sum::<f64>(), valid.iter().flatten().sum::<f64>());
     let threshold = allowed.map(|a| Threshold {
-        value: a * 100.0,
-        label: format!("objective ≤ {}", percent(a)),
+        value: a.share * 100.0,
+        label: format!("objective ≤ {}", percent(a.share)),
         breach: Breach::Above,
-    });
-    let breached = threshold.as_ref().map_or(0, |t| {
-        shares
-            .iter()
-            .flatten()
-            .filter(|s| t.breached_by(**s))
-            .count()
+        min_volume: Some(a.min_deliveries),
     });
     let mut summary = format!(
         "{total_bad:.0} of {total_valid:.0} deliveries ({}) {noun} in the {}.",
         percent(total_bad / total_valid.max(1.0)),
         frame.label
     );
-    if let Some(a) = allowed {
+    if let (Some(a), Some(t)) = (allowed, &threshold) {
+        let judged: Vec<f64> = shares
+            .iter()
+            .zip(valid)
+            .filter_map(|(s, v)| s.filter(|_| v.is_some_and(|v| v >= a.min_deliveries)))
+            .collect();
+        let breached = judged.iter().filter(|s| t.breached_by(**s)).count();
         summary += &format!(
-            " {breached} of {with_data} intervals with traffic were over the objective of {}.",
-            percent(a)
+            " {breached} of {} intervals with {:.0} deliveries or more were over the objective \
+             of {}.",
+            judged.len(),
+            a.min_deliveries,
+            percent(a.share)
         );
     }
     summary += &gaps_sentence(shares.len() - with_data);
     let plot = Plot {
         frame,
         y_desc: "% of deliveries",
+        unit: Unit::Percent,
         marks: Marks::Lines(vec![Line {
             label: "share",
             color: WITHIN,
@@ -448,6 +620,7 @@ pub fn gauge_worst(
         value: t,
         label: format!("threshold {}", duration(t as i64)),
         breach: Breach::Above,
+        min_volume: None,
     });
     let mut summary = format!(
         "The {what} was {} at its worst in the {}.",
@@ -469,6 +642,7 @@ pub fn gauge_worst(
     let plot = Plot {
         frame,
         y_desc: "seconds",
+        unit: Unit::Seconds,
         marks: Marks::Lines(vec![Line {
             label: "worst",
             color: WITHIN,
@@ -507,6 +681,7 @@ pub fn new_unknown_outcomes(frame: &Frame, reported: &[bool], counts: &[f64]) ->
     let plot = Plot {
         frame,
         y_desc: "new unknown outcomes",
+        unit: Unit::Count("new unknown outcomes"),
         marks: Marks::Bars(values),
         threshold: None,
         volume: None,
@@ -577,6 +752,7 @@ pub fn outcome_latency(
         value: t,
         label: format!("threshold {}", duration(t as i64)),
         breach: Breach::Above,
+        min_volume: None,
     });
     let mut summary = format!(
         "Over all {:.0} outcomes in the {}: p50 {}, p95 {}, p99 {}.",
@@ -598,6 +774,7 @@ pub fn outcome_latency(
     let plot = Plot {
         frame,
         y_desc: "seconds",
+        unit: Unit::Seconds,
         marks: Marks::Lines(vec![
             Line {
                 label: "p99",
@@ -664,6 +841,7 @@ pub fn recovery_times(
         value: t / 60.0,
         label: format!("threshold {}", duration(t as i64)),
         breach: Breach::Above,
+        min_volume: None,
     });
     if let Some(t) = &threshold {
         let late = all.iter().filter(|m| t.breached_by(**m)).count();
@@ -675,6 +853,7 @@ pub fn recovery_times(
     let plot = Plot {
         frame,
         y_desc: "minutes",
+        unit: Unit::Minutes,
         marks: Marks::Lines(vec![
             Line {
                 label: "slowest",
@@ -705,11 +884,20 @@ pub fn sli_over_time(slo: &Slo, frame: &Frame, events: &[Events]) -> Chart {
         let summary = format!("No valid events in the last {}.", slo.window);
         return chart(id, frame, title, None, summary);
     }
-    let breached = ratios.iter().flatten().filter(|r| **r < objective).count();
+    // Judged as the shading is: only intervals with the events the SLO
+    // needs before it judges at all.
+    let judged: Vec<f64> = events
+        .iter()
+        .filter(|e| e.valid >= slo.min_events as f64)
+        .filter_map(|e| e.ratio())
+        .collect();
+    let breached = judged.iter().filter(|r| **r < objective).count();
     let gaps = ratios.len() - with_data;
     let summary = format!(
-        "{breached} of {with_data} intervals with traffic were below the objective of {:.3}%; \
+        "{breached} of {} intervals with {} events or more were below the objective of {:.3}%; \
          {gaps} intervals had no valid events and are left blank.",
+        judged.len(),
+        slo.min_events.max(1),
         objective * 100.0
     );
     let lowest = ratios.iter().flatten().copied().fold(objective, f64::min);
@@ -717,6 +905,7 @@ pub fn sli_over_time(slo: &Slo, frame: &Frame, events: &[Events]) -> Chart {
     let plot = Plot {
         frame,
         y_desc: "SLI %",
+        unit: Unit::Percent,
         marks: Marks::Lines(vec![Line {
             label: "SLI",
             color: WITHIN,
@@ -726,6 +915,7 @@ pub fn sli_over_time(slo: &Slo, frame: &Frame, events: &[Events]) -> Chart {
             value: objective * 100.0,
             label: format!("objective {:.3}%", objective * 100.0),
             breach: Breach::Below,
+            min_volume: Some(slo.min_events as f64),
         }),
         volume: Some(("events", events.iter().map(|e| e.valid).collect())),
         y_range: Some((floor, 100.0)),
@@ -766,6 +956,7 @@ pub fn budget_over_time(slo: &Slo, frame: &Frame, events: &[Events]) -> Chart {
     let plot = Plot {
         frame,
         y_desc: "budget left %",
+        unit: Unit::Percent,
         marks: Marks::Signed(remaining),
         threshold: None,
         volume: None,
@@ -811,6 +1002,7 @@ pub fn burn_rate(slo: &Slo, tier: &Tier, frame: &Frame, events: &[Events]) -> Ch
     let plot = Plot {
         frame,
         y_desc: "burn rate ×",
+        unit: Unit::Times,
         marks: Marks::Lines(vec![Line {
             label: "burn rate",
             color: WITHIN,
@@ -820,6 +1012,7 @@ pub fn burn_rate(slo: &Slo, tier: &Tier, frame: &Frame, events: &[Events]) -> Ch
             value: threshold,
             label: format!("{} at {threshold:.2}×", tier.severity.as_str()),
             breach: Breach::Above,
+            min_volume: None,
         }),
         volume: Some(("events", events.iter().map(|e| e.valid).collect())),
         y_range: None,
@@ -843,6 +1036,17 @@ mod tests {
             start + TimeDelta::hours(n as i64),
             TimeDelta::hours(1),
         )
+    }
+
+    #[test]
+    fn a_percentage_just_short_of_100_never_reads_as_100() {
+        assert_eq!(Unit::Percent.text(99.9996), "99.99960%");
+        assert_eq!(Unit::Percent.text(99.95), "99.950%");
+        assert_eq!(Unit::Percent.text(99.5), "99.50%");
+        assert_eq!(Unit::Percent.text(100.0), "100%");
+        assert_eq!(Unit::Percent.text(87.25), "87.25%");
+        assert!(!Unit::Percent.text(99.999_999_9).starts_with("100"));
+        assert_eq!(Unit::Seconds.text(-0.0), "0 s");
     }
 
     fn slo(name: &str) -> Slo {
@@ -895,7 +1099,7 @@ mod tests {
         );
         assert_eq!(
             chart.summary,
-            "1 of 5 intervals with traffic were below the objective of 99.900%; \
+            "1 of 5 intervals with 100 events or more were below the objective of 99.900%; \
              2 intervals had no valid events and are left blank."
         );
         let svg = chart.svg.expect("a chart");
@@ -907,6 +1111,111 @@ mod tests {
     }
 
     #[test]
+    fn every_interval_says_when_it_was_its_value_and_its_traffic_on_hover() {
+        let slo = slo("not-dead-lettered");
+        let chart = sli_over_time(
+            &slo,
+            &frame(3),
+            &events(&[Some((995.0, 1000.0)), None, Some((1000.0, 1000.0))]),
+        );
+        let svg = chart.svg.expect("a chart");
+        let titles: Vec<&str> = svg
+            .split("<rect class=\"hover\"")
+            .skip(1)
+            .map(|r| {
+                r.split("<title>")
+                    .nth(1)
+                    .unwrap()
+                    .split("</title>")
+                    .next()
+                    .unwrap()
+            })
+            .collect();
+        assert_eq!(titles.len(), 3, "one per interval");
+        assert!(
+            titles[0].starts_with("2026-11-01 00:00–01:00 UTC"),
+            "{}",
+            titles[0]
+        );
+        assert!(
+            titles[0].ends_with("UTC: 99.50% (1000 events)"),
+            "{}",
+            titles[0]
+        );
+        assert!(
+            titles[1].ends_with("UTC: no data (0 events)"),
+            "{}",
+            titles[1]
+        );
+        assert!(titles[2].contains("100%"), "{}", titles[2]);
+        let texts: Vec<&str> = svg
+            .split("<text")
+            .skip(1)
+            .filter_map(|t| t.split_once('>')?.1.split("</text>").next())
+            .map(str::trim)
+            .collect();
+        assert!(
+            texts.contains(&"UTC"),
+            "the time axis names its zone: {texts:?}"
+        );
+    }
+
+    #[test]
+    fn a_long_chart_groups_its_intervals_into_hover_targets_a_pointer_can_find() {
+        let slo = slo("not-dead-lettered");
+        let start = DateTime::parse_from_rfc3339("2026-11-01T00:00:00Z")
+            .unwrap()
+            .to_utc();
+        let frame = Frame::new(
+            "last 28d",
+            start,
+            start + TimeDelta::days(28),
+            TimeDelta::hours(1),
+        );
+        let events: Vec<Events> = (0..672)
+            .map(|i| Events::new(999.0 - (i % 3) as f64, 1000.0))
+            .collect();
+        let svg = sli_over_time(&slo, &frame, &events).svg.unwrap();
+        let targets: Vec<(i32, &str)> = svg
+            .split("<rect class=\"hover\"")
+            .skip(1)
+            .map(|r| {
+                let width = r
+                    .split("width=\"")
+                    .nth(1)
+                    .unwrap()
+                    .split('"')
+                    .next()
+                    .unwrap();
+                let title = r
+                    .split("<title>")
+                    .nth(1)
+                    .unwrap()
+                    .split("</title>")
+                    .next()
+                    .unwrap();
+                (width.parse().unwrap(), title)
+            })
+            .collect();
+        assert!(
+            targets.len() < 672 && targets.len() >= 100,
+            "{} targets",
+            targets.len()
+        );
+        assert!(targets.iter().all(|(width, _)| *width >= 4), "{targets:?}");
+        assert!(
+            targets[0].1.starts_with("2026-11-01 00:00–"),
+            "{}",
+            targets[0].1
+        );
+        assert!(
+            targets[0].1.contains(" to "),
+            "a run states its range: {}",
+            targets[0].1
+        );
+    }
+
+    #[test]
     fn an_sli_chart_without_events_is_a_sentence() {
         let chart = sli_over_time(&slo("not-dead-lettered"), &frame(2), &events(&[None, None]));
         assert_eq!(chart.svg, None);
@@ -915,29 +1224,36 @@ mod tests {
 
     #[test]
     fn the_duplicate_share_marks_its_objective_and_the_intervals_over_it() {
-        let valid = [Some(1000.0), Some(1000.0), None, Some(500.0)];
-        let bad = [5.0, 30.0, 0.0, 5.0];
+        let valid = [Some(1000.0), Some(1000.0), None, Some(500.0), Some(40.0)];
+        let bad = [5.0, 30.0, 0.0, 5.0, 1.0];
         let chart = bad_share(
             "duplicate-rate",
             "Duplicate claims",
-            &frame(4),
+            &frame(5),
             "hit an existing claim",
             &valid,
             &bad,
-            Some(0.01),
+            Some(Allowed {
+                share: 0.01,
+                min_deliveries: 100.0,
+            }),
         );
         assert_eq!(
             chart.summary,
-            "40 of 2500 deliveries (1.6%) hit an existing claim in the last 7h. \
-             1 of 3 intervals with traffic were over the objective of 1.0%. \
+            "41 of 2540 deliveries (1.6%) hit an existing claim in the last 7h. \
+             1 of 3 intervals with 100 deliveries or more were over the objective of 1.0%. \
              1 interval had no data and is left blank."
         );
         let svg = chart.svg.expect("a chart");
         assert!(dashes(&svg) > 5, "the objective is a dashed line");
         assert!(svg.contains("objective ≤ 1.0%"));
-        assert_eq!(fills(&svg, BREACH), 1);
+        assert_eq!(
+            fills(&svg, BREACH),
+            1,
+            "the 3% interval is shaded; one duplicate in forty deliveries is too few to judge"
+        );
         assert_eq!(fills(&svg, NO_DATA), 1, "a gap, not a zero");
-        assert_eq!(fills(&svg, VOLUME), 4, "traffic beside the ratio");
+        assert_eq!(fills(&svg, VOLUME), 5, "traffic beside the ratio");
     }
 
     #[test]
@@ -1087,6 +1403,10 @@ mod tests {
         for quantile in ["p50", "p95", "p99"] {
             assert!(svg.contains(quantile), "{quantile} in the legend");
         }
+        assert!(
+            svg.contains("UTC: p99 no data, p95 no data, p50 no data (0 outcomes)</title>"),
+            "an interval without outcomes says so, not \"-0 outcomes\""
+        );
         assert_eq!(fills(&svg, BREACH), 1);
         assert_eq!(fills(&svg, NO_DATA), 1);
         assert!(dashes(&svg) > 5);

@@ -135,10 +135,15 @@ pub fn ChartFigure(chart: crate::api::Chart) -> impl IntoView {
     let link = chart.link.map(|link| {
         view! { <a class="chart-link" href=link.href rel="external">{link.text}" →"</a> }
     });
+    let label = chart.title.clone();
     view! {
         <figure class="chart" id=chart.id>
             <h3>{chart.title}</h3>
-            {chart.svg.map(|svg| view! { <div class="chart-svg" inner_html=svg></div> })}
+            // A box that may scroll sideways on a phone: reachable and
+            // scrollable from the keyboard too.
+            {chart.svg.map(|svg| view! {
+                <div class="chart-svg" role="region" tabindex="0" aria-label=label inner_html=svg></div>
+            })}
             <figcaption>{chart.summary} " " {link}</figcaption>
         </figure>
     }
