@@ -17,7 +17,7 @@ export IDEM_PROMTOOL ?= $(CURDIR)/.tools/bin/promtool
 # `make run` on 3000 does not collide).
 E2E_ADDR ?= 127.0.0.1:3917
 
-.PHONY: run test tools tools-run fmt-check unit lint e2e embedded release bench clean-test-dbs fuzz
+.PHONY: run test tools tools-run fmt-check unit lint e2e embedded release bench clean-test-dbs fuzz screenshots
 
 ## Build and start Idem on the embedded SQLite database (./idem.db) with the demo.
 run: tools-run
@@ -51,6 +51,19 @@ bench: tools-run
 	cargo build --release -p idem-consumer --example ingest
 	mkdir -p target/bench
 	scripts/bench.sh | tee target/bench/report.md
+
+## The README's screenshots (docs/screenshots/*.png), taken by Playwright
+## from a fresh demo at a fixed seed. Not part of `make test`.
+screenshots: tools
+	mkdir -p docs/screenshots
+	db=$$(mktemp -d /tmp/idem-shots.XXXXXX); \
+	trap 'rm -rf "$$db"' EXIT; \
+	env -u TEST_DATABASE_URL \
+	  LEPTOS_SITE_ADDR=$(E2E_ADDR) \
+	  DATABASE_URL="sqlite://$$db/idem.db" \
+	  IDEM_DEMO=1 IDEM_DEMO_BACKFILL_HOURS=48 IDEM_DEMO_SEED=1842 IDEM_SCREENSHOTS=1 \
+	  cargo leptos end-to-end
+	ls -l docs/screenshots
 
 # What `make release` ships, as a debug build: the binary with the site
 # compiled in, run from an empty directory with only a database URL.

@@ -5,7 +5,8 @@ import { defineConfig, devices } from "@playwright/test";
 const address = process.env.LEPTOS_SITE_ADDR ?? "127.0.0.1:3000";
 
 export default defineConfig({
-  testDir: "./tests",
+  // `make screenshots` runs the README's screenshots instead of the tests.
+  testDir: process.env.IDEM_SCREENSHOTS ? "./screenshots" : "./tests",
   timeout: 60_000,
   expect: { timeout: 15_000 },
   fullyParallel: false,
