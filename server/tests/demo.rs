@@ -11,7 +11,7 @@ use idem::demo::{
 };
 use idem_domain::{
     ClaimStatus, DeadLetterState, Metric,
-    slo::{Slo, default_slos},
+    slo::{AlertState, Events, Slo, SloStatus, Span, default_slos},
 };
 use idem_store::{PageRequest, Store, Ts, Window};
 
@@ -408,6 +408,91 @@ async fn a_day_of_demo_history_ending_at(store: &Store, end: chrono::DateTime<Ut
             >= 5,
         "the on-call settled the calm hours' unknown outcomes"
     );
+}
+
+/// Every default SLO as `/slo` shows it at `end`.
+async fn slo_states_at(store: &Store, end: chrono::DateTime<Utc>) -> Vec<SloStatus> {
+    let mut statuses = Vec::new();
+    for slo in default_slos() {
+        let mut events: Vec<(Span, Events)> = Vec::new();
+        for span in slo.spans() {
+            let from = end - TimeDelta::seconds(span.as_seconds());
+            events.push((
+                span,
+                store
+                    .indicator_events(&slo.sli, Ts(from), Ts(end))
+                    .await
+                    .unwrap(),
+            ));
+        }
+        statuses.push(SloStatus::evaluate(&slo, |span| {
+            events
+                .iter()
+                .find(|(s, _)| *s == span)
+                .map(|(_, e)| *e)
+                .unwrap_or_default()
+        }));
+    }
+    statuses
+}
+
+/// `make run`'s two days, seen on `/slo` at their end: most objectives
+/// met, and the incident still open paging — what a normal day with one bad
+/// hour looks like, not a board on fire.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn two_days_of_demo_history_end_with_most_slos_ok_and_the_open_incident_paging() {
+    for hour in [16, 3] {
+        let end = yesterday_at(hour);
+        let db = idem_store::testing::TestDatabase::sqlite().await;
+        demo::write_history(
+            db.store.clone(),
+            &Settings {
+                seed: 1842,
+                backfill: Duration::from_secs(48 * 3600),
+            },
+            end,
+        )
+        .await;
+        let states = slo_states_at(&db.store, end).await;
+        let board: Vec<String> = states
+            .iter()
+            .map(|s| {
+                format!(
+                    "{} {} budget {:?} sli {:?} of {}",
+                    s.slo.name,
+                    s.alert.as_str(),
+                    s.budget_remaining.map(|b| (b * 1000.0).round() / 10.0),
+                    s.sli,
+                    s.window.valid
+                )
+            })
+            .collect();
+        let mut board = board.join("\n");
+        // Where each unmet objective's bad events fell, hour by hour.
+        for status in states.iter().filter(|s| s.alert != AlertState::Ok) {
+            let mut hours = Vec::new();
+            for h in (1..=48).rev() {
+                let from = end - TimeDelta::hours(h);
+                let e = db
+                    .store
+                    .indicator_events(&status.slo.sli, Ts(from), Ts(from + TimeDelta::hours(1)))
+                    .await
+                    .unwrap();
+                if e.valid > e.good {
+                    hours.push(format!("-{h}h:{}/{}", e.valid - e.good, e.valid));
+                }
+            }
+            board += &format!("\n  {}: {}", status.slo.name, hours.join(" "));
+        }
+        let state = |name: &str| states.iter().find(|s| s.slo.name == name).unwrap().alert;
+        let ok = states.iter().filter(|s| s.alert == AlertState::Ok).count();
+        assert!(ok >= 5, "ending at {hour}:00, {ok} of 8 ok:\n{board}");
+        assert_eq!(state("unknown-resolved-15m"), AlertState::Page, "{board}");
+        assert!(
+            states.iter().all(|s| s.alert != AlertState::NoData),
+            "{board}"
+        );
+    }
 }
 
 /// A name with the lifetime the closures above want.

@@ -15,14 +15,15 @@ use super::flows::Flow;
 /// A scripted incident.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Incident {
-    /// Publishers time out and retry a third of their messages after six
-    /// to thirty minutes — outside a FIFO queue's five-minute window.
+    /// For 40 minutes publishers time out and retry a fifth of their
+    /// messages, most after six to thirty minutes — outside a FIFO queue's
+    /// five-minute window.
     RetryStorm,
-    /// The email and fulfilment providers answer 429 and 503 and lose
-    /// responses: retries, dead letters, unknown outcomes the on-call
-    /// settles only after it.
+    /// For 15 minutes the email and fulfilment providers answer 429 with
+    /// minute-long Retry-Afters and 503, and lose responses: retries, dead
+    /// letters, unknown outcomes the on-call settles only after it.
     ProviderOutage,
-    /// The outbox relay publishes nothing.
+    /// For 10 minutes the outbox relay publishes nothing.
     StuckRelay,
     /// The email provider loses responses and rate-limits: unknown outcomes
     /// pile up, and nobody has settled them yet. Still open when the
@@ -51,9 +52,9 @@ impl Incident {
             |share: f64| end - TimeDelta::seconds((length.num_seconds() as f64 * share) as i64);
         let minutes = TimeDelta::minutes;
         match self {
-            Incident::RetryStorm => (back(0.8), back(0.8) + minutes(60)),
-            Incident::ProviderOutage => (back(0.55), back(0.55) + minutes(45)),
-            Incident::StuckRelay => (end - minutes(300), end - minutes(270)),
+            Incident::RetryStorm => (back(0.8), back(0.8) + minutes(40)),
+            Incident::ProviderOutage => (back(0.55), back(0.55) + minutes(15)),
+            Incident::StuckRelay => (end - minutes(300), end - minutes(290)),
             Incident::EmailProviderDegraded => (end - minutes(35), end + minutes(25)),
         }
     }
@@ -150,9 +151,9 @@ impl Timeline {
     pub fn fleet(&self, at: DateTime<Utc>) -> FleetWeather {
         if self.during(Incident::RetryStorm, at) {
             FleetWeather {
-                retry_within: 0.04,
-                retry_after: 0.30,
-                retry_drifted: 0.02,
+                retry_within: 0.03,
+                retry_after: 0.15,
+                retry_drifted: 0.01,
                 ..HEALTHY_FLEET
             }
         } else {
@@ -164,18 +165,18 @@ impl Timeline {
         let external = flow.is_external();
         if external && self.during(Incident::ProviderOutage, at) {
             ProviderWeather {
-                rate_limited: 0.45,
-                unavailable: 0.25,
-                lost_response: 0.03,
-                streak: 0.8,
-                // An overloaded provider asks for longer pauses: messages
-                // wait in the queue past a minute.
-                retry_after: (30, 90),
+                rate_limited: 0.5,
+                unavailable: 0.1,
+                lost_response: 0.12,
+                streak: 0.7,
+                // An overloaded provider asks for minute-long pauses: every
+                // message it turns away waits in the queue past a minute.
+                retry_after: (60, 120),
                 ..HEALTHY_PROVIDER
             }
         } else if flow == Flow::Reminders && self.during(Incident::EmailProviderDegraded, at) {
             ProviderWeather {
-                rate_limited: 0.15,
+                rate_limited: 0.08,
                 lost_response: 0.08,
                 streak: 0.5,
                 ..HEALTHY_PROVIDER
@@ -201,7 +202,7 @@ impl Timeline {
         }
         if self.during(Incident::ProviderOutage, at) {
             let (_, over) = self.span(Incident::ProviderOutage);
-            return Some(over + minutes(20.0 + 25.0 * jitter));
+            return Some(over + minutes(18.0 + 17.0 * jitter));
         }
         Some(at + minutes(2.0 + 8.0 * jitter))
     }
@@ -291,15 +292,15 @@ mod tests {
         assert_eq!(timeline.provider(Flow::Orders, storm), HEALTHY_PROVIDER);
 
         let outage = hours_ago(13.0);
-        assert!(timeline.provider(Flow::Orders, outage).rate_limited > 0.3);
-        assert!(timeline.provider(Flow::Reminders, outage).rate_limited > 0.3);
+        assert!(timeline.provider(Flow::Orders, outage).rate_limited > 0.2);
+        assert!(timeline.provider(Flow::Reminders, outage).rate_limited > 0.2);
         assert_eq!(
             timeline.provider(Flow::Payments, outage),
             HEALTHY_PROVIDER,
             "payments never call out"
         );
 
-        assert!(timeline.relay_stuck(hours_ago(4.75)));
+        assert!(timeline.relay_stuck(hours_ago(4.9)));
         let degraded = hours_ago(0.25);
         assert!(timeline.provider(Flow::Reminders, degraded).lost_response > 0.05);
         assert_eq!(timeline.provider(Flow::Orders, degraded), HEALTHY_PROVIDER);
@@ -314,7 +315,7 @@ mod tests {
         let (from, over) = timeline.span(Incident::ProviderOutage);
         let at = from + TimeDelta::minutes(10);
         let during = timeline.settled_at(at, 0.0).unwrap();
-        assert!(during >= over + TimeDelta::minutes(20));
+        assert!(during >= over + TimeDelta::minutes(18));
         assert!(during - at > TimeDelta::minutes(15), "too late for the SLO");
         assert_eq!(timeline.settled_at(hours_ago(0.2), 0.5), None);
     }
