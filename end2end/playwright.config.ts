@@ -7,6 +7,7 @@ const address = process.env.LEPTOS_SITE_ADDR ?? "127.0.0.1:3000";
 export default defineConfig({
   // `make screenshots` runs the README's screenshots instead of the tests.
   testDir: process.env.IDEM_SCREENSHOTS ? "./screenshots" : "./tests",
+  globalSetup: "./global-setup.ts",
   timeout: 60_000,
   expect: { timeout: 15_000 },
   fullyParallel: false,
