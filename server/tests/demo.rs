@@ -1,7 +1,7 @@
 //! The demo simulator writes, through the claim-in-transaction pattern, every
 //! case the console exists for — on both backends.
 
-use std::time::Duration;
+use std::{sync::Arc, time::Duration};
 
 use chrono::{TimeDelta, Utc};
 use idem::demo::{
@@ -11,7 +11,7 @@ use idem::demo::{
 };
 use idem_domain::{
     ClaimStatus, DeadLetterState, Metric,
-    slo::{AlertState, Events, Slo, SloStatus, Span, default_slos},
+    slo::{AlertState, Slo, SloSet, SloStatus, default_slos},
 };
 use idem_store::{PageRequest, Store, Ts, Window};
 
@@ -28,15 +28,7 @@ async fn two_hours_of_demo_history_contain_every_case_of_the_tour(store: &Store)
         .and_hms_opt(16, 0, 0)
         .unwrap()
         .and_utc();
-    let facts = demo::write_history(
-        store.clone(),
-        &Settings {
-            seed: 1842,
-            backfill: Duration::from_secs(2 * 3600),
-        },
-        end,
-    )
-    .await;
+    let facts = write_hours_of_history(store, 2, end).await;
     assert!(
         facts > 100,
         "the fleet published {facts} facts in two hours"
@@ -204,6 +196,16 @@ async fn two_hours_of_demo_history_contain_every_case_of_the_tour(store: &Store)
     );
 }
 
+/// The demo's history at the tests' fixed seed: `hours` of it up to `end`.
+/// Returns how many facts the fleet published.
+async fn write_hours_of_history(store: &Store, hours: u64, end: chrono::DateTime<Utc>) -> u64 {
+    let settings = Settings {
+        seed: 1842,
+        backfill: Duration::from_secs(hours * 3600),
+    };
+    demo::write_history(store.clone(), &settings, end).await
+}
+
 /// Yesterday at `hour`:00 UTC: a history ending then is the same whenever
 /// the test runs (the demo's traffic follows the time of day).
 fn yesterday_at(hour: u32) -> chrono::DateTime<Utc> {
@@ -233,15 +235,7 @@ async fn a_day_of_demo_history_is_healthy_but_for_its_incidents_at_their_times(s
 }
 
 async fn a_day_of_demo_history_ending_at(store: &Store, end: chrono::DateTime<Utc>) {
-    demo::write_history(
-        store.clone(),
-        &Settings {
-            seed: 1842,
-            backfill: Duration::from_secs(24 * 3600),
-        },
-        end,
-    )
-    .await;
+    write_hours_of_history(store, 24, end).await;
     let start = end - TimeDelta::hours(24);
     let timeline = Timeline::new(start, end);
     let tour = tour::starts_at(start, end);
@@ -410,30 +404,12 @@ async fn a_day_of_demo_history_ending_at(store: &Store, end: chrono::DateTime<Ut
     );
 }
 
-/// Every default SLO as `/slo` shows it at `end`.
+/// Every default SLO as `/slo` shows it at `end`, worst first.
 async fn slo_states_at(store: &Store, end: chrono::DateTime<Utc>) -> Vec<SloStatus> {
-    let mut statuses = Vec::new();
-    for slo in default_slos() {
-        let mut events: Vec<(Span, Events)> = Vec::new();
-        for span in slo.spans() {
-            let from = end - TimeDelta::seconds(span.as_seconds());
-            events.push((
-                span,
-                store
-                    .indicator_events(&slo.sli, Ts(from), Ts(end))
-                    .await
-                    .unwrap(),
-            ));
-        }
-        statuses.push(SloStatus::evaluate(&slo, |span| {
-            events
-                .iter()
-                .find(|(s, _)| *s == span)
-                .map(|(_, e)| *e)
-                .unwrap_or_default()
-        }));
-    }
-    statuses
+    idem_app::api::evaluate_slos(store.clone(), Arc::new(SloSet::default()), Ts(end))
+        .await
+        .unwrap()
+        .statuses
 }
 
 /// `make run`'s two days, seen on `/slo` at their end: most objectives
@@ -444,15 +420,7 @@ async fn two_days_of_demo_history_end_with_most_slos_ok_and_the_open_incident_pa
     for hour in [16, 3] {
         let end = yesterday_at(hour);
         let db = idem_store::testing::TestDatabase::sqlite().await;
-        demo::write_history(
-            db.store.clone(),
-            &Settings {
-                seed: 1842,
-                backfill: Duration::from_secs(48 * 3600),
-            },
-            end,
-        )
-        .await;
+        write_hours_of_history(&db.store, 48, end).await;
         let states = slo_states_at(&db.store, end).await;
         let board: Vec<String> = states
             .iter()

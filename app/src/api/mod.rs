@@ -34,6 +34,8 @@ pub use overview::load_overview;
 pub use overview::{Overview, StatusCount, get_console_info, get_login_info, get_overview};
 #[cfg(feature = "ssr")]
 pub use slo::load_slo_board;
+#[cfg(feature = "ssr")]
+pub use slo::ssr::evaluate as evaluate_slos;
 pub use slo::{SloBoard, get_slo, get_slos};
 
 /// An instant in the address: RFC 3339, or `YYYY-MM-DDTHH:MM` in UTC (what

@@ -64,7 +64,7 @@ pub async fn load_slo_board(state: &crate::ssr::AppState) -> Result<SloBoard, Ap
 }
 
 #[cfg(feature = "ssr")]
-mod ssr {
+pub(crate) mod ssr {
     use std::collections::HashMap;
 
     use chrono::TimeDelta;
@@ -74,6 +74,8 @@ mod ssr {
     use super::SloBoard;
     use crate::{error::AppError, format::Clock};
 
+    /// Every SLO of `set` as `/slo` shows it at `until`: each metric read
+    /// once for all of them, worst first.
     pub async fn evaluate(
         store: Store,
         set: std::sync::Arc<SloSet>,
