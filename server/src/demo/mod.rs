@@ -264,6 +264,7 @@ impl Simulation {
             sim.left_for_people = sim.scripts.keys().cloned().collect();
             sim.schedule_open_incident(now);
             sim.schedule_calm_unknowns(now);
+            sim.schedule_outage_unknowns(now);
         }
         sim
     }
@@ -498,13 +499,7 @@ impl Simulation {
         let (from, _) = incidents::Incident::EmailProviderDegraded.span(self.now, end);
         let date = (end + Days::new(30)).format("%Y-%m-%d").to_string();
         for n in 0..6 {
-            let account = format!(
-                "account-{}",
-                5_000_000 + self.rng.random_range(0..1_000_000)
-            );
-            let fact = flows::reminder(&account, &date);
-            self.scripts
-                .insert(fact.key.clone(), VecDeque::from([Call::LostResponse]));
+            let fact = self.lost_reminder(5_000_000, &date);
             self.left_for_people.insert(fact.key.clone());
             self.schedule(
                 from + TimeDelta::minutes(3 + 4 * n),
@@ -524,15 +519,39 @@ impl Simulation {
                 // Before a short history starts.
                 continue;
             }
-            let account = format!(
-                "account-{}",
-                6_000_000 + self.rng.random_range(0..1_000_000)
-            );
-            let fact = flows::reminder(&account, &date);
-            self.scripts
-                .insert(fact.key.clone(), VecDeque::from([Call::LostResponse]));
+            let fact = self.lost_reminder(6_000_000, &date);
             self.schedule(at, Event::Publish { fact, retry: false });
         }
+    }
+
+    /// Besides the provider outage's random lost responses, two reminders
+    /// whose responses it loses for sure: at night it sees few messages, and
+    /// its unknown outcomes — settled by the on-call only after it, so late
+    /// for their SLO — must be there whatever the hour.
+    fn schedule_outage_unknowns(&mut self, end: DateTime<Utc>) {
+        let (from, _) = incidents::Incident::ProviderOutage.span(self.now, end);
+        if from < self.now {
+            // Before a short history starts.
+            return;
+        }
+        let date = (end + Days::new(30)).format("%Y-%m-%d").to_string();
+        for minutes in [2, 6] {
+            let fact = self.lost_reminder(7_000_000, &date);
+            self.schedule(
+                from + TimeDelta::minutes(minutes),
+                Event::Publish { fact, retry: false },
+            );
+        }
+    }
+
+    /// A reminder for a random account numbered from `first` (a million of
+    /// them), for `date`, whose one call is scripted to lose its response.
+    fn lost_reminder(&mut self, first: u64, date: &str) -> Fact {
+        let account = format!("account-{}", first + self.rng.random_range(0..1_000_000));
+        let fact = flows::reminder(&account, date);
+        self.scripts
+            .insert(fact.key.clone(), VecDeque::from([Call::LostResponse]));
+        fact
     }
 
     /// How publishers, the queue and workers behave now.
