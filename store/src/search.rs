@@ -128,23 +128,35 @@ impl Sql {
     }
 }
 
-impl Store {
-    pub async fn search_claims(
-        &self,
-        search: &ClaimSearch,
-        page: &PageRequest,
-    ) -> StoreResult<SearchResult> {
+impl SearchOrder {
+    /// The order a search's page comes in: a small status without a prefix
+    /// reads its partial index, newest status change first.
+    fn of(search: &ClaimSearch) -> Self {
         let small_status = search.status.filter(|s| *s != ClaimStatus::Sent);
-        let order = if search.prefix.is_none() && small_status.is_some() {
+        if search.prefix.is_none() && small_status.is_some() {
             SearchOrder::StatusChange
         } else {
             SearchOrder::Activity
-        };
-        let (time_column, list) = match order {
+        }
+    }
+
+    /// The time column this order reads, and the name of its cursors' list.
+    fn column_and_list(self) -> (&'static str, &'static str) {
+        match self {
             SearchOrder::Activity => ("last_delivery_at", "keys/activity"),
             SearchOrder::StatusChange => ("status_at", "keys/status"),
-        };
+        }
+    }
+}
 
+impl Sql {
+    /// The query for one page of a search in `order`, after the page's cursor.
+    fn page_query(
+        search: &ClaimSearch,
+        page: &PageRequest,
+        order: SearchOrder,
+    ) -> StoreResult<Sql> {
+        let (time_column, list) = order.column_and_list();
         let mut sql = Sql::default();
         let filtered = sql.filters(search);
         let (source, mut conditions) = if search.prefix.is_some() {
@@ -187,6 +199,33 @@ impl Store {
              ORDER BY {time_column} DESC, consumer DESC, idempotency_key DESC LIMIT {limit}",
             claim_columns!()
         );
+        Ok(sql)
+    }
+
+    /// The count of a prefix search's matches, capped one past its candidates.
+    fn prefix_count(search: &ClaimSearch) -> Sql {
+        let mut count = Sql::default();
+        let filtered = count.filters(search);
+        let cap = count.param(Bind::Int(
+            i64::try_from(search.candidates.saturating_add(1)).unwrap_or(i64::MAX),
+        ));
+        // Ordered by key so the count walks the key index (the range), never the table.
+        count.text = format!(
+            "SELECT COUNT(*) FROM (SELECT 1 FROM claims{filtered} ORDER BY idempotency_key LIMIT {cap}) AS capped"
+        );
+        count
+    }
+}
+
+impl Store {
+    pub async fn search_claims(
+        &self,
+        search: &ClaimSearch,
+        page: &PageRequest,
+    ) -> StoreResult<SearchResult> {
+        let order = SearchOrder::of(search);
+        let (_, list) = order.column_and_list();
+        let sql = Sql::page_query(search, page, order)?;
         let rows: Vec<ClaimRow> = dispatch!(&self.pools, pool => {
             bind_all!(sqlx::query_as(&sql.text), &sql.binds).fetch_all(pool).await?
         });
@@ -197,26 +236,8 @@ impl Store {
             };
             (at.timestamp_micros(), c.consumer.clone(), c.key.clone())
         });
-
         let matches = match search.prefix {
-            Some(_) => {
-                let mut count = Sql::default();
-                let filtered = count.filters(search);
-                let cap = count.param(Bind::Int(
-                    i64::try_from(search.candidates.saturating_add(1)).unwrap_or(i64::MAX),
-                ));
-                // Ordered by key so the count walks the key index (the range), never the table.
-                count.text = format!(
-                    "SELECT COUNT(*) FROM (SELECT 1 FROM claims{filtered} ORDER BY idempotency_key LIMIT {cap}) AS capped"
-                );
-                let counted: i64 = dispatch!(&self.pools, pool => {
-                    bind_all!(sqlx::query_scalar(&count.text), &count.binds).fetch_one(pool).await?
-                });
-                Some(CappedCount::from_limited(
-                    u64::try_from(counted).unwrap_or(0),
-                    search.candidates,
-                ))
-            }
+            Some(_) => Some(self.count_prefix_matches(search).await?),
             None => None,
         };
         Ok(SearchResult {
@@ -224,6 +245,18 @@ impl Store {
             order,
             matches,
         })
+    }
+
+    /// How many keys a prefix search matches, up to its candidates.
+    async fn count_prefix_matches(&self, search: &ClaimSearch) -> StoreResult<CappedCount> {
+        let count = Sql::prefix_count(search);
+        let counted: i64 = dispatch!(&self.pools, pool => {
+            bind_all!(sqlx::query_scalar(&count.text), &count.binds).fetch_one(pool).await?
+        });
+        Ok(CappedCount::from_limited(
+            u64::try_from(counted).unwrap_or(0),
+            search.candidates,
+        ))
     }
 
     /// Other claims that record `provider_ref` (at most `limit`).
@@ -239,5 +272,66 @@ impl Store {
             sqlx::query_as(SQL).bind(provider_ref).bind(except.0).bind(except.1).bind(limit).fetch_all(pool).await?
         });
         Ok(rows)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_small_status_without_a_prefix_is_ordered_by_status_change() {
+        let search = |prefix: Option<&str>, status| ClaimSearch {
+            prefix: prefix.map(str::to_owned),
+            status,
+            ..ClaimSearch::default()
+        };
+        let order = |s: &ClaimSearch| SearchOrder::of(s);
+        assert_eq!(
+            order(&search(None, Some(ClaimStatus::Unknown))),
+            SearchOrder::StatusChange
+        );
+        assert_eq!(
+            order(&search(None, Some(ClaimStatus::Sent))),
+            SearchOrder::Activity
+        );
+        assert_eq!(
+            order(&search(Some("renewal:"), Some(ClaimStatus::Unknown))),
+            SearchOrder::Activity
+        );
+        assert_eq!(order(&search(None, None)), SearchOrder::Activity);
+    }
+
+    #[test]
+    fn a_prefix_search_reads_its_candidates_then_orders_them_by_activity() {
+        let search = ClaimSearch {
+            prefix: Some("renewal:".into()),
+            consumer: Some("reminders".into()),
+            candidates: 50,
+            ..ClaimSearch::default()
+        };
+        let page = PageRequest {
+            after: None,
+            limit: 20,
+        };
+        let sql = Sql::page_query(&search, &page, SearchOrder::Activity).unwrap();
+        assert_eq!(
+            sql.text,
+            format!(
+                "SELECT {columns} FROM (SELECT {columns} FROM claims \
+                 WHERE idempotency_key >= $1 AND idempotency_key < $2 AND consumer = $3 \
+                 ORDER BY idempotency_key, consumer LIMIT $4) AS candidates \
+                 ORDER BY last_delivery_at DESC, consumer DESC, idempotency_key DESC LIMIT $5",
+                columns = claim_columns!()
+            )
+        );
+        assert_eq!(sql.binds.len(), 5);
+        let count = Sql::prefix_count(&search);
+        assert!(
+            count
+                .text
+                .ends_with("ORDER BY idempotency_key LIMIT $4) AS capped")
+        );
+        assert!(matches!(count.binds[3], Bind::Int(51)));
     }
 }

@@ -1,0 +1,199 @@
+//! Replaying and discarding a dead letter.
+
+use chrono::Utc;
+use idem_domain::{
+    ClaimStatus, DeadLetter, DeadLetterState, OutboxOrigin,
+    action::{self as text, ActionOutcome, Verdict},
+};
+
+use super::{DiscardRequest, ReplayRequest, recovery_seconds, refused, summary};
+use crate::{
+    NewAuditEntry, StoreResult,
+    consumer::NewOutboxRow,
+    dialect::dispatch,
+    rows::{DeadLetterRow, dead_letter_columns},
+    store::Tx,
+    ts::Ts,
+};
+
+/// One dead letter, read inside the action's transaction.
+async fn dead_letter(tx: &mut Tx, id: i64) -> StoreResult<Option<DeadLetter>> {
+    const SQL: &str = concat!(
+        "SELECT ",
+        dead_letter_columns!(),
+        " FROM dead_letters WHERE id = $1"
+    );
+    let row: Option<DeadLetterRow> = dispatch!(&mut tx.inner, tx => {
+        sqlx::query_as(SQL).bind(id).fetch_optional(&mut **tx).await?
+    });
+    row.map(DeadLetter::try_from).transpose()
+}
+
+/// The conflict answer for a dead letter someone else already handled.
+fn already_handled(dl: &DeadLetter) -> ActionOutcome {
+    ActionOutcome::Conflict {
+        by: dl.resolved_by.clone().unwrap_or_else(|| "someone".into()),
+        at: dl.resolved_at,
+        now: dl.state.to_string(),
+    }
+}
+
+/// The open dead letter an action is about, or the answer that ends the
+/// action: there is no such dead letter, or someone already handled it.
+async fn open_dead_letter(tx: &mut Tx, id: i64) -> StoreResult<Result<DeadLetter, ActionOutcome>> {
+    Ok(match dead_letter(tx, id).await? {
+        None => Err(refused(format!("There is no dead letter {id}."))),
+        Some(dl) if dl.state != DeadLetterState::Open => Err(already_handled(&dl)),
+        Some(dl) => Ok(dl),
+    })
+}
+
+/// Moves an open dead letter to `state`; `false` when it was no longer open.
+async fn close_dead_letter(
+    tx: &mut Tx,
+    id: i64,
+    state: DeadLetterState,
+    actor: &str,
+    at: Ts,
+) -> StoreResult<bool> {
+    const SQL: &str = "UPDATE dead_letters SET state = $2, resolved_by = $3, resolved_at = $4 WHERE id = $1 AND state = 'open'";
+    let changed = dispatch!(&mut tx.inner, tx => {
+        sqlx::query(SQL).bind(id).bind(state.as_str()).bind(actor).bind(at).execute(&mut **tx).await?.rows_affected()
+    });
+    Ok(changed == 1)
+}
+
+/// Replays the open dead letter `req` names, inside `tx`, as of `now`.
+pub(super) async fn replay(
+    tx: &mut Tx,
+    req: &ReplayRequest<'_>,
+    now: chrono::DateTime<Utc>,
+) -> StoreResult<ActionOutcome> {
+    let dl = match open_dead_letter(tx, req.dead_letter_id).await? {
+        Ok(dl) => dl,
+        Err(answer) => return Ok(answer),
+    };
+    let claim = tx.read_claim(&dl.consumer, &dl.key).await?;
+    let verdict = Verdict::of(claim.as_ref(), req.retention, now);
+    let reason = match text::reason(req.reason.unwrap_or_default()) {
+        Ok(reason) => reason,
+        Err(err) => return Ok(refused(err.to_string())),
+    };
+    if verdict.needs_override() && !(req.override_verdict && reason.is_some()) {
+        return Ok(refused(format!(
+            "{}. To replay anyway, tick the override and give a reason.",
+            verdict.title()
+        )));
+    }
+    let at = Ts::from(now);
+    if !close_dead_letter(tx, dl.id, DeadLetterState::Replayed, req.actor.name, at).await? {
+        let current = dead_letter(tx, dl.id).await?.unwrap_or(dl);
+        return Ok(already_handled(&current));
+    }
+    let target = format!("dead_letter:{}", dl.id);
+    let noted = match (verdict.needs_override(), reason) {
+        (true, Some(reason)) => Some(format!("override ({}): {reason}", verdict.title())),
+        (_, reason) => reason.map(str::to_owned),
+    };
+    let audit_id = tx
+        .append_audit_at(
+            &NewAuditEntry {
+                action_id: Some(req.action_id),
+                actor: req.actor.name,
+                actor_role: req.actor.role,
+                action: "replay",
+                consumer: Some(&dl.consumer),
+                key: Some(&dl.key),
+                target: Some(&target),
+                state_before: Some("open"),
+                state_after: Some("replayed"),
+                reason: noted.as_deref(),
+                result: "ok",
+                client_addr: req.actor.client_addr,
+                recovery_seconds: Some(recovery_seconds(dl.dead_lettered_at, now)),
+            },
+            at,
+        )
+        .await?;
+    let outbox_id = tx
+        .enqueue(&NewOutboxRow {
+            consumer: &dl.consumer,
+            topic: &dl.queue,
+            key: &dl.key,
+            payload: &dl.payload,
+            origin: OutboxOrigin::Replay,
+            dead_letter_id: Some(dl.id),
+            audit_id: Some(audit_id),
+            at,
+        })
+        .await?;
+    tx.link_replay(dl.id, outbox_id).await?;
+    Ok(ActionOutcome::Done {
+        audit_id,
+        outbox_id: Some(outbox_id),
+        summary: summary("replay", Some(&target), Some("replayed"), Some(outbox_id)),
+    })
+}
+
+/// Discards the open dead letter `req` names, inside `tx`.
+pub(super) async fn discard(tx: &mut Tx, req: &DiscardRequest<'_>) -> StoreResult<ActionOutcome> {
+    let dl = match open_dead_letter(tx, req.dead_letter_id).await? {
+        Ok(dl) => dl,
+        Err(answer) => return Ok(answer),
+    };
+    let reason = match text::reason(req.reason) {
+        Ok(Some(reason)) => reason,
+        Ok(None) => return Ok(refused("Discarding needs a reason.")),
+        Err(err) => return Ok(refused(err.to_string())),
+    };
+    let claim = tx.read_claim(&dl.consumer, &dl.key).await?;
+    if claim.as_ref().is_none_or(|c| c.status != ClaimStatus::Sent) {
+        return Ok(refused(
+            "Only a dead letter whose key is already sent can be discarded here: its effect happened. Replay this one instead.",
+        ));
+    }
+    let now = Utc::now();
+    if !close_dead_letter(
+        tx,
+        dl.id,
+        DeadLetterState::Discarded,
+        req.actor.name,
+        Ts::from(now),
+    )
+    .await?
+    {
+        let current = dead_letter(tx, dl.id).await?.unwrap_or(dl);
+        return Ok(already_handled(&current));
+    }
+    let target = format!("dead_letter:{}", dl.id);
+    let audit_id = tx
+        .append_audit(&NewAuditEntry {
+            action_id: Some(req.action_id),
+            actor: req.actor.name,
+            actor_role: req.actor.role,
+            action: "discard",
+            consumer: Some(&dl.consumer),
+            key: Some(&dl.key),
+            target: Some(&target),
+            state_before: Some("open"),
+            state_after: Some("discarded"),
+            reason: Some(reason),
+            result: "ok",
+            client_addr: req.actor.client_addr,
+            recovery_seconds: Some(recovery_seconds(dl.dead_lettered_at, now)),
+        })
+        .await?;
+    Ok(ActionOutcome::Done {
+        audit_id,
+        outbox_id: None,
+        summary: summary("discard", Some(&target), None, None),
+    })
+}
+
+impl Tx {
+    async fn link_replay(&mut self, dead_letter_id: i64, outbox_id: i64) -> StoreResult<()> {
+        const SQL: &str = "UPDATE dead_letters SET replay_outbox_id = $2 WHERE id = $1";
+        dispatch!(&mut self.inner, tx => { sqlx::query(SQL).bind(dead_letter_id).bind(outbox_id).execute(&mut **tx).await?; });
+        Ok(())
+    }
+}

@@ -1,0 +1,349 @@
+//! Operator actions: replay a dead letter, discard one, resolve an unknown
+//! outcome. Each is one transaction that changes the item only if it is still
+//! in the state the operator saw (compare-and-set), writes its audit row in
+//! the same transaction, and is idempotent by its action id: the audit log
+//! holds the id under a unique constraint, and a resubmission returns the
+//! first outcome without doing anything again. An id is bound to what it was
+//! first used for — the action, its target and the actor — so the same id
+//! sent for another dead letter, another key, another action or by another
+//! person is `FormReused` (nothing done), never the first action's answer.
+
+use chrono::{TimeDelta, Utc};
+use idem_domain::action::{ActionOutcome, Resolution};
+
+use crate::{
+    StoreError, StoreResult,
+    dialect::dispatch,
+    store::{Store, Tx},
+    ts::Ts,
+};
+
+mod dead_letter;
+mod resolve;
+
+use dead_letter::{discard, replay};
+use resolve::resolve;
+
+/// Who acts, as the audit log records them.
+#[derive(Debug, Clone, Copy)]
+pub struct Actor<'a> {
+    pub name: &'a str,
+    pub role: &'a str,
+    pub client_addr: Option<&'a str>,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct ReplayRequest<'a> {
+    pub dead_letter_id: i64,
+    pub action_id: &'a str,
+    pub actor: Actor<'a>,
+    /// The operator ticked "override" for a blocked verdict.
+    pub override_verdict: bool,
+    pub reason: Option<&'a str>,
+    /// How long the consumer keeps claims.
+    pub retention: TimeDelta,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct DiscardRequest<'a> {
+    pub dead_letter_id: i64,
+    pub action_id: &'a str,
+    pub actor: Actor<'a>,
+    pub reason: &'a str,
+}
+
+#[derive(Debug, Clone)]
+pub struct ResolveRequest<'a> {
+    pub consumer: &'a str,
+    pub key: &'a str,
+    /// The claim version the operator saw.
+    pub version: i64,
+    pub resolution: Resolution,
+    pub action_id: &'a str,
+    pub actor: Actor<'a>,
+    pub reason: Option<&'a str>,
+}
+
+fn refused(reason: impl Into<String>) -> ActionOutcome {
+    ActionOutcome::Refused {
+        reason: reason.into(),
+    }
+}
+
+/// What a finished action says, rebuilt the same way for a resubmission.
+fn summary(
+    action: &str,
+    target: Option<&str>,
+    state_after: Option<&str>,
+    outbox_id: Option<i64>,
+) -> String {
+    let outbox = outbox_id
+        .map(|id| format!(" through outbox row #{id}"))
+        .unwrap_or_default();
+    match (action, target.and_then(|t| t.strip_prefix("dead_letter:"))) {
+        ("replay", Some(id)) => format!("Dead letter #{id} replayed{outbox} with the same key."),
+        ("discard", Some(id)) => format!("Dead letter #{id} discarded."),
+        (_, _) => format!(
+            "Outcome resolved: {}{outbox}.",
+            state_after.unwrap_or("done")
+        ),
+    }
+}
+
+/// What an action id is bound to once it has been used: the action, its
+/// target and who acted. The same id with the same binding is the same
+/// action (a resubmission); with any other binding it is a form used twice.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Binding<'a> {
+    /// The audit spelling (`replay`, `discard`, `resolve:sent`, …).
+    action: &'a str,
+    target: Target<'a>,
+    actor: &'a str,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Target<'a> {
+    DeadLetter(i64),
+    /// A claim at the version the form showed: a claim resolved, gone
+    /// unknown again and shown anew is a new target, not a resubmission.
+    Claim {
+        consumer: &'a str,
+        key: &'a str,
+        version: i64,
+    },
+}
+
+impl Target<'_> {
+    /// The audit log's `target` column for this target.
+    fn column(&self) -> Option<String> {
+        match self {
+            Target::DeadLetter(id) => Some(format!("dead_letter:{id}")),
+            Target::Claim { .. } => None,
+        }
+    }
+}
+
+impl<'a> ReplayRequest<'a> {
+    fn binding(&self) -> Binding<'a> {
+        Binding {
+            action: "replay",
+            target: Target::DeadLetter(self.dead_letter_id),
+            actor: self.actor.name,
+        }
+    }
+}
+
+impl<'a> DiscardRequest<'a> {
+    fn binding(&self) -> Binding<'a> {
+        Binding {
+            action: "discard",
+            target: Target::DeadLetter(self.dead_letter_id),
+            actor: self.actor.name,
+        }
+    }
+}
+
+impl<'a> ResolveRequest<'a> {
+    fn binding(&self) -> Binding<'a> {
+        Binding {
+            action: self.resolution.action(),
+            target: Target::Claim {
+                consumer: self.consumer,
+                key: self.key,
+                version: self.version,
+            },
+            actor: self.actor.name,
+        }
+    }
+}
+
+/// A resolution's state before, as its audit row records it (and as the
+/// binding of its action id compares it).
+fn unknown_at(version: i64) -> String {
+    format!("unknown (version {version})")
+}
+
+/// An action id's audit row, as far as its binding and outcome go.
+#[derive(sqlx::FromRow)]
+struct UsedId {
+    id: i64,
+    actor: String,
+    action: String,
+    consumer: Option<String>,
+    idempotency_key: Option<String>,
+    target: Option<String>,
+    state_before: Option<String>,
+    state_after: Option<String>,
+}
+
+impl UsedId {
+    fn is_bound_to(&self, binding: &Binding<'_>) -> bool {
+        let same_target = match binding.target {
+            Target::DeadLetter(_) => self.target == binding.target.column(),
+            Target::Claim {
+                consumer,
+                key,
+                version,
+            } => {
+                self.target.is_none()
+                    && self.consumer.as_deref() == Some(consumer)
+                    && self.idempotency_key.as_deref() == Some(key)
+                    && self.state_before.as_deref() == Some(&unknown_at(version))
+            }
+        };
+        self.action == binding.action && same_target && self.actor == binding.actor
+    }
+}
+
+impl Store {
+    /// The outcome of an action id already in the audit log: the first
+    /// outcome when `binding` is what the id was used for, `FormReused`
+    /// when it was used for anything else.
+    async fn outcome_of(
+        &self,
+        action_id: &str,
+        binding: &Binding<'_>,
+    ) -> StoreResult<Option<ActionOutcome>> {
+        const AUDIT: &str = "SELECT id, actor, action, consumer, idempotency_key, target, state_before, state_after \
+             FROM audit_log WHERE action_id = $1";
+        const OUTBOX: &str = "SELECT id FROM outbox WHERE audit_id = $1 ORDER BY id LIMIT 1";
+        let row: Option<UsedId> = dispatch!(&self.pools, pool => {
+            sqlx::query_as(AUDIT).bind(action_id).fetch_optional(pool).await?
+        });
+        let Some(used) = row else {
+            return Ok(None);
+        };
+        let outbox_id: Option<i64> = dispatch!(&self.pools, pool => {
+            sqlx::query_scalar(OUTBOX).bind(used.id).fetch_optional(pool).await?
+        });
+        let summary = summary(
+            &used.action,
+            used.target.as_deref(),
+            used.state_after.as_deref(),
+            outbox_id,
+        );
+        if !used.is_bound_to(binding) {
+            let by = if used.actor == binding.actor {
+                String::new()
+            } else {
+                format!(" by {}", used.actor)
+            };
+            let key = match (&used.consumer, &used.idempotency_key) {
+                (Some(consumer), Some(key)) => format!(" (key {key} of {consumer})"),
+                _ => String::new(),
+            };
+            return Ok(Some(ActionOutcome::FormReused {
+                first: format!("{}{key}{by}", summary.trim_end_matches('.')),
+            }));
+        }
+        Ok(Some(ActionOutcome::Done {
+            audit_id: used.id,
+            outbox_id,
+            summary,
+        }))
+    }
+
+    /// Commits a `Done`, rolls back anything else; a resubmission that lost
+    /// the race to its twin returns the twin's outcome.
+    async fn settle(
+        &self,
+        tx: Tx,
+        result: StoreResult<ActionOutcome>,
+        action_id: &str,
+        binding: &Binding<'_>,
+    ) -> StoreResult<ActionOutcome> {
+        let error = match result {
+            Ok(done @ ActionOutcome::Done { .. }) => match tx.commit().await {
+                Ok(()) => return Ok(done),
+                Err(err) => err,
+            },
+            Ok(other) => {
+                tx.rollback().await?;
+                return Ok(other);
+            }
+            Err(err) => {
+                let _ = tx.rollback().await;
+                err
+            }
+        };
+        if error.is_unique_violation()
+            && let Some(first) = self.outcome_of(action_id, binding).await?
+        {
+            return Ok(first);
+        }
+        Err(error)
+    }
+
+    pub async fn replay_dead_letter(&self, req: &ReplayRequest<'_>) -> StoreResult<ActionOutcome> {
+        self.replay_dead_letter_at(req, Ts::now()).await
+    }
+
+    /// [`Store::replay_dead_letter`] as of `at`: when the operator acted.
+    /// Only the demo's history replays in the past (its simulated on-call).
+    pub async fn replay_dead_letter_at(
+        &self,
+        req: &ReplayRequest<'_>,
+        at: Ts,
+    ) -> StoreResult<ActionOutcome> {
+        let binding = req.binding();
+        if let Some(first) = self.outcome_of(req.action_id, &binding).await? {
+            return Ok(first);
+        }
+        let mut tx = self.begin().await?;
+        let result = replay(&mut tx, req, not_after_now(at)).await;
+        self.settle(tx, result, req.action_id, &binding).await
+    }
+
+    pub async fn discard_dead_letter(
+        &self,
+        req: &DiscardRequest<'_>,
+    ) -> StoreResult<ActionOutcome> {
+        let binding = req.binding();
+        if let Some(first) = self.outcome_of(req.action_id, &binding).await? {
+            return Ok(first);
+        }
+        let mut tx = self.begin().await?;
+        let result = discard(&mut tx, req).await;
+        self.settle(tx, result, req.action_id, &binding).await
+    }
+
+    pub async fn resolve_unknown(&self, req: &ResolveRequest<'_>) -> StoreResult<ActionOutcome> {
+        self.resolve_unknown_at(req, Ts::now()).await
+    }
+
+    /// [`Store::resolve_unknown`] as of `at`: when the operator acted. Only
+    /// the demo's history resolves in the past (its simulated on-call).
+    pub async fn resolve_unknown_at(
+        &self,
+        req: &ResolveRequest<'_>,
+        at: Ts,
+    ) -> StoreResult<ActionOutcome> {
+        let binding = req.binding();
+        if let Some(first) = self.outcome_of(req.action_id, &binding).await? {
+            return Ok(first);
+        }
+        let mut tx = self.begin().await?;
+        let result = resolve(&mut tx, req, not_after_now(at)).await;
+        self.settle(tx, result, req.action_id, &binding).await
+    }
+}
+
+/// An action "as of" the future happens now: history is only ever
+/// written backwards (the demo's on-call), never ahead of the clock.
+fn not_after_now(at: Ts) -> chrono::DateTime<Utc> {
+    at.0.min(Utc::now())
+}
+
+/// Seconds from `since` to `now`; never negative, even for an action dated
+/// before the thing it recovers (clock skew between replicas, or history).
+fn recovery_seconds(since: chrono::DateTime<Utc>, now: chrono::DateTime<Utc>) -> f64 {
+    ((now - since).num_milliseconds() as f64 / 1000.0).max(0.0)
+}
+
+impl StoreError {
+    /// A unique constraint refused the write (for actions: the action id was
+    /// already used by a concurrent submission).
+    pub fn is_unique_violation(&self) -> bool {
+        matches!(self, StoreError::Database(sqlx::Error::Database(e)) if e.is_unique_violation())
+    }
+}

@@ -1,0 +1,327 @@
+//! Resolving an unknown outcome: the operator says whether the provider
+//! acted, the claim moves from `unknown` (at the version the form showed) to
+//! `sent` or `failed`, and a retry goes back through the outbox.
+
+use chrono::Utc;
+use idem_domain::{
+    ClaimStatus, OutboxOrigin,
+    action::{self as text, ActionOutcome, Resolution},
+};
+
+use super::{ResolveRequest, recovery_seconds, refused, summary, unknown_at};
+use crate::{
+    NewAuditEntry, StoreResult, consumer::NewOutboxRow, dialect::dispatch, store::Tx, ts::Ts,
+};
+
+/// Resolves the unknown outcome `req` names, inside `tx`, as of `now`.
+pub(super) async fn resolve(
+    tx: &mut Tx,
+    req: &ResolveRequest<'_>,
+    now: chrono::DateTime<Utc>,
+) -> StoreResult<ActionOutcome> {
+    let (reason, provider_ref) = match checked_input(req) {
+        Ok(input) => input,
+        Err(refusal) => return Ok(refusal),
+    };
+    let Some(claim) = tx.read_claim(req.consumer, req.key).await? else {
+        return Ok(refused(format!(
+            "No consumer named “{}” has a claim for “{}”.",
+            req.consumer, req.key
+        )));
+    };
+    if claim.status != ClaimStatus::Unknown || claim.version != req.version {
+        return conflict_on_claim(tx, req).await;
+    }
+    let status = req.resolution.status();
+    let error = resolved_error(req, reason);
+    let changed = tx
+        .resolve_claim(
+            &claim,
+            status,
+            provider_ref.as_deref(),
+            error.as_deref(),
+            Ts::from(now),
+        )
+        .await?;
+    if !changed {
+        return conflict_on_claim(tx, req).await;
+    }
+    let after = state_after(provider_ref.as_deref(), status, claim.version);
+    let audit_id = tx
+        .append_audit_at(
+            &NewAuditEntry {
+                action_id: Some(req.action_id),
+                actor: req.actor.name,
+                actor_role: req.actor.role,
+                action: req.resolution.action(),
+                consumer: Some(req.consumer),
+                key: Some(req.key),
+                target: None,
+                state_before: Some(&unknown_at(claim.version)),
+                state_after: Some(&after),
+                reason,
+                result: "ok",
+                client_addr: req.actor.client_addr,
+                recovery_seconds: Some(recovery_seconds(claim.status_at, now)),
+            },
+            Ts::from(now),
+        )
+        .await?;
+    let outbox_id = retry_through_outbox(tx, req, audit_id, now).await?;
+    Ok(ActionOutcome::Done {
+        audit_id,
+        outbox_id,
+        summary: summary(req.resolution.action(), None, Some(&after), outbox_id),
+    })
+}
+
+/// The request's reason and provider reference, checked; or the refusal
+/// that ends the action before anything is read.
+fn checked_input<'a>(
+    req: &ResolveRequest<'a>,
+) -> Result<(Option<&'a str>, Option<String>), ActionOutcome> {
+    let reason = match text::reason(req.reason.unwrap_or_default()) {
+        Ok(reason) => reason,
+        Err(err) => return Err(refused(err.to_string())),
+    };
+    let provider_ref = match &req.resolution {
+        Resolution::Sent { provider_ref } => match text::provider_ref(provider_ref) {
+            Ok(Some(r)) => Some(r.to_owned()),
+            Ok(None) => {
+                return Err(refused(
+                    "Marking an outcome sent needs the provider's reference.",
+                ));
+            }
+            Err(err) => return Err(refused(err.to_string())),
+        },
+        Resolution::FailedPermanently if reason.is_none() => {
+            return Err(refused(
+                "Marking an outcome failed for good needs a reason.",
+            ));
+        }
+        _ => None,
+    };
+    Ok((reason, provider_ref))
+}
+
+/// The error a resolution to failed records on the claim (none for sent).
+fn resolved_error(req: &ResolveRequest<'_>, reason: Option<&str>) -> Option<String> {
+    match &req.resolution {
+        Resolution::Sent { .. } => None,
+        _ => Some(format!(
+            "resolved failed by {}: {}",
+            req.actor.name,
+            reason.unwrap_or("no reason given")
+        )),
+    }
+}
+
+/// The claim's state after the resolution, as the audit row records it.
+fn state_after(provider_ref: Option<&str>, status: ClaimStatus, version: i64) -> String {
+    match provider_ref {
+        Some(r) => format!("sent (provider reference {r}, version {})", version + 1),
+        None => format!("{status} (version {})", version + 1),
+    }
+}
+
+/// For a retry, the outbox row that carries the key's last known message
+/// again; `None` for any other resolution.
+async fn retry_through_outbox(
+    tx: &mut Tx,
+    req: &ResolveRequest<'_>,
+    audit_id: i64,
+    now: chrono::DateTime<Utc>,
+) -> StoreResult<Option<i64>> {
+    Ok(match req.resolution {
+        Resolution::FailedRetry => {
+            let (topic, payload) = tx.last_known_message(req.consumer, req.key).await?;
+            Some(
+                tx.enqueue(&NewOutboxRow {
+                    consumer: req.consumer,
+                    topic: &topic,
+                    key: req.key,
+                    payload: &payload,
+                    origin: OutboxOrigin::Resolution,
+                    dead_letter_id: None,
+                    audit_id: Some(audit_id),
+                    at: Ts::from(now),
+                })
+                .await?,
+            )
+        }
+        _ => None,
+    })
+}
+
+/// Who changed the claim first, and to what: the latest audit entry about
+/// the key when it is no older than the claim's change, else the consumer.
+async fn conflict_on_claim(tx: &mut Tx, req: &ResolveRequest<'_>) -> StoreResult<ActionOutcome> {
+    let claim = tx.read_claim(req.consumer, req.key).await?;
+    let latest = tx.latest_audit_for_key(req.consumer, req.key).await?;
+    Ok(match claim {
+        None => refused("The claim no longer exists."),
+        Some(claim) => {
+            let by_operator = latest.filter(|(_, at, _)| *at >= claim.status_at);
+            let now = format!("{} (version {})", claim.status, claim.version);
+            match by_operator {
+                Some((by, at, _)) => ActionOutcome::Conflict {
+                    by,
+                    at: Some(at),
+                    now,
+                },
+                None => ActionOutcome::Conflict {
+                    by: format!("the consumer {}", claim.consumer),
+                    at: Some(claim.status_at),
+                    now,
+                },
+            }
+        }
+    })
+}
+
+impl Tx {
+    /// One claim, read inside this transaction.
+    pub async fn read_claim(
+        &mut self,
+        consumer: &str,
+        key: &str,
+    ) -> StoreResult<Option<idem_domain::Claim>> {
+        use crate::rows::{ClaimRow, claim_columns};
+        const SQL: &str = concat!(
+            "SELECT ",
+            claim_columns!(),
+            " FROM claims WHERE consumer = $1 AND idempotency_key = $2"
+        );
+        let row: Option<ClaimRow> = dispatch!(&mut self.inner, tx => {
+            sqlx::query_as(SQL).bind(consumer).bind(key).fetch_optional(&mut **tx).await?
+        });
+        row.map(idem_domain::Claim::try_from).transpose()
+    }
+
+    /// Compare-and-set: only a claim still `unknown` at the version seen.
+    async fn resolve_claim(
+        &mut self,
+        seen: &idem_domain::Claim,
+        status: ClaimStatus,
+        provider_ref: Option<&str>,
+        error: Option<&str>,
+        at: Ts,
+    ) -> StoreResult<bool> {
+        const SQL: &str = "UPDATE claims SET status = $3, status_at = $4, outcome_at = $4, \
+             provider_ref = COALESCE($5, provider_ref), last_error = $6, lease_until = NULL, version = version + 1 \
+             WHERE consumer = $1 AND idempotency_key = $2 AND status = 'unknown' AND version = $7";
+        let changed = dispatch!(&mut self.inner, tx => {
+            sqlx::query(SQL).bind(&seen.consumer).bind(&seen.key).bind(status.as_str()).bind(at)
+                .bind(provider_ref).bind(error).bind(seen.version).execute(&mut **tx).await?.rows_affected()
+        });
+        Ok(changed == 1)
+    }
+
+    async fn latest_audit_for_key(
+        &mut self,
+        consumer: &str,
+        key: &str,
+    ) -> StoreResult<Option<(String, chrono::DateTime<Utc>, Option<String>)>> {
+        const SQL: &str = "SELECT actor, at, state_after FROM audit_log WHERE consumer = $1 AND idempotency_key = $2 \
+             ORDER BY at DESC, id DESC LIMIT 1";
+        let row: Option<(String, Ts, Option<String>)> = dispatch!(&mut self.inner, tx => {
+            sqlx::query_as(SQL).bind(consumer).bind(key).fetch_optional(&mut **tx).await?
+        });
+        Ok(row.map(|(actor, at, after)| (actor, at.0, after)))
+    }
+
+    /// The topic and payload a retry of this key should carry: the latest
+    /// dead letter's or outbox row's, else an envelope that names the key so
+    /// the consumer can re-read the business fact.
+    async fn last_known_message(
+        &mut self,
+        consumer: &str,
+        key: &str,
+    ) -> StoreResult<(String, String)> {
+        const SQL: &str = "SELECT topic, payload, at FROM ( \
+             SELECT queue AS topic, payload, dead_lettered_at AS at FROM dead_letters WHERE consumer = $1 AND idempotency_key = $2 \
+             UNION ALL \
+             SELECT topic, payload, created_at AS at FROM outbox WHERE consumer = $1 AND idempotency_key = $2 AND origin <> 'application' \
+             ) AS known ORDER BY at DESC LIMIT 1";
+        let row: Option<(String, String, Ts)> = dispatch!(&mut self.inner, tx => {
+            sqlx::query_as(SQL).bind(consumer).bind(key).fetch_optional(&mut **tx).await?
+        });
+        Ok(match row {
+            Some((topic, payload, _)) => (topic, payload),
+            None => (
+                consumer.to_owned(),
+                serde_json::json!({ "idempotency_key": key, "redrive": "resolution" }).to_string(),
+            ),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Actor;
+
+    fn request(resolution: Resolution, reason: Option<&str>) -> ResolveRequest<'_> {
+        ResolveRequest {
+            consumer: "reminders",
+            key: "k",
+            version: 3,
+            resolution,
+            action_id: "a-1",
+            actor: Actor {
+                name: "olga",
+                role: "operator",
+                client_addr: None,
+            },
+            reason,
+        }
+    }
+
+    fn refusal(req: &ResolveRequest<'_>) -> String {
+        match checked_input(req) {
+            Err(ActionOutcome::Refused { reason }) => reason,
+            other => panic!("not refused: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_resolution_needs_what_it_records() {
+        let sent = |r: &str| Resolution::Sent {
+            provider_ref: r.into(),
+        };
+        assert_eq!(
+            checked_input(&request(sent(" msg_1 "), Some("  checked  "))).unwrap(),
+            (Some("checked"), Some("msg_1".to_owned()))
+        );
+        assert!(refusal(&request(sent("  "), None)).contains("provider's reference"));
+        assert!(refusal(&request(Resolution::FailedPermanently, None)).contains("needs a reason"));
+        assert_eq!(
+            checked_input(&request(Resolution::FailedRetry, None)).unwrap(),
+            (None, None)
+        );
+    }
+
+    #[test]
+    fn a_failed_resolution_records_who_and_why() {
+        let req = request(Resolution::FailedRetry, None);
+        assert_eq!(
+            resolved_error(&req, None).as_deref(),
+            Some("resolved failed by olga: no reason given")
+        );
+        let sent = request(
+            Resolution::Sent {
+                provider_ref: "msg_1".into(),
+            },
+            None,
+        );
+        assert_eq!(resolved_error(&sent, Some("x")), None);
+        assert_eq!(
+            state_after(Some("msg_1"), ClaimStatus::Sent, 3),
+            "sent (provider reference msg_1, version 4)"
+        );
+        assert_eq!(
+            state_after(None, ClaimStatus::Failed, 3),
+            "failed (version 4)"
+        );
+    }
+}
