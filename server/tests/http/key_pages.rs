@@ -1,10 +1,7 @@
-//! The server over real HTTP: each test starts Idem on port 0 with its own
-//! database and talks to it with an HTTP client, signed in as a viewer.
-
-mod common;
+//! A key's page: what it shows, in what order, and keys of any character
+//! that round-trip through it.
 
 use chrono::{TimeDelta, Utc};
-use common::{spawn_app, text, visible};
 use idem_app::links::key_href;
 use idem_domain::OutboxOrigin;
 use idem_store::{
@@ -15,30 +12,10 @@ use proptest::{
     test_runner::TestRunner,
 };
 
-async fn claim(store: &Store, consumer: &str, key: &str, outcome: Option<Outcome<'_>>) {
-    let now = Ts::now();
-    let mut tx = store.begin().await.unwrap();
-    tx.claim(&Delivery {
-        consumer,
-        key,
-        payload_hash: Some("abc123"),
-        at: now,
-    })
-    .await
-    .unwrap();
-    if let Some(outcome) = outcome {
-        tx.lease(consumer, key, now, now).await.unwrap();
-        tx.record(consumer, key, outcome, now).await.unwrap();
-    }
-    tx.commit().await.unwrap();
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn livez_and_readyz_answer_ok_when_the_database_is_there() {
-    let app = spawn_app(TestDatabase::sqlite().await).await;
-    assert_eq!(app.get("/livez").await, (200, "ok\n".into()));
-    assert_eq!(app.get("/readyz").await, (200, "ready\n".into()));
-}
+use crate::{
+    claim,
+    common::{spawn_app, text, visible},
+};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_key_page_shows_the_claim_its_outbox_rows_and_its_dead_letters() {
@@ -179,54 +156,6 @@ async fn malformed_keys_are_a_400_page_never_a_500() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_overview_counts_claims_and_links_each_unknown_outcome_to_its_key_page() {
-    let app = spawn_app(TestDatabase::sqlite().await).await;
-    claim(
-        &app.store,
-        "reminders",
-        "renewal:account-2210:2026-12-28",
-        Some(Outcome::Unknown {
-            error: "lease expired",
-        }),
-    )
-    .await;
-    claim(
-        &app.store,
-        "reminders",
-        "renewal:account-1:2026-12-28",
-        Some(Outcome::Sent {
-            provider_ref: Some("msg_1"),
-        }),
-    )
-    .await;
-    claim(
-        &app.store,
-        "reminders",
-        "renewal:account-2:2026-12-28",
-        Some(Outcome::Sent {
-            provider_ref: Some("msg_2"),
-        }),
-    )
-    .await;
-
-    let (status, html) = app.get("/").await;
-    assert_eq!(status, 200);
-    let href = key_href("reminders", "renewal:account-2210:2026-12-28");
-    assert!(
-        html.contains(&format!("href=\"{href}\"")),
-        "the unknown outcome links to its key"
-    );
-    let page = visible(&html);
-    assert!(
-        page.contains("Claims by status 0 pending 2 sent 0 failed 1 unknown"),
-        "{page}"
-    );
-    let (status, key_page) = app.get(&href).await;
-    assert_eq!(status, 200);
-    assert!(key_page.contains("status-unknown"));
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_key_only_link_finds_the_one_consumer_or_offers_a_choice() {
     let app = spawn_app(TestDatabase::sqlite().await).await;
     claim(&app.store, "payment-webhooks", "pay_7f3", None).await;
@@ -248,33 +177,6 @@ async fn a_key_only_link_finds_the_one_consumer_or_offers_a_choice() {
     let (status, html) = app.get("/keys/nobody").await;
     assert_eq!(status, 404);
     assert!(text(&html).contains("No consumer has claimed the key “nobody”."));
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn work_lists_page_with_opaque_cursors_and_refuse_forged_ones() {
-    let app = spawn_app(TestDatabase::sqlite().await).await;
-    for i in 0..3 {
-        claim(
-            &app.store,
-            "reminders",
-            &format!("u{i}"),
-            Some(Outcome::Unknown { error: "timeout" }),
-        )
-        .await;
-    }
-    let (status, html) = app.get("/unknown").await;
-    assert_eq!(status, 200);
-    assert!(visible(&html).contains("3 unknown"));
-    let (status, html) = app
-        .get("/unknown?cursor=%27%3B%20DROP%20TABLE%20claims%3B%20--")
-        .await;
-    assert_eq!(status, 400);
-    assert!(text(&html).contains("That page link is invalid or out of date"));
-    assert_eq!(app.get("/dead-letters?state=bogus").await.0, 400);
-    assert_eq!(app.get("/dead-letters/not-a-number").await.0, 400);
-    assert_eq!(app.get("/dead-letters/99").await.0, 404);
-    assert_eq!(app.get("/outbox").await.0, 200);
-    assert_eq!(app.get("/no/such/page").await.0, 404);
 }
 
 async fn deliver_at(store: &Store, consumer: &str, key: &str, at: Ts, payload_hash: &str) {
@@ -419,229 +321,5 @@ async fn any_generated_key_round_trips_byte_exactly_through_its_page_and_a_key_o
         );
         let (status, _) = app.get(&idem_app::links::key_only_href(key)).await;
         assert_eq!(status, 200, "{key:?} by key alone");
-    }
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn bad_search_input_is_a_400_that_says_what_was_wrong() {
-    let app = spawn_app(TestDatabase::sqlite().await).await;
-    let long = "k".repeat(513);
-    for (path, says) in [
-        ("/keys?q=a%00b".to_owned(), "control character"),
-        (format!("/keys?q={long}"), "513 bytes long"),
-        (
-            "/keys?status=done".to_owned(),
-            "\"done\" is not a valid claim status",
-        ),
-        ("/keys?consumer=%0A".to_owned(), "control character"),
-        ("/keys?limit=many".to_owned(), "is not a page size"),
-        (
-            "/keys?cursor=bm90LWEtY3Vyc29y".to_owned(),
-            "That page link is invalid or out of date",
-        ),
-    ] {
-        let (status, html) = app.get(&path).await;
-        assert_eq!(status, 400, "{path}");
-        assert!(visible(&html).contains(says), "{path} says {says:?}");
-    }
-    assert_eq!(
-        app.get("/keys?q=%25_%25").await.0,
-        200,
-        "LIKE metacharacters are fine"
-    );
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_key_search_filters_and_pages_with_opaque_cursors() {
-    let app = spawn_app(TestDatabase::sqlite().await).await;
-    for i in 0..7 {
-        claim(
-            &app.store,
-            "reminders",
-            &format!("renewal:account-{i}"),
-            None,
-        )
-        .await;
-    }
-    claim(&app.store, "orders", "renewal:account-x", None).await;
-    claim(&app.store, "reminders", "other", None).await;
-    let (status, html) = app
-        .get("/keys?q=renewal%3A&consumer=reminders&limit=3")
-        .await;
-    assert_eq!(status, 200);
-    let page = visible(&html);
-    assert!(page.contains("7 keys start with this text"), "{page}");
-    let next = html
-        .split("href=\"")
-        .find(|h| h.contains("cursor="))
-        .map(|h| h.split('"').next().unwrap().replace("&amp;", "&"))
-        .expect("a next-page link");
-    assert!(
-        next.contains("q=renewal%3A")
-            && next.contains("consumer=reminders")
-            && next.contains("limit=3")
-    );
-    let (status, second) = app.get(&next).await;
-    assert_eq!(status, 200);
-    assert!(
-        !visible(&second).contains("account-x"),
-        "the consumer filter holds on page two"
-    );
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_missing_key_offers_a_search_pre_filled_with_it() {
-    let app = spawn_app(TestDatabase::sqlite().await).await;
-    let (status, html) = app.get(&key_href("orders", "refund:EU/2026/nope")).await;
-    assert_eq!(status, 404);
-    assert!(
-        html.contains(r#"name="q""#) && text(&html).contains(r#"value="refund:EU/2026/nope""#),
-        "{html}"
-    );
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_viewer_zone_changes_the_times_and_only_known_zones_and_local_paths_are_accepted() {
-    let app = spawn_app(TestDatabase::sqlite().await).await;
-    claim(
-        &app.store,
-        "reminders",
-        "renewal:z",
-        Some(Outcome::Unknown { error: "timeout" }),
-    )
-    .await;
-    let (_, utc) = app.get("/unknown").await;
-    assert!(visible(&utc).contains(" UTC"));
-
-    let response = app
-        .post_form(
-            &app.client,
-            "/preferences/zone",
-            &[("tz", "Asia/Kolkata"), ("next", "/unknown")],
-        )
-        .await;
-    assert_eq!(response.status().as_u16(), 303);
-    assert_eq!(response.headers()["location"], "/unknown");
-    let cookie = response.headers()["set-cookie"]
-        .to_str()
-        .unwrap()
-        .split(';')
-        .next()
-        .unwrap()
-        .to_owned();
-    assert_eq!(cookie, "idem_tz=Asia/Kolkata");
-
-    let (_, ist) = app.get("/unknown").await;
-    assert!(
-        visible(&ist).contains(" IST"),
-        "times are shown in the chosen zone"
-    );
-    assert!(
-        ist.contains(r#"<option value="Asia/Kolkata" selected"#),
-        "the zone is named on screen"
-    );
-
-    let unknown_zone = app
-        .post_form(
-            &app.client,
-            "/preferences/zone",
-            &[("tz", "Mars/Olympus_Mons"), ("next", "/")],
-        )
-        .await;
-    assert_eq!(unknown_zone.status().as_u16(), 400);
-    let away = app
-        .post_form(
-            &app.client,
-            "/preferences/zone",
-            &[("tz", "UTC"), ("next", "//evil.example/")],
-        )
-        .await;
-    assert_eq!(
-        away.headers()["location"],
-        "/",
-        "never a redirect to another site"
-    );
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_audit_page_shows_who_replayed_a_key_and_filters_by_actor_action_and_key() {
-    use idem_app::links::with_query;
-    let app = spawn_app(TestDatabase::sqlite().await).await;
-    app.create_user("olga", idem_domain::Role::Operator).await;
-    let olga = app.sign_in("olga").await;
-    let key = "refund:9 / ✓ #% مفتاح";
-    let id = common::dead_letter(&app.store, key).await;
-    assert_eq!(
-        common::replay(&app, &olga, id, "audit-page-1")
-            .await
-            .status()
-            .as_u16(),
-        200
-    );
-
-    // A viewer may not read it: addresses and failed sign-ins are in it.
-    let (status, html) = app.get("/audit").await;
-    assert_eq!(status, 403);
-    assert!(visible(&html).contains("Not allowed"), "{}", visible(&html));
-    let get = |path: String| {
-        let olga = olga.clone();
-        let url = app.url(&path);
-        async move { common::get(&olga, &url).await }
-    };
-
-    // Unfiltered: the replay and both sign-ins, newest first.
-    let (status, html) = get("/audit".to_owned()).await;
-    assert_eq!(status, 200);
-    let page = visible(&html);
-    let replay = page
-        .find("olga operator replay")
-        .expect("the replay is listed");
-    let olga_login = page.find("olga operator login").expect("olga's sign-in");
-    let viewer_login = page
-        .find("viewer viewer login")
-        .expect("the viewer's sign-in");
-    assert!(
-        replay < olga_login && olga_login < viewer_login,
-        "newest first: {page}"
-    );
-    assert!(
-        page.contains(&format!("{key} orders")),
-        "the replayed key and its consumer are in the table: {page}"
-    );
-    assert!(page.contains("open → replayed"), "{page}");
-    assert!(
-        text(&html).contains(&key_href("orders", key)),
-        "the key links to its page"
-    );
-
-    for filter in [("key", key), ("actor", "olga"), ("action", "replay")] {
-        let (status, html) = get(with_query("/audit", &[filter])).await;
-        assert_eq!(status, 200, "{filter:?}");
-        let page = visible(&html);
-        assert!(page.contains("olga operator replay"), "{filter:?}: {page}");
-        assert!(!page.contains("viewer viewer login"), "{filter:?}: {page}");
-    }
-    let (_, html) = get(with_query(
-        "/audit",
-        &[("actor", "olga"), ("action", "logout")],
-    ))
-    .await;
-    assert!(visible(&html).contains("No audit entry matches."));
-
-    for (path, says) in [
-        ("/audit?actor=ol%00ga".to_owned(), "control character"),
-        (
-            format!("/audit?action={}", "a".repeat(300)),
-            "300 bytes long",
-        ),
-        (format!("/audit?key={}", "k".repeat(513)), "513 bytes long"),
-        (
-            "/audit?cursor=bm90LWEtY3Vyc29y".to_owned(),
-            "That page link is invalid or out of date",
-        ),
-    ] {
-        let (status, html) = get(path.clone()).await;
-        assert_eq!(status, 400, "{path}");
-        assert!(visible(&html).contains(says), "{path} says {says:?}");
     }
 }

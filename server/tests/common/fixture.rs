@@ -1,0 +1,166 @@
+//! Rows to act on: dead letters and a claim whose outcome is unknown.
+
+use idem_store::Store;
+
+/// A dead letter for `key` of `orders`, written as a consumer would; its id.
+pub async fn dead_letter(store: &Store, key: &str) -> i64 {
+    let now = idem_store::Ts::now();
+    let mut tx = store.begin().await.unwrap();
+    let id = tx
+        .dead_letter(&idem_store::NewDeadLetter {
+            consumer: "orders",
+            queue: "orders.fifo",
+            key,
+            message_id: key,
+            payload: "{}",
+            delivery_count: 3,
+            first_failure_at: now,
+            last_error: Some("503 from the provider"),
+            at: now,
+        })
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+    id
+}
+
+/// What the valid calls below act on: a claim `key-…` of `orders` whose
+/// outcome is unknown, an open dead letter of it, and a second dead letter
+/// whose key `sent-…` is sent (one that may be discarded).
+pub struct Fixture {
+    pub key: String,
+    pub unknown_version: i64,
+    pub dead_letter: i64,
+    pub discardable: i64,
+}
+
+impl Fixture {
+    /// The fixture on `key-1` and `sent-1`.
+    pub async fn write(store: &Store) -> Fixture {
+        Fixture::write_named(store, "1").await
+    }
+
+    /// A fixture of its own: `key-{tag}` and `sent-{tag}`.
+    pub async fn write_named(store: &Store, tag: &str) -> Fixture {
+        use idem_store::{Delivery, Outcome, Ts};
+        let now = Ts::now();
+        let key = format!("key-{tag}");
+        let sent = format!("sent-{tag}");
+        let mut tx = store.begin().await.unwrap();
+        for (key, outcome) in [
+            (key.as_str(), Outcome::Unknown { error: "timeout" }),
+            (
+                sent.as_str(),
+                Outcome::Sent {
+                    provider_ref: Some("pi_1"),
+                },
+            ),
+        ] {
+            tx.claim(&Delivery {
+                consumer: "orders",
+                key,
+                payload_hash: None,
+                at: now,
+            })
+            .await
+            .unwrap();
+            tx.lease("orders", key, now, now).await.unwrap();
+            tx.record("orders", key, outcome, now).await.unwrap();
+        }
+        tx.commit().await.unwrap();
+        let unknown_version = store.claim("orders", &key).await.unwrap().unwrap().version;
+        Fixture {
+            unknown_version,
+            dead_letter: dead_letter(store, &key).await,
+            discardable: dead_letter(store, &sent).await,
+            key,
+        }
+    }
+
+    /// Every server function by name, with arguments that are all valid:
+    /// a call that is allowed answers 200. `tag` keeps action ids apart
+    /// between callers.
+    pub fn valid_calls(&self, tag: &str) -> Vec<(&'static str, Vec<(&'static str, String)>)> {
+        let id = |what: &str| format!("{tag}-0123456789-{what}");
+        let none = String::new;
+        vec![
+            ("get_console_info", vec![]),
+            ("get_login_info", vec![]),
+            ("get_overview", vec![]),
+            ("get_slos", vec![]),
+            ("get_slo", vec![("name", "duplicate-claim-rate".into())]),
+            (
+                "get_charts",
+                vec![("range", "24h".into()), ("consumer", "orders".into())],
+            ),
+            (
+                "get_slo_charts",
+                vec![("name", "duplicate-claim-rate".into())],
+            ),
+            (
+                "get_key_story",
+                vec![("consumer", "orders".into()), ("key", self.key.clone())],
+            ),
+            ("lookup_key", vec![("key", self.key.clone())]),
+            (
+                "search_keys",
+                vec![
+                    ("query[q]", "key".into()),
+                    ("query[consumer]", "orders".into()),
+                    ("query[status]", "unknown".into()),
+                    ("query[cursor]", none()),
+                    ("query[limit]", "10".into()),
+                ],
+            ),
+            ("list_unknown", vec![("consumer", "orders".into())]),
+            (
+                "list_dead_letters",
+                vec![("state", "open".into()), ("consumer", "orders".into())],
+            ),
+            (
+                "get_dead_letter",
+                vec![("id", self.dead_letter.to_string())],
+            ),
+            ("list_outbox", vec![]),
+            (
+                "list_audit",
+                vec![
+                    ("query[actor]", "olga".into()),
+                    ("query[action]", "replay".into()),
+                    ("query[key]", self.key.clone()),
+                    ("query[cursor]", none()),
+                ],
+            ),
+            ("get_action_answer", vec![("action_id", id("replay"))]),
+            (
+                "replay_dead_letter",
+                vec![
+                    ("id", self.dead_letter.to_string()),
+                    ("action_id", id("replay")),
+                    ("override_verdict", "on".into()),
+                    ("reason", "checked with the provider".into()),
+                ],
+            ),
+            (
+                "discard_dead_letter",
+                vec![
+                    ("id", self.discardable.to_string()),
+                    ("action_id", id("discard")),
+                    ("reason", "already sent".into()),
+                ],
+            ),
+            (
+                "resolve_unknown",
+                vec![
+                    ("consumer", "orders".into()),
+                    ("key", self.key.clone()),
+                    ("version", self.unknown_version.to_string()),
+                    ("action_id", id("resolve")),
+                    ("outcome", "sent".into()),
+                    ("provider_ref", "pi_2".into()),
+                    ("reason", "found in the provider's dashboard".into()),
+                ],
+            ),
+        ]
+    }
+}

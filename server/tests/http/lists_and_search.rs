@@ -1,0 +1,163 @@
+//! The overview, the work lists and key search: counts, links, and cursors
+//! that cannot be forged.
+
+use idem_app::links::key_href;
+use idem_store::{Outcome, testing::TestDatabase};
+
+use crate::{
+    claim,
+    common::{spawn_app, text, visible},
+};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_overview_counts_claims_and_links_each_unknown_outcome_to_its_key_page() {
+    let app = spawn_app(TestDatabase::sqlite().await).await;
+    claim(
+        &app.store,
+        "reminders",
+        "renewal:account-2210:2026-12-28",
+        Some(Outcome::Unknown {
+            error: "lease expired",
+        }),
+    )
+    .await;
+    claim(
+        &app.store,
+        "reminders",
+        "renewal:account-1:2026-12-28",
+        Some(Outcome::Sent {
+            provider_ref: Some("msg_1"),
+        }),
+    )
+    .await;
+    claim(
+        &app.store,
+        "reminders",
+        "renewal:account-2:2026-12-28",
+        Some(Outcome::Sent {
+            provider_ref: Some("msg_2"),
+        }),
+    )
+    .await;
+
+    let (status, html) = app.get("/").await;
+    assert_eq!(status, 200);
+    let href = key_href("reminders", "renewal:account-2210:2026-12-28");
+    assert!(
+        html.contains(&format!("href=\"{href}\"")),
+        "the unknown outcome links to its key"
+    );
+    let page = visible(&html);
+    assert!(
+        page.contains("Claims by status 0 pending 2 sent 0 failed 1 unknown"),
+        "{page}"
+    );
+    let (status, key_page) = app.get(&href).await;
+    assert_eq!(status, 200);
+    assert!(key_page.contains("status-unknown"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn work_lists_page_with_opaque_cursors_and_refuse_forged_ones() {
+    let app = spawn_app(TestDatabase::sqlite().await).await;
+    for i in 0..3 {
+        claim(
+            &app.store,
+            "reminders",
+            &format!("u{i}"),
+            Some(Outcome::Unknown { error: "timeout" }),
+        )
+        .await;
+    }
+    let (status, html) = app.get("/unknown").await;
+    assert_eq!(status, 200);
+    assert!(visible(&html).contains("3 unknown"));
+    let (status, html) = app
+        .get("/unknown?cursor=%27%3B%20DROP%20TABLE%20claims%3B%20--")
+        .await;
+    assert_eq!(status, 400);
+    assert!(text(&html).contains("That page link is invalid or out of date"));
+    assert_eq!(app.get("/dead-letters?state=bogus").await.0, 400);
+    assert_eq!(app.get("/dead-letters/not-a-number").await.0, 400);
+    assert_eq!(app.get("/dead-letters/99").await.0, 404);
+    assert_eq!(app.get("/outbox").await.0, 200);
+    assert_eq!(app.get("/no/such/page").await.0, 404);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_search_input_is_a_400_that_says_what_was_wrong() {
+    let app = spawn_app(TestDatabase::sqlite().await).await;
+    let long = "k".repeat(513);
+    for (path, says) in [
+        ("/keys?q=a%00b".to_owned(), "control character"),
+        (format!("/keys?q={long}"), "513 bytes long"),
+        (
+            "/keys?status=done".to_owned(),
+            "\"done\" is not a valid claim status",
+        ),
+        ("/keys?consumer=%0A".to_owned(), "control character"),
+        ("/keys?limit=many".to_owned(), "is not a page size"),
+        (
+            "/keys?cursor=bm90LWEtY3Vyc29y".to_owned(),
+            "That page link is invalid or out of date",
+        ),
+    ] {
+        let (status, html) = app.get(&path).await;
+        assert_eq!(status, 400, "{path}");
+        assert!(visible(&html).contains(says), "{path} says {says:?}");
+    }
+    assert_eq!(
+        app.get("/keys?q=%25_%25").await.0,
+        200,
+        "LIKE metacharacters are fine"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_key_search_filters_and_pages_with_opaque_cursors() {
+    let app = spawn_app(TestDatabase::sqlite().await).await;
+    for i in 0..7 {
+        claim(
+            &app.store,
+            "reminders",
+            &format!("renewal:account-{i}"),
+            None,
+        )
+        .await;
+    }
+    claim(&app.store, "orders", "renewal:account-x", None).await;
+    claim(&app.store, "reminders", "other", None).await;
+    let (status, html) = app
+        .get("/keys?q=renewal%3A&consumer=reminders&limit=3")
+        .await;
+    assert_eq!(status, 200);
+    let page = visible(&html);
+    assert!(page.contains("7 keys start with this text"), "{page}");
+    let next = html
+        .split("href=\"")
+        .find(|h| h.contains("cursor="))
+        .map(|h| h.split('"').next().unwrap().replace("&amp;", "&"))
+        .expect("a next-page link");
+    assert!(
+        next.contains("q=renewal%3A")
+            && next.contains("consumer=reminders")
+            && next.contains("limit=3")
+    );
+    let (status, second) = app.get(&next).await;
+    assert_eq!(status, 200);
+    assert!(
+        !visible(&second).contains("account-x"),
+        "the consumer filter holds on page two"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_missing_key_offers_a_search_pre_filled_with_it() {
+    let app = spawn_app(TestDatabase::sqlite().await).await;
+    let (status, html) = app.get(&key_href("orders", "refund:EU/2026/nope")).await;
+    assert_eq!(status, 404);
+    assert!(
+        html.contains(r#"name="q""#) && text(&html).contains(r#"value="refund:EU/2026/nope""#),
+        "{html}"
+    );
+}

@@ -1,0 +1,83 @@
+//! Operator actions on both backends: once, compare-and-set, audited in the
+//! same transaction, idempotent by action id.
+//!
+//! The bodies live in themed modules; the operators and rows they act on are
+//! made here.
+
+mod action_ids;
+mod concurrency;
+mod effects;
+mod records;
+
+use chrono::TimeDelta;
+use idem_store::{Actor, Delivery, NewDeadLetter, Outcome, ReplayRequest, Store, Ts, Tx};
+
+const OLGA: Actor<'static> = Actor {
+    name: "olga",
+    role: "operator",
+    client_addr: Some("192.0.2.1"),
+};
+
+const PETE: Actor<'static> = Actor {
+    name: "pete",
+    role: "operator",
+    client_addr: Some("192.0.2.2"),
+};
+
+fn ago(minutes: i64) -> Ts {
+    Ts::from(chrono::Utc::now() - TimeDelta::minutes(minutes))
+}
+
+/// A claim for `key` that ends in `outcome`, and an open dead letter for it.
+/// Delivers `key` to `orders` half an hour ago and records `outcome` for it.
+async fn claimed(tx: &mut Tx, key: &str, outcome: Outcome<'_>) -> idem_domain::Claim {
+    tx.claim(&Delivery {
+        consumer: "orders",
+        key,
+        payload_hash: None,
+        at: ago(30),
+    })
+    .await
+    .unwrap();
+    tx.lease("orders", key, ago(29), ago(30)).await.unwrap();
+    tx.record("orders", key, outcome, ago(29)).await.unwrap()
+}
+
+async fn dead_lettered(store: &Store, key: &str, outcome: Outcome<'_>) -> i64 {
+    let mut tx = store.begin().await.unwrap();
+    claimed(&mut tx, key, outcome).await;
+    let id = tx
+        .dead_letter(&NewDeadLetter {
+            consumer: "orders",
+            queue: "orders.fifo",
+            key,
+            message_id: "m-1",
+            payload: r#"{"order":"42"}"#,
+            delivery_count: 3,
+            first_failure_at: ago(25),
+            last_error: Some("429 Too Many Requests"),
+            at: ago(20),
+        })
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+    id
+}
+
+async fn unknown_claim(store: &Store, key: &str) -> i64 {
+    let mut tx = store.begin().await.unwrap();
+    let claim = claimed(&mut tx, key, Outcome::Unknown { error: "timeout" }).await;
+    tx.commit().await.unwrap();
+    claim.version
+}
+
+fn replay(id: i64, action_id: &str) -> ReplayRequest<'_> {
+    ReplayRequest {
+        dead_letter_id: id,
+        action_id,
+        actor: OLGA,
+        override_verdict: false,
+        reason: None,
+        retention: TimeDelta::days(30),
+    }
+}
