@@ -1,7 +1,10 @@
 use leptos::prelude::*;
 use leptos_router::hooks::use_location;
 
-use crate::{api::get_console_info, zones};
+use crate::{
+    api::{ConsoleInfo, get_console_info},
+    zones,
+};
 
 /// The navigation bar, the key search box, and the outage and demo banners
 /// around every page.
@@ -63,37 +66,46 @@ pub fn Layout(children: Children) -> impl IntoView {
         <Suspense fallback=|| ()>
             {move || Suspend::new(async move {
                 let info = info.await.ok()?;
-                let banner = info.demo.then(|| view! {
-                    <p class="demo-banner" role="note">
-                        <strong>"Demo data. "</strong>
-                        "Everything on these pages was written by Idem's built-in simulator, "
-                        "a small fleet of fake consumers. Nothing here is real."
-                    </p>
-                });
-                let outage = info.database_down_since.map(|since| view! {
-                    <p class="outage-banner" role="alert">
-                        <strong>"Database unavailable since " {since} ". "</strong>
-                        "Read-only views may be stale; actions are disabled until it answers again. "
-                        "This page keeps working and recovers by itself."
-                    </p>
-                });
-                let account = info.user.map(|user| view! {
-                    <form class="account" method="post" action="/logout">
-                        <span>"Signed in as " <strong>{user.username}</strong> " (" {user.role.as_str()} ") "</span>
-                        <button type="submit" class="link-button">"Sign out"</button>
-                    </form>
-                });
-                Some(view! {
-                    {outage}
-                    {banner}
-                    <div class="subbar">
-                        {account}
-                        <ZoneSwitch current=info.zone/>
-                    </div>
-                })
+                Some(console_bar(info))
             })}
         </Suspense>
         <main id="main" tabindex="-1">{children()}</main>
+    }
+}
+
+/// The outage and demo banners, who is signed in, and the time zone switch.
+fn console_bar(info: ConsoleInfo) -> impl IntoView {
+    let banner = info.demo.then(|| {
+        view! {
+            <p class="demo-banner" role="note">
+                <strong>"Demo data. "</strong>
+                "Everything on these pages was written by Idem's built-in simulator, "
+                "a small fleet of fake consumers. Nothing here is real."
+            </p>
+        }
+    });
+    let outage = info.database_down_since.map(|since| {
+        view! {
+            <p class="outage-banner" role="alert">
+                <strong>"Database unavailable since " {since} ". "</strong>
+                "Read-only views may be stale; actions are disabled until it answers again. "
+                "This page keeps working and recovers by itself."
+            </p>
+        }
+    });
+    let account = info.user.map(|user| view! {
+        <form class="account" method="post" action="/logout">
+            <span>"Signed in as " <strong>{user.username}</strong> " (" {user.role.as_str()} ") "</span>
+            <button type="submit" class="link-button">"Sign out"</button>
+        </form>
+    });
+    view! {
+        {outage}
+        {banner}
+        <div class="subbar">
+            {account}
+            <ZoneSwitch current=info.zone/>
+        </div>
     }
 }
 

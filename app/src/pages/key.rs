@@ -1,6 +1,6 @@
 use idem_domain::{
-    Claim,
-    story::{EventKind, Flag},
+    Claim, DeadLetter, OutboxRow,
+    story::{Event, EventKind, Flag},
 };
 use leptos::prelude::*;
 use leptos_meta::Title;
@@ -107,176 +107,25 @@ fn Chooser(key: String, claims: Vec<Claim>) -> impl IntoView {
     }
 }
 
+/// One key's page: its claim, flags, actions, timeline, outbox rows and
+/// dead letters.
 #[component]
 fn Story(s: KeyStory, reload: Callback<()>) -> impl IntoView {
     let as_of = s.clock.as_of;
-    provide_clock(s.clock);
+    // A copy: the action forms below borrow the whole story.
+    provide_clock(s.clock.clone());
     let claim = s.claim.clone().map(|c| view! { <ClaimDetails c/> });
-    let flags = (!s.story.flags.is_empty()).then(|| {
-        let items = s
-            .story
-            .flags
-            .iter()
-            .map(|flag| {
-                let others = match flag {
-                    Flag::SharedProviderRef { others, .. } => others
-                        .iter()
-                        .map(|(consumer, key)| {
-                            view! { " " <a href=links::key_href(consumer, key) rel="external" class="key"><bdi>{key.clone()}</bdi></a> }
-                        })
-                        .collect_view()
-                        .into_any(),
-                    _ => ().into_any(),
-                };
-                view! {
-                    <li>
-                        <strong>{flag.title()}</strong>
-                        ". "
-                        {flag.explanation()}
-                        {others}
-                    </li>
-                }
-            })
-            .collect_view();
-        view! {
-            <section class="flags" aria-labelledby="flags-heading">
-                <h2 id="flags-heading">"Needs a second look"</h2>
-                <ul>{items}</ul>
-            </section>
-        }
-    });
+    let flags = flags_section(&s.story.flags);
     // Shown whether or not anything would apply, so it is clear why a
     // consumer read through an adapter never offers an action.
     let read_only = s
         .read_only
         .clone()
         .map(|reason| view! { <p class="notice read-only">{reason}</p> });
-    let actions = if s.story.actions.is_empty() {
-        view! { <p class="empty">"Nothing to do: no unknown outcome and no open dead letter."</p> }
-            .into_any()
-    } else {
-        let items = s
-            .story
-            .actions
-            .iter()
-            .map(|a| view! { <li>{a.describe()}</li> })
-            .collect_view();
-        let forms = (s.can_act && s.read_only.is_none()).then(|| {
-            let resolve = s
-                .claim
-                .clone()
-                .filter(|c| c.status == idem_domain::ClaimStatus::Unknown)
-                .map(|claim| view! { <ResolveForm claim action_id=s.action_id.clone() reload/> });
-            let dead_letters = s
-                .dead_letters
-                .iter()
-                .filter_map(|dl| {
-                    let verdict = s.verdicts.iter().find(|(id, _)| *id == dl.id)?.1.clone();
-                    let discard = (verdict == Verdict::AlreadySent).then(|| {
-                        view! { <DiscardForm dead_letter_id=dl.id action_id=s.action_id.clone() reload/> }
-                    });
-                    Some(view! {
-                        <ReplayForm dead_letter=dl.clone() verdict action_id=s.action_id.clone() reload/>
-                        {discard}
-                    })
-                })
-                .collect_view();
-            view! { {resolve} {dead_letters} }
-        });
-        let viewer_note = (!s.can_act && s.read_only.is_none())
-            .then(|| view! { <p class="lede">"An operator can do these from this page."</p> });
-        view! {
-            <ul class="actions">{items}</ul>
-            {viewer_note}
-            {forms}
-        }
-        .into_any()
-    };
-    let timeline = s
-        .story
-        .events
-        .into_iter()
-        .map(|e| {
-            let kind = match e.kind {
-                EventKind::Delivery => "delivery",
-                EventKind::Duplicate => "duplicate",
-                EventKind::Outcome => "outcome",
-                EventKind::Outbox => "outbox",
-                EventKind::DeadLetter => "dead-letter",
-                EventKind::Audit => "audit",
-            };
-            let class = if e.warning {
-                format!("event {kind} warning")
-            } else {
-                format!("event {kind}")
-            };
-            view! {
-                <li class=class>
-                    <span class="event-time"><Time at=e.at/></span>
-                    <span class="event-kind">{kind.replace('-', " ")}</span>
-                    <span class="event-text">{e.text}</span>
-                </li>
-            }
-        })
-        .collect_view();
-    let outbox = if s.outbox.is_empty() {
-        view! { <p class="empty">"No outbox rows for this key."</p> }.into_any()
-    } else {
-        let rows = s
-            .outbox
-            .into_iter()
-            .map(|r| {
-                view! {
-                    <tr>
-                        <td class="num">{r.id}</td>
-                        <td>{r.topic}</td>
-                        <td>{r.origin.as_str()}</td>
-                        <td><Time at=r.created_at/></td>
-                        <td>{match r.published_at {
-                            Some(at) => view! { <Time at/> }.into_any(),
-                            None => view! { <span class="pending-text">"waiting " <Age at=r.created_at/></span> }.into_any(),
-                        }}</td>
-                        <td class="num">{r.attempts}</td>
-                        <td class="error-text">{r.last_error}</td>
-                    </tr>
-                }
-            })
-            .collect_view();
-        view! {
-            <table>
-                <thead><tr><th class="num">"Id"</th><th>"Topic"</th><th>"Origin"</th><th>"Created"</th><th>"Published"</th><th class="num">"Attempts"</th><th>"Last error"</th></tr></thead>
-                <tbody>{rows}</tbody>
-            </table>
-        }
-        .into_any()
-    };
-    let dead_letters = if s.dead_letters.is_empty() {
-        view! { <p class="empty">"No dead letters for this key."</p> }.into_any()
-    } else {
-        let rows = s
-            .dead_letters
-            .into_iter()
-            .map(|d| {
-                view! {
-                    <tr>
-                        <td><a href=format!("/dead-letters/{}", d.id)>"#"{d.id}</a></td>
-                        <td>{d.queue}</td>
-                        <td><Time at=d.dead_lettered_at/></td>
-                        <td class="num">{d.delivery_count}</td>
-                        <td>{d.state.as_str()}</td>
-                        <td class="error-text">{d.last_error}</td>
-                    </tr>
-                }
-            })
-            .collect_view();
-        view! {
-            <table>
-                <thead><tr><th>"Letter"</th><th>"Queue"</th><th>"Dead-lettered"</th><th class="num">"Deliveries"</th><th>"State"</th><th>"Last error"</th></tr></thead>
-                <tbody>{rows}</tbody>
-            </table>
-        }
-        .into_any()
-    };
+    let actions = actions_view(&s, reload);
+    let timeline = timeline_items(s.story.events);
+    let outbox = outbox_table(s.outbox);
+    let dead_letters = dead_letter_table(s.dead_letters);
     view! {
         <h1 class="key-title">
             <span class="label">"Key"</span>
@@ -314,6 +163,191 @@ fn Story(s: KeyStory, reload: Callback<()>) -> impl IntoView {
     }
 }
 
+/// The "Needs a second look" section: each flag explained, with the other
+/// keys that share a provider reference; nothing when there are no flags.
+fn flags_section(flags: &[Flag]) -> Option<impl IntoView + use<>> {
+    (!flags.is_empty()).then(|| {
+        let items = flags
+            .iter()
+            .map(|flag| {
+                let others = match flag {
+                    Flag::SharedProviderRef { others, .. } => others
+                        .iter()
+                        .map(|(consumer, key)| {
+                            view! { " " <a href=links::key_href(consumer, key) rel="external" class="key"><bdi>{key.clone()}</bdi></a> }
+                        })
+                        .collect_view()
+                        .into_any(),
+                    _ => ().into_any(),
+                };
+                view! {
+                    <li>
+                        <strong>{flag.title()}</strong>
+                        ". "
+                        {flag.explanation()}
+                        {others}
+                    </li>
+                }
+            })
+            .collect_view();
+        view! {
+            <section class="flags" aria-labelledby="flags-heading">
+                <h2 id="flags-heading">"Needs a second look"</h2>
+                <ul>{items}</ul>
+            </section>
+        }
+    })
+}
+
+/// What would apply to the key, and the forms to do it for someone who may.
+fn actions_view(s: &KeyStory, reload: Callback<()>) -> AnyView {
+    if s.story.actions.is_empty() {
+        return view! { <p class="empty">"Nothing to do: no unknown outcome and no open dead letter."</p> }
+            .into_any();
+    }
+    let items = s
+        .story
+        .actions
+        .iter()
+        .map(|a| view! { <li>{a.describe()}</li> })
+        .collect_view();
+    let forms = (s.can_act && s.read_only.is_none()).then(|| action_forms(s, reload));
+    let viewer_note = (!s.can_act && s.read_only.is_none())
+        .then(|| view! { <p class="lede">"An operator can do these from this page."</p> });
+    view! {
+        <ul class="actions">{items}</ul>
+        {viewer_note}
+        {forms}
+    }
+    .into_any()
+}
+
+/// The forms an operator acts with: resolve an unknown claim, replay (or
+/// discard, when it was already sent) each open dead letter.
+fn action_forms(s: &KeyStory, reload: Callback<()>) -> impl IntoView + use<> {
+    let resolve = s
+        .claim
+        .clone()
+        .filter(|c| c.status == idem_domain::ClaimStatus::Unknown)
+        .map(|claim| view! { <ResolveForm claim action_id=s.action_id.clone() reload/> });
+    let dead_letters = s
+        .dead_letters
+        .iter()
+        .filter_map(|dl| {
+            let verdict = s.verdicts.iter().find(|(id, _)| *id == dl.id)?.1.clone();
+            let discard = (verdict == Verdict::AlreadySent).then(|| {
+                view! { <DiscardForm dead_letter_id=dl.id action_id=s.action_id.clone() reload/> }
+            });
+            Some(view! {
+                <ReplayForm dead_letter=dl.clone() verdict action_id=s.action_id.clone() reload/>
+                {discard}
+            })
+        })
+        .collect_view();
+    view! { {resolve} {dead_letters} }
+}
+
+/// The class of a timeline entry of `kind` (as `event_kind` names it).
+fn event_class(kind: &str, warning: bool) -> String {
+    if warning {
+        format!("event {kind} warning")
+    } else {
+        format!("event {kind}")
+    }
+}
+
+/// How a timeline entry's kind is named in its class.
+fn event_kind(kind: EventKind) -> &'static str {
+    match kind {
+        EventKind::Delivery => "delivery",
+        EventKind::Duplicate => "duplicate",
+        EventKind::Outcome => "outcome",
+        EventKind::Outbox => "outbox",
+        EventKind::DeadLetter => "dead-letter",
+        EventKind::Audit => "audit",
+    }
+}
+
+/// The story's events as timeline entries, oldest first.
+fn timeline_items(events: Vec<Event>) -> impl IntoView {
+    events
+        .into_iter()
+        .map(|e| {
+            let kind = event_kind(e.kind);
+            let class = event_class(kind, e.warning);
+            view! {
+                <li class=class>
+                    <span class="event-time"><Time at=e.at/></span>
+                    <span class="event-kind">{kind.replace('-', " ")}</span>
+                    <span class="event-text">{e.text}</span>
+                </li>
+            }
+        })
+        .collect_view()
+}
+
+/// The key's outbox rows as a table, or a sentence when there are none.
+fn outbox_table(outbox: Vec<OutboxRow>) -> AnyView {
+    if outbox.is_empty() {
+        return view! { <p class="empty">"No outbox rows for this key."</p> }.into_any();
+    }
+    let rows = outbox
+        .into_iter()
+        .map(|r| {
+            view! {
+                <tr>
+                    <td class="num">{r.id}</td>
+                    <td>{r.topic}</td>
+                    <td>{r.origin.as_str()}</td>
+                    <td><Time at=r.created_at/></td>
+                    <td>{match r.published_at {
+                        Some(at) => view! { <Time at/> }.into_any(),
+                        None => view! { <span class="pending-text">"waiting " <Age at=r.created_at/></span> }.into_any(),
+                    }}</td>
+                    <td class="num">{r.attempts}</td>
+                    <td class="error-text">{r.last_error}</td>
+                </tr>
+            }
+        })
+        .collect_view();
+    view! {
+        <table>
+            <thead><tr><th class="num">"Id"</th><th>"Topic"</th><th>"Origin"</th><th>"Created"</th><th>"Published"</th><th class="num">"Attempts"</th><th>"Last error"</th></tr></thead>
+            <tbody>{rows}</tbody>
+        </table>
+    }
+    .into_any()
+}
+
+/// The key's dead letters as a table, or a sentence when there are none.
+fn dead_letter_table(dead_letters: Vec<DeadLetter>) -> AnyView {
+    if dead_letters.is_empty() {
+        return view! { <p class="empty">"No dead letters for this key."</p> }.into_any();
+    }
+    let rows = dead_letters
+        .into_iter()
+        .map(|d| {
+            view! {
+                <tr>
+                    <td><a href=format!("/dead-letters/{}", d.id)>"#"{d.id}</a></td>
+                    <td>{d.queue}</td>
+                    <td><Time at=d.dead_lettered_at/></td>
+                    <td class="num">{d.delivery_count}</td>
+                    <td>{d.state.as_str()}</td>
+                    <td class="error-text">{d.last_error}</td>
+                </tr>
+            }
+        })
+        .collect_view();
+    view! {
+        <table>
+            <thead><tr><th>"Letter"</th><th>"Queue"</th><th>"Dead-lettered"</th><th class="num">"Deliveries"</th><th>"State"</th><th>"Last error"</th></tr></thead>
+            <tbody>{rows}</tbody>
+        </table>
+    }
+    .into_any()
+}
+
 #[component]
 fn ClaimDetails(c: Claim) -> impl IntoView {
     let drift = c
@@ -339,5 +373,20 @@ fn ClaimDetails(c: Claim) -> impl IntoView {
                 <dt>"Version"</dt><dd>{c.version}</dd>
             </dl>
         </section>
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_timeline_entry_is_classed_by_its_kind_and_whether_it_warns() {
+        assert_eq!(event_kind(EventKind::DeadLetter), "dead-letter");
+        assert_eq!(event_class("delivery", false), "event delivery");
+        assert_eq!(
+            event_class(event_kind(EventKind::DeadLetter), true),
+            "event dead-letter warning"
+        );
     }
 }

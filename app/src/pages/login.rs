@@ -23,21 +23,7 @@ pub fn LoginPage() -> impl IntoView {
     let info = Resource::new(|| (), |_| get_login_info());
     let render = move |info: LoginInfo| {
         if !info.password_login {
-            return view! {
-                <section class="notice" role="note">
-                    <h2>"Sign in through your company's sign-in"</h2>
-                    <p>
-                        "This Idem takes who you are from the company's identity proxy; "
-                        "password sign-in is off. Open Idem through its usual address and "
-                        "sign in there when asked."
-                    </p>
-                    <p>
-                        "Reached this page through that address? Then the proxy did not say "
-                        "who you are, or your groups give you no role in Idem: ask an Idem administrator."
-                    </p>
-                </section>
-            }
-            .into_any();
+            return proxy_sign_in_notice().into_any();
         }
         let form = view! {
             <form method="post" action="/login" class="login-form">
@@ -49,20 +35,7 @@ pub fn LoginPage() -> impl IntoView {
                 <button type="submit">"Sign in"</button>
             </form>
         };
-        let demo = (!info.demo_accounts.is_empty()).then(|| {
-            let accounts = info
-                .demo_accounts
-                .iter()
-                .map(|a| view! { <li><code>{a.clone()}</code> " / " <code>{a.clone()}</code></li> })
-                .collect_view();
-            view! {
-                <section class="notice" aria-labelledby="demo-accounts">
-                    <h2 id="demo-accounts">"Demo accounts"</h2>
-                    <p>"This is the demo. Each account's password is its name:"</p>
-                    <ul>{accounts}</ul>
-                </section>
-            }
-        });
+        let demo = demo_accounts_notice(&info.demo_accounts);
         let empty = (!info.any_accounts).then(|| {
             view! {
                 <section class="notice">
@@ -93,4 +66,39 @@ pub fn LoginPage() -> impl IntoView {
             <Loaded resource=info render/>
         </div>
     }
+}
+
+/// Where password sign-in is off: sign in through the identity proxy.
+fn proxy_sign_in_notice() -> impl IntoView {
+    view! {
+        <section class="notice" role="note">
+            <h2>"Sign in through your company's sign-in"</h2>
+            <p>
+                "This Idem takes who you are from the company's identity proxy; "
+                "password sign-in is off. Open Idem through its usual address and "
+                "sign in there when asked."
+            </p>
+            <p>
+                "Reached this page through that address? Then the proxy did not say "
+                "who you are, or your groups give you no role in Idem: ask an Idem administrator."
+            </p>
+        </section>
+    }
+}
+
+/// The demo's accounts and their passwords; nothing outside the demo.
+fn demo_accounts_notice(accounts: &[String]) -> Option<impl IntoView + use<>> {
+    (!accounts.is_empty()).then(|| {
+        let accounts = accounts
+            .iter()
+            .map(|a| view! { <li><code>{a.clone()}</code> " / " <code>{a.clone()}</code></li> })
+            .collect_view();
+        view! {
+            <section class="notice" aria-labelledby="demo-accounts">
+                <h2 id="demo-accounts">"Demo accounts"</h2>
+                <p>"This is the demo. Each account's password is its name:"</p>
+                <ul>{accounts}</ul>
+            </section>
+        }
+    })
 }

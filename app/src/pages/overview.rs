@@ -1,11 +1,11 @@
-use idem_domain::ClaimStatus;
+use idem_domain::{Claim, ClaimStatus, DeadLetter, OutboxRow};
 use leptos::prelude::*;
 use leptos_meta::Title;
 
 use leptos_router::hooks::use_location;
 
 use crate::{
-    api::{ChartSet, DEFAULT_RANGE, Overview, RANGES, get_charts, get_overview},
+    api::{ChartSet, DEFAULT_RANGE, Overview, RANGES, StatusCount, get_charts, get_overview},
     components::{Age, ChartFigure, KeyLink, LiveRefresh, Loaded, StatusBadge, provide_clock},
     links,
 };
@@ -25,73 +25,15 @@ pub fn OverviewPage() -> impl IntoView {
     }
 }
 
+/// The counts by status, and the oldest of what needs attention.
 #[component]
 fn OverviewBody(o: Overview) -> impl IntoView {
     let as_of = o.clock.as_of;
     provide_clock(o.clock);
-    let tiles = o
-        .statuses
-        .into_iter()
-        .map(|s| {
-            let body = view! {
-                <span class="tile-count">{s.count.to_string()}</span>
-                " "
-                <StatusBadge status=s.status/>
-            };
-            // Unknown outcomes have their own work list; the others are counts.
-            let body = if s.status == ClaimStatus::Unknown {
-                view! { <a href="/unknown">{body}</a> }.into_any()
-            } else {
-                body.into_any()
-            };
-            view! { <li class=format!("tile status-{}", s.status.as_str())>{body}</li> }
-        })
-        .collect_view();
-
-    let unknown_rows = o
-        .unknown
-        .into_iter()
-        .map(|c| {
-            view! {
-                <tr>
-                    <td><KeyLink consumer=c.consumer.clone() key=c.key/></td>
-                    <td>{c.consumer}</td>
-                    <td class="num"><Age at=c.status_at/></td>
-                    <td class="error-text">{c.last_error}</td>
-                </tr>
-            }
-        })
-        .collect_view();
-    let dead_rows = o
-        .dead_letters
-        .into_iter()
-        .map(|d| {
-            view! {
-                <tr>
-                    <td><KeyLink consumer=d.consumer.clone() key=d.key/></td>
-                    <td>{d.consumer}</td>
-                    <td class="num"><Age at=d.dead_lettered_at/></td>
-                    <td class="num">{d.delivery_count}</td>
-                    <td><a href=format!("/dead-letters/{}", d.id)>"#"{d.id}</a></td>
-                </tr>
-            }
-        })
-        .collect_view();
-    let outbox_rows = o
-        .outbox
-        .into_iter()
-        .map(|r| {
-            view! {
-                <tr>
-                    <td><KeyLink consumer=r.consumer.clone() key=r.key/></td>
-                    <td>{r.topic}</td>
-                    <td>{r.origin.as_str()}</td>
-                    <td class="num"><Age at=r.created_at/></td>
-                    <td class="num">{r.attempts}</td>
-                </tr>
-            }
-        })
-        .collect_view();
+    let tiles = status_tiles(o.statuses);
+    let unknown_rows = unknown_rows(o.unknown);
+    let dead_rows = dead_rows(o.dead_letters);
+    let outbox_rows = outbox_rows(o.outbox);
 
     view! {
         <section aria-labelledby="claims-heading">
@@ -132,6 +74,80 @@ fn OverviewBody(o: Overview) -> impl IntoView {
         </div>
         <p class="as-of">"As of " <crate::components::Time at=as_of/></p>
     }
+}
+
+/// A tile per claim status with its count; unknown outcomes link to their list.
+fn status_tiles(statuses: Vec<StatusCount>) -> impl IntoView {
+    statuses
+        .into_iter()
+        .map(|s| {
+            let body = view! {
+                <span class="tile-count">{s.count.to_string()}</span>
+                " "
+                <StatusBadge status=s.status/>
+            };
+            // Unknown outcomes have their own work list; the others are counts.
+            let body = if s.status == ClaimStatus::Unknown {
+                view! { <a href="/unknown">{body}</a> }.into_any()
+            } else {
+                body.into_any()
+            };
+            view! { <li class=format!("tile status-{}", s.status.as_str())>{body}</li> }
+        })
+        .collect_view()
+}
+
+/// A row per oldest unknown outcome.
+fn unknown_rows(unknown: Vec<Claim>) -> impl IntoView {
+    unknown
+        .into_iter()
+        .map(|c| {
+            view! {
+                <tr>
+                    <td><KeyLink consumer=c.consumer.clone() key=c.key/></td>
+                    <td>{c.consumer}</td>
+                    <td class="num"><Age at=c.status_at/></td>
+                    <td class="error-text">{c.last_error}</td>
+                </tr>
+            }
+        })
+        .collect_view()
+}
+
+/// A row per oldest open dead letter.
+fn dead_rows(dead_letters: Vec<DeadLetter>) -> impl IntoView {
+    dead_letters
+        .into_iter()
+        .map(|d| {
+            view! {
+                <tr>
+                    <td><KeyLink consumer=d.consumer.clone() key=d.key/></td>
+                    <td>{d.consumer}</td>
+                    <td class="num"><Age at=d.dead_lettered_at/></td>
+                    <td class="num">{d.delivery_count}</td>
+                    <td><a href=format!("/dead-letters/{}", d.id)>"#"{d.id}</a></td>
+                </tr>
+            }
+        })
+        .collect_view()
+}
+
+/// A row per oldest unpublished outbox row.
+fn outbox_rows(outbox: Vec<OutboxRow>) -> impl IntoView {
+    outbox
+        .into_iter()
+        .map(|r| {
+            view! {
+                <tr>
+                    <td><KeyLink consumer=r.consumer.clone() key=r.key/></td>
+                    <td>{r.topic}</td>
+                    <td>{r.origin.as_str()}</td>
+                    <td class="num"><Age at=r.created_at/></td>
+                    <td class="num">{r.attempts}</td>
+                </tr>
+            }
+        })
+        .collect_view()
 }
 
 /// A "needs attention" table, or a sentence saying there is nothing to attend to.

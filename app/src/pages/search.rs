@@ -1,4 +1,4 @@
-use idem_domain::{Claim, ClaimStatus};
+use idem_domain::{CappedCount, Claim, ClaimStatus};
 use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::hooks::use_location;
@@ -39,30 +39,14 @@ pub fn SearchPage() -> impl IntoView {
         let current = query.get_untracked();
         provide_clock(r.clock);
         let on_first_page = current.cursor.is_empty();
-        let keep: Vec<(&'static str, String)> = [
-            ("q", current.q.clone()),
-            ("consumer", current.consumer.clone()),
-            ("status", current.status.clone()),
-            ("limit", current.limit.clone()),
-        ]
-        .into_iter()
-        .filter(|(_, v)| !v.is_empty())
-        .collect();
+        let keep = kept_filters(&current);
         let exact = (!r.exact.is_empty()).then(|| {
             view! {
                 <h2>"Exact match"</h2>
                 <ClaimTable claims=r.exact/>
             }
         });
-        let summary = match (&r.matches, current.q.is_empty()) {
-            (Some(m), false) if m.capped => format!(
-                "More than {} keys start with this text; showing the newest activity among the first {} in key order. Type more of the key to narrow it down.",
-                m, m
-            ),
-            (Some(m), false) => format!("{m} keys start with this text, newest activity first."),
-            _ if r.by_status_change => "Newest status change first.".to_owned(),
-            _ => "Newest activity first.".to_owned(),
-        };
+        let summary = order_line(r.matches, &current.q, r.by_status_change);
         let list = if r.claims.is_empty() {
             view! { <p class="empty">"No key matches."</p> }.into_any()
         } else {
@@ -96,6 +80,34 @@ pub fn SearchPage() -> impl IntoView {
     }
 }
 
+/// The filters a next page keeps (all but the cursor), those set only.
+fn kept_filters(query: &KeyQuery) -> Vec<(&'static str, String)> {
+    [
+        ("q", query.q.clone()),
+        ("consumer", query.consumer.clone()),
+        ("status", query.status.clone()),
+        ("limit", query.limit.clone()),
+    ]
+    .into_iter()
+    .filter(|(_, v)| !v.is_empty())
+    .collect()
+}
+
+/// The line over the list: how many keys start with `q` (when searching)
+/// and in what order they are shown.
+fn order_line(matches: Option<CappedCount>, q: &str, by_status_change: bool) -> String {
+    match (&matches, q.is_empty()) {
+        (Some(m), false) if m.capped => format!(
+            "More than {} keys start with this text; showing the newest activity among the first {} in key order. Type more of the key to narrow it down.",
+            m, m
+        ),
+        (Some(m), false) => format!("{m} keys start with this text, newest activity first."),
+        _ if by_status_change => "Newest status change first.".to_owned(),
+        _ => "Newest activity first.".to_owned(),
+    }
+}
+
+/// The claims found, a row each.
 #[component]
 fn ClaimTable(claims: Vec<Claim>) -> impl IntoView {
     let rows = claims
@@ -117,5 +129,46 @@ fn ClaimTable(claims: Vec<Claim>) -> impl IntoView {
             <thead><tr><th>"Key"</th><th>"Consumer"</th><th>"Status"</th><th>"Last delivery"</th><th class="num">"Deliveries"</th></tr></thead>
             <tbody>{rows}</tbody>
         </table>
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_next_page_keeps_the_filters_that_are_set_but_not_the_cursor() {
+        let query = KeyQuery {
+            q: "renewal:".into(),
+            status: "unknown".into(),
+            cursor: "abc".into(),
+            ..KeyQuery::default()
+        };
+        assert_eq!(
+            kept_filters(&query),
+            [
+                ("q", "renewal:".to_owned()),
+                ("status", "unknown".to_owned())
+            ]
+        );
+    }
+
+    #[test]
+    fn the_order_line_says_how_many_keys_match_and_how_they_are_ordered() {
+        let exact = CappedCount::from_limited(12, 100);
+        let capped = CappedCount::from_limited(101, 100);
+        assert_eq!(
+            order_line(Some(exact), "renewal:", false),
+            "12 keys start with this text, newest activity first."
+        );
+        assert!(
+            order_line(Some(capped), "renewal:", false)
+                .ends_with("Type more of the key to narrow it down.")
+        );
+        assert_eq!(
+            order_line(Some(exact), "", true),
+            "Newest status change first."
+        );
+        assert_eq!(order_line(None, "", false), "Newest activity first.");
     }
 }

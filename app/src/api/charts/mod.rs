@@ -1,0 +1,142 @@
+//! Charts drawn on the server as SVG (plotters), each with a title and a
+//! text summary, so they read the same with JavaScript off and to a screen
+//! reader.
+//!
+//! A chart shows whole intervals only, so one drawn for the last complete
+//! interval stays true until the next one completes: rendered charts are
+//! cached under that interval (`AppState::per_interval`).
+
+use leptos::prelude::*;
+use serde::{Deserialize, Serialize};
+
+use crate::error::AppError;
+
+/// The time ranges a chart can show (`?range=`), with the interval each is
+/// drawn in (at most 120 intervals per chart).
+pub const RANGES: &[(&str, i64)] = &[
+    ("1h", 3600),
+    ("6h", 6 * 3600),
+    ("24h", 24 * 3600),
+    ("7d", 7 * 86_400),
+    ("28d", 28 * 86_400),
+];
+
+/// The range charts show when the address names none.
+pub const DEFAULT_RANGE: &str = "24h";
+
+/// The longest span `from`/`to` may cover.
+pub const MAX_SPAN_DAYS: i64 = 90;
+
+/// A chart: its SVG markup (drawn on the server), what it shows in words,
+/// and the span it covers.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Chart {
+    /// Stable within a page (`id` of its figure), e.g. `duplicate-rate`.
+    pub id: String,
+    /// The span in words: "last 24h".
+    pub range: String,
+    pub title: String,
+    /// `None` when there is nothing to draw (no data is not a zero).
+    pub svg: Option<String>,
+    pub summary: String,
+    /// The keys behind the chart, where a list of them exists.
+    pub link: Option<ChartLink>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChartLink {
+    pub href: String,
+    pub text: String,
+}
+
+/// The overview's charts for one span and consumer (or all).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChartSet {
+    /// The span in words: "Showing the last 24h, in 1 h intervals, up to 14:00 UTC."
+    pub span: String,
+    /// The consumers that report metrics, for the filter.
+    pub consumers: Vec<String>,
+    pub charts: Vec<Chart>,
+}
+
+/// Every overview chart: duplicate-claim rate, duplicate delays, queue and
+/// outbox age, unknown outcomes, dead letters, transaction failures,
+/// delivery-to-outcome latency and recovery times. `range` names a span
+/// ending now; `from` and `to` (RFC 3339, or `YYYY-MM-DDTHH:MM` in UTC) name
+/// one instead. `consumer` narrows every chart to one consumer.
+#[server(prefix = "/api/read", input = server_fn::codec::GetUrl)]
+pub async fn get_charts(
+    range: Option<String>,
+    from: Option<String>,
+    to: Option<String>,
+    consumer: Option<String>,
+) -> Result<ChartSet, AppError> {
+    crate::ssr::serve(async move {
+        crate::ssr::require(idem_domain::Role::Viewer)?;
+        let span = span::ChartSpan::parse(range, from, to, chrono::Utc::now())?;
+        let consumer = match consumer.filter(|c| !c.is_empty()) {
+            Some(c) => Some(idem_domain::ConsumerName::parse(c)?.as_str().to_owned()),
+            None => None,
+        };
+        let state = crate::ssr::state()?;
+        let key = format!("overview:{}:{consumer:?}", span.key());
+        let (store, slos) = (crate::ssr::reader(&state).store, state.slos.clone());
+        let mut set = state
+            .per_interval
+            .get_or_load(key, {
+                let (store, slos, consumer) = (store.clone(), slos.clone(), consumer.clone());
+                || overview::overview_charts(store, slos, span, consumer)
+            })
+            .await?;
+        // Open unknown outcomes are about now, not the span: read through the
+        // short cache, so a resolution shows on the next refresh.
+        let open = state
+            .reads
+            .get_or_load(format!("unknown-open:{consumer:?}"), || {
+                overview::open_unknown_chart(store, slos, consumer)
+            })
+            .await?;
+        let at = set
+            .charts
+            .iter()
+            .position(|c| c.id == "unknown-outcomes")
+            .unwrap_or(set.charts.len());
+        set.charts.insert(at, open);
+        Ok(set)
+    })
+    .await
+}
+
+/// One SLO's charts over its window: the SLI, the error budget remaining,
+/// and each alert tier's burn rate against its threshold.
+#[server(prefix = "/api/read", input = server_fn::codec::GetUrl)]
+pub async fn get_slo_charts(name: String) -> Result<Vec<Chart>, AppError> {
+    crate::ssr::serve(async move {
+        crate::ssr::require(idem_domain::Role::Viewer)?;
+        let state = crate::ssr::state()?;
+        let Some(slo) = state.slos.slos.iter().find(|s| s.name == name).cloned() else {
+            return Err(AppError::NotFound(format!(
+                "There is no SLO named “{name}”."
+            )));
+        };
+        let store = crate::ssr::reader(&state).store;
+        let hour = idem_store::Ts::now().hour();
+        state
+            .per_interval
+            .get_or_load(format!("slo:{name}:{}", hour.micros()), || {
+                slo::slo_charts(store, slo, hour)
+            })
+            .await
+    })
+    .await
+}
+
+#[cfg(feature = "ssr")]
+mod overview;
+#[cfg(feature = "ssr")]
+mod slo;
+#[cfg(feature = "ssr")]
+mod span;
+
+#[cfg(feature = "ssr")]
+pub use overview::{CHART_METRICS, chart_reads};

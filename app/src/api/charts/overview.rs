@@ -1,0 +1,360 @@
+//! The overview's charts for a span: one read of every metric they draw,
+//! then one chart per question, in the order the page shows them.
+
+use std::{collections::HashMap, sync::Arc};
+
+use chrono::{DateTime, Utc};
+use idem_domain::{
+    Metric,
+    slo::{Indicator, Slo, SloSet},
+};
+use idem_store::{BucketSums, Store, Ts};
+
+use super::{Chart, ChartLink, ChartSet, span::ChartSpan};
+use crate::{
+    charts::{self, Frame},
+    error::AppError,
+    links,
+};
+
+/// The first SLO whose indicator `pick` recognises, and what it returns.
+fn from_slos<T>(slos: &SloSet, pick: impl Fn(&Slo) -> Option<T>) -> Option<T> {
+    slos.slos.iter().find_map(pick)
+}
+
+/// The most a bad count may be of deliveries under its SLO, and the
+/// deliveries an interval needs before that is judged.
+fn allowed_share(slos: &SloSet, metric: Metric) -> Option<charts::Allowed> {
+    from_slos(slos, |slo| match slo.sli {
+        Indicator::Counters {
+            valid: Metric::Deliveries,
+            bad,
+        } if bad == metric => Some(charts::Allowed {
+            share: slo.objective.error_budget(),
+            min_deliveries: slo.min_events as f64,
+        }),
+        _ => None,
+    })
+}
+
+/// The age a gauge's SLO allows, in seconds.
+fn gauge_threshold(slos: &SloSet, metric: Metric) -> Option<f64> {
+    from_slos(slos, |slo| match slo.sli {
+        Indicator::GaugeSlices {
+            gauge,
+            at_most_seconds,
+        } if gauge == metric => Some(at_most_seconds),
+        _ => None,
+    })
+}
+
+/// The delivery-to-outcome latency the SLOs allow, in seconds.
+fn latency_threshold(slos: &SloSet) -> Option<f64> {
+    from_slos(slos, |slo| match slo.sli {
+        Indicator::Histogram {
+            histogram: Metric::OutcomeLatencySeconds,
+            at_most_seconds,
+        } => Some(at_most_seconds),
+        _ => None,
+    })
+}
+
+/// How soon the SLOs want an operator's recovery, in seconds.
+fn recovery_threshold(slos: &SloSet) -> Option<f64> {
+    from_slos(slos, |slo| match slo.sli {
+        Indicator::Recovery { within_seconds } => Some(within_seconds),
+        _ => None,
+    })
+}
+
+/// Every metric the overview's charts draw.
+pub const CHART_METRICS: &[Metric] = &[
+    Metric::Deliveries,
+    Metric::DuplicateClaims,
+    Metric::DuplicateDelaySeconds,
+    Metric::QueueOldestAgeSeconds,
+    Metric::OutboxOldestAgeSeconds,
+    Metric::UnknownOutcomes,
+    Metric::DeadLetters,
+    Metric::TransactionFailures,
+    Metric::OutcomeLatencySeconds,
+];
+
+/// The database read behind the overview's charts for a named range
+/// ending `now`, across all consumers (what `idem bench` times); returns
+/// how many metrics came back.
+pub async fn chart_reads(
+    store: &Store,
+    range: &str,
+    now: DateTime<Utc>,
+) -> Result<usize, AppError> {
+    let span = ChartSpan::parse(Some(range.to_owned()), None, None, now)?;
+    let starts: Vec<Ts> = span.frame().starts.iter().copied().map(Ts::from).collect();
+    let read = store
+        .metric_buckets(CHART_METRICS, &starts, Ts::from(span.to), None)
+        .await?;
+    Ok(read.len())
+}
+
+/// Every overview chart for `span` and `consumer` (or all), in page order.
+pub async fn overview_charts(
+    store: Store,
+    slos: Arc<SloSet>,
+    span: ChartSpan,
+    consumer: Option<String>,
+) -> Result<ChartSet, AppError> {
+    let frame = span.frame();
+    let starts: Vec<Ts> = frame.starts.iter().copied().map(Ts::from).collect();
+    let (from, to) = (Ts::from(span.from), Ts::from(span.to));
+    let who = consumer.as_deref();
+    // Every metric the charts draw, the rollup watermark read once.
+    let read = store
+        .metric_buckets(CHART_METRICS, &starts, to, who)
+        .await?;
+    let mut reads = Reads::new(read, &frame);
+    let keys = |path: &str, text: &str| keys_link(&span, who, path, text);
+
+    let mut list = Vec::new();
+    list.extend(duplicate_charts(&mut reads, &span.label, &slos));
+    list.extend(age_charts(&mut reads, &slos));
+    list.extend(loss_charts(&mut reads, &slos, keys));
+    list.push(charts::outcome_latency(
+        &frame,
+        &reads.take(Metric::OutcomeLatencySeconds),
+        Metric::OutcomeLatencySeconds.buckets(),
+        latency_threshold(&slos),
+    ));
+    let recoveries: Vec<(DateTime<Utc>, f64)> = store
+        .recoveries(from, to, who)
+        .await?
+        .into_iter()
+        .map(|r| (r.at.0, r.seconds))
+        .collect();
+    list.push(charts::recovery_times(
+        &frame,
+        &recoveries,
+        recovery_threshold(&slos),
+    ));
+
+    Ok(ChartSet {
+        span: span.sentence(),
+        consumers: store.consumers(200).await?,
+        charts: list,
+    })
+}
+
+/// The metrics read for a span's charts, each taken once by the chart that
+/// draws it, and the deliveries every ratio is over.
+struct Reads<'a> {
+    read: HashMap<Metric, Vec<BucketSums>>,
+    frame: &'a Frame,
+    /// Deliveries per interval; `None` where no consumer reported.
+    valid: Vec<Option<f64>>,
+}
+
+impl<'a> Reads<'a> {
+    /// Takes the deliveries out of `read` at once: every ratio needs them.
+    fn new(mut read: HashMap<Metric, Vec<BucketSums>>, frame: &'a Frame) -> Self {
+        let deliveries = read.remove(&Metric::Deliveries).unwrap_or_default();
+        let valid = deliveries
+            .iter()
+            .map(|s| (!s.is_empty()).then(|| s.values().sum()))
+            .collect();
+        Self { read, frame, valid }
+    }
+
+    /// `metric`'s sums per interval (none when it was not read).
+    fn take(&mut self, metric: Metric) -> Vec<BucketSums> {
+        self.read.remove(&metric).unwrap_or_default()
+    }
+
+    /// `metric`'s count per interval: its buckets added up.
+    fn counts(&mut self, metric: Metric) -> Vec<f64> {
+        self.take(metric).iter().map(|s| s.values().sum()).collect()
+    }
+
+    /// Which intervals some consumer reported deliveries for.
+    fn reported(&self) -> Vec<bool> {
+        self.valid.iter().map(Option::is_some).collect()
+    }
+}
+
+/// The duplicate-claim rate over time, and when duplicates arrived over the
+/// whole span (labelled `span_label`).
+fn duplicate_charts(reads: &mut Reads, span_label: &str, slos: &SloSet) -> [Chart; 2] {
+    let duplicates = reads.counts(Metric::DuplicateClaims);
+    let rate = charts::bad_share(
+        "duplicate-rate",
+        "Duplicate-claim rate",
+        reads.frame,
+        "found their key already claimed",
+        &reads.valid,
+        &duplicates,
+        allowed_share(slos, Metric::DuplicateClaims),
+    );
+    let delays = summed(reads.take(Metric::DuplicateDelaySeconds));
+    [rate, charts::duplicate_delays(span_label, &delays)]
+}
+
+/// A distribution over a whole span: its intervals' buckets added up.
+fn summed(intervals: Vec<BucketSums>) -> BucketSums {
+    let mut total = BucketSums::new();
+    for interval in intervals {
+        for (bucket, n) in interval {
+            *total.entry(bucket).or_default() += n;
+        }
+    }
+    total
+}
+
+/// The oldest queued message and the oldest unpublished outbox row, the
+/// latter linked to the outbox backlog.
+fn age_charts(reads: &mut Reads, slos: &SloSet) -> [Chart; 2] {
+    let queue = charts::gauge_worst(
+        "queue-age",
+        "Oldest queued message",
+        reads.frame,
+        "oldest queued message",
+        &reads.take(Metric::QueueOldestAgeSeconds),
+        gauge_threshold(slos, Metric::QueueOldestAgeSeconds),
+    );
+    let mut outbox = charts::gauge_worst(
+        "outbox-age",
+        "Oldest unpublished outbox row",
+        reads.frame,
+        "oldest unpublished outbox row",
+        &reads.take(Metric::OutboxOldestAgeSeconds),
+        gauge_threshold(slos, Metric::OutboxOldestAgeSeconds),
+    );
+    outbox.link = Some(ChartLink {
+        href: "/outbox".into(),
+        text: "The outbox backlog now, oldest first".into(),
+    });
+    [queue, outbox]
+}
+
+/// New unknown outcomes, dead letters and transaction failures; the first
+/// two linked (by `keys`) to their lists for the span.
+fn loss_charts(
+    reads: &mut Reads,
+    slos: &SloSet,
+    keys: impl Fn(&str, &str) -> Option<ChartLink>,
+) -> [Chart; 3] {
+    let mut unknown = charts::new_unknown_outcomes(
+        reads.frame,
+        &reads.reported(),
+        &reads.counts(Metric::UnknownOutcomes),
+    );
+    unknown.link = keys("/unknown", "Unknown outcomes from this span");
+    let dead_letters = reads.counts(Metric::DeadLetters);
+    let mut dead = charts::bad_share(
+        "dead-letters",
+        "Dead letters",
+        reads.frame,
+        "were dead-lettered",
+        &reads.valid,
+        &dead_letters,
+        allowed_share(slos, Metric::DeadLetters),
+    );
+    dead.link = keys("/dead-letters", "Dead letters from this span");
+    let rolled_back = reads.counts(Metric::TransactionFailures);
+    let failures = charts::bad_share(
+        "transaction-failures",
+        "Transaction failures",
+        reads.frame,
+        "rolled back their claim transaction",
+        &reads.valid,
+        &rolled_back,
+        allowed_share(slos, Metric::TransactionFailures),
+    );
+    [unknown, dead, failures]
+}
+
+/// A link to the list at `path` narrowed to the same span and consumer.
+fn keys_link(
+    span: &ChartSpan,
+    consumer: Option<&str>,
+    path: &str,
+    text: &str,
+) -> Option<ChartLink> {
+    let mut pairs: Vec<(&str, String)> = vec![
+        ("from", span.from.format("%Y-%m-%dT%H:%MZ").to_string()),
+        ("to", span.to.format("%Y-%m-%dT%H:%MZ").to_string()),
+    ];
+    if let Some(c) = consumer {
+        pairs.push(("consumer", c.to_owned()));
+    }
+    let pairs: Vec<(&str, &str)> = pairs.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    Some(ChartLink {
+        href: links::with_query(path, &pairs),
+        text: text.to_owned(),
+    })
+}
+
+/// The unknown outcomes open now by age, for one consumer or all, with a
+/// link to them.
+pub async fn open_unknown_chart(
+    store: Store,
+    slos: Arc<SloSet>,
+    consumer: Option<String>,
+) -> Result<Chart, AppError> {
+    let cap = crate::api::COUNT_CAP;
+    let since = store
+        .unknown_since(consumer.as_deref(), cap as i64 + 1)
+        .await?;
+    let now = Utc::now();
+    let ages: Vec<f64> = since
+        .iter()
+        .take(cap as usize)
+        .map(|at| (now - at.0).num_milliseconds() as f64 / 1000.0)
+        .collect();
+    let objective = from_slos(&slos, |slo| match slo.sli {
+        Indicator::UnknownResolved { within_seconds } => Some(within_seconds),
+        _ => None,
+    })
+    .unwrap_or(crate::api::UNKNOWN_RESOLUTION_SLO_SECONDS as f64);
+    let mut chart = charts::open_unknown_outcomes(&ages, since.len() as u64 > cap, objective);
+    let consumer = consumer.unwrap_or_default();
+    chart.link = Some(ChartLink {
+        href: links::with_query("/unknown", &[("consumer", &consumer)]),
+        text: "Every open unknown outcome, oldest first".into(),
+    });
+    Ok(chart)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn span() -> ChartSpan {
+        let now = DateTime::parse_from_rfc3339("2026-11-30T14:37:12Z")
+            .unwrap()
+            .to_utc();
+        ChartSpan::parse(Some("24h".into()), None, None, now).unwrap()
+    }
+
+    #[test]
+    fn a_keys_link_narrows_its_list_to_the_span_and_the_consumer() {
+        let all = keys_link(&span(), None, "/unknown", "Unknown outcomes").unwrap();
+        assert_eq!(
+            all.href,
+            "/unknown?from=2026-11-29T14%3A00Z&to=2026-11-30T14%3A00Z"
+        );
+        assert_eq!(all.text, "Unknown outcomes");
+        let one = keys_link(&span(), Some("billing"), "/dead-letters", "Dead").unwrap();
+        assert!(one.href.ends_with("&consumer=billing"), "{}", one.href);
+    }
+
+    #[test]
+    fn a_distribution_over_a_span_adds_up_its_intervals() {
+        let interval = |pairs: &[(&str, f64)]| -> BucketSums {
+            pairs.iter().map(|(b, n)| ((*b).to_owned(), *n)).collect()
+        };
+        let total = summed(vec![
+            interval(&[("10", 2.0), ("300", 1.0)]),
+            BucketSums::new(),
+            interval(&[("10", 3.0)]),
+        ]);
+        assert_eq!(total, interval(&[("10", 5.0), ("300", 1.0)]));
+    }
+}
