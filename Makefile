@@ -47,7 +47,8 @@ bench: export RUSTFLAGS =
 bench: tools-run
 	scripts/tools.sh bench
 	cargo leptos build --release
-	LEPTOS_OUTPUT_NAME=idem IDEM_EMBED_SITE=$(CURDIR)/target/site cargo build --release -p idem --bins --examples
+	LEPTOS_OUTPUT_NAME=idem IDEM_EMBED_SITE=$(CURDIR)/target/site cargo build --release -p idem
+	cargo build --release -p idem-tools --bins --examples
 	cargo build --release -p idem-consumer --example ingest
 	mkdir -p target/bench
 	scripts/bench.sh | tee target/bench/report.md
@@ -67,7 +68,11 @@ screenshots: tools
 
 # What `make release` ships, as a debug build: the binary with the site
 # compiled in, run from an empty directory with only a database URL.
+# Its dependencies hold no test or tool code (idem-store's `testing`
+# feature brings tempfile; seed, plans and bench are idem-tools).
 embedded:
+	if cargo tree -p idem -e normal --prefix none | grep -E '^(tempfile|idem-tools) '; then \
+	  echo "the shipped binary depends on test or tool code" >&2; exit 1; fi
 	LEPTOS_OUTPUT_NAME=idem IDEM_EMBED_SITE=$(CURDIR)/target/site cargo build -p idem
 	scripts/check-release.sh target/debug/idem
 

@@ -5,7 +5,7 @@
 #
 #   1. seeds Postgres databases with BENCH_SIZES claims (skipped when a
 #      database already holds that many) and times the load;
-#   2. `idem bench`: every dashboard read beside its naive form, and growth;
+#   2. `idem-tools bench`: every dashboard read beside its naive form, and growth;
 #   3. HTTP load with wrk (the server pinned to core 0, wrk to core 1) on the
 #      largest database: Idem's key page, /unknown, the overview and one
 #      chart, and the bare axum+sqlx key lookup (the floor);
@@ -20,6 +20,7 @@ cd "$(dirname "$0")/.."
 PG=${BENCH_PG:-postgres://postgres@127.0.0.1:5432}
 SIZES=${BENCH_SIZES:-1000000 10000000}
 IDEM=target/release/idem
+TOOLS=target/release/idem-tools
 BARE=target/release/examples/bare_key_page
 INGEST=target/release/examples/ingest
 SECONDS_EACH=${BENCH_SECONDS:-20}
@@ -47,13 +48,13 @@ for n in $SIZES; do
   psql_at "$PG/postgres" "DROP DATABASE IF EXISTS $db WITH (FORCE)"
   psql_at "$PG/postgres" "CREATE DATABASE $db"
   start=$(date +%s)
-  DATABASE_URL=$url $IDEM seed --claims "$n" --metrics >&2
+  DATABASE_URL=$url $TOOLS seed --claims "$n" --metrics >&2
   echo "bench: seeded $n claims in $(( $(date +%s) - start )) s" | tee "$OUT/seed-$n.txt" >&2
 done
 
 if step reads; then
-say "Dashboard reads (idem bench)"
-$IDEM bench "${urls[@]}" | tee "$OUT/reads.md"
+say "Dashboard reads (idem-tools bench)"
+$TOOLS bench "${urls[@]}" | tee "$OUT/reads.md"
 fi
 
 largest=${urls[-1]}
@@ -102,7 +103,7 @@ say "Ingest through idem-consumer (claims/s, 8 workers; median of $ROUNDS altern
 ingest_db() { # name; a fresh database migrated by Idem
   psql_at "$PG/postgres" "DROP DATABASE IF EXISTS $1 WITH (FORCE)"
   psql_at "$PG/postgres" "CREATE DATABASE $1"
-  DATABASE_URL=$PG/$1 $IDEM seed --claims 0 --outbox 0 --dead-letters 0 >/dev/null 2>&1
+  DATABASE_URL=$PG/$1 $TOOLS seed --claims 0 --outbox 0 --dead-letters 0 >/dev/null 2>&1
 }
 ingest() { DATABASE_URL=$PG/$1 $INGEST 8 "${2:-$SECONDS_EACH}"; }
 median() { printf '%s\n' "$@" | sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }

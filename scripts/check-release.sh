@@ -19,6 +19,12 @@ port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0));
 base="http://127.0.0.1:$port"
 echo "check-release: $("$dir/idem" --version)"
 
+# The team's tooling lives in idem-tools: the shipped binary cannot seed,
+# bulk-delete or benchmark a database.
+for tool in seed plans bench; do
+  if "$dir/idem" "$tool" --help >/dev/null 2>&1; then fail "the shipped binary has an '$tool' command"; fi
+done
+
 # A clean environment: no site root, no cargo-leptos variables.
 (cd "$dir" && exec env -i PATH=/usr/bin:/bin HOME="$dir" \
   DATABASE_URL="sqlite://$dir/idem.db" IDEM_ADDR="127.0.0.1:$port" \

@@ -5,17 +5,14 @@
 pub mod accounts;
 pub mod assets;
 pub mod auth;
-pub mod bench;
 pub mod config;
 pub mod demo;
 pub mod fn_errors;
 pub mod health;
 pub mod limits;
 pub mod metrics;
-pub mod plans;
 pub mod preferences;
 pub mod rules;
-pub mod seed;
 pub mod serve;
 pub mod slo_config;
 pub mod startup;

@@ -22,6 +22,7 @@ mod rows;
 mod search;
 mod sign_in;
 mod store;
+#[cfg(feature = "testing")]
 pub mod testing;
 mod ts;
 mod users;

@@ -3,7 +3,7 @@
 //! the row as JSON. No sessions, no rendering, no middleware: what this
 //! stack serves when it does nothing but the query.
 //!
-//! `DATABASE_URL=postgres://… BARE_ADDR=127.0.0.1:3951 cargo run --release -p idem --example bare_key_page`
+//! `DATABASE_URL=postgres://… BARE_ADDR=127.0.0.1:3951 cargo run --release -p idem-tools --example bare_key_page`
 
 use axum::{
     Json, Router,

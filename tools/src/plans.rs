@@ -1,4 +1,4 @@
-//! `idem plans`: runs every dashboard read against a (large, seeded)
+//! `idem-tools plans`: runs every dashboard read against a (large, seeded)
 //! Postgres database with `auto_explain`, prints each statement's plan and
 //! time, and fails when any of them scans a whole table.
 //!
@@ -187,20 +187,20 @@ pub async fn run(database_url: &str) -> Result<(), String> {
     .collect();
     if !config.is_postgres() {
         return Err(
-            "idem plans needs a postgres:// DATABASE_URL (it reads plans with auto_explain)".into(),
+            "idem-tools plans needs a postgres:// DATABASE_URL (it reads plans with auto_explain)"
+                .into(),
         );
     }
     let store = Store::connect(&config).map_err(|e| e.to_string())?;
     match measure_all(&store, &notices).await {
         Ok(true) => Err("a dashboard read scans a whole table".into()),
         Ok(false) => Ok(()),
-        Err(err) => Err(idem_app::ssr::cause_chain(&err)),
+        Err(err) => Err(crate::cause_chain(&err)),
     }
 }
 
 /// Prints the table; `Ok(true)` when a read scans a whole table.
 async fn measure_all(store: &Store, notices: &Notices) -> Result<bool, StoreError> {
-    let first = PageRequest::first(PageRequest::DEFAULT_LIMIT);
     let sample = store
         .search_claims(&ClaimSearch::default(), &PageRequest::first(1))
         .await?
@@ -211,158 +211,185 @@ async fn measure_all(store: &Store, notices: &Notices) -> Result<bool, StoreErro
     let (consumer, key, provider_ref) = sample
         .map(|c| (c.consumer, c.key, c.provider_ref.unwrap_or_default()))
         .unwrap_or_default();
-    let prefix = key.chars().take(12).collect::<String>();
-    let unknown_deep = deep_cursor(25, |p| async move { store.unknown_claims(&p).await }).await?;
-    let dead_deep = deep_cursor(10, |p| async move {
-        store.dead_letters(DeadLetterState::Open, &p).await
-    })
-    .await?;
-    let browse_deep = deep_cursor(25, |p| async move {
-        Ok(store.search_claims(&ClaimSearch::default(), &p).await?.page)
-    })
-    .await?;
+    let key = SampleKey {
+        prefix: key.chars().take(12).collect(),
+        consumer,
+        key,
+        provider_ref,
+    };
+    let reads = Reads { store, notices };
+    let mut rows = reads.overview().await?;
+    rows.extend(reads.lists().await?);
+    rows.extend(reads.key_page(&key).await?);
+    rows.extend(reads.searches(&key).await?);
+    Ok(print_table(&rows))
+}
 
-    let mut rows = Vec::new();
-    for status in ClaimStatus::ALL {
+/// The newest claim, whose key page and searches are measured.
+struct SampleKey {
+    consumer: String,
+    key: String,
+    provider_ref: String,
+    /// The key's first 12 characters, for a prefix search.
+    prefix: String,
+}
+
+/// Every dashboard read, measured one family at a time.
+struct Reads<'a> {
+    store: &'a Store,
+    notices: &'a Notices,
+}
+
+impl Reads<'_> {
+    async fn overview(&self) -> StoreResult<Vec<Measured>> {
+        let (store, notices) = (self.store, self.notices);
+        let mut rows = Vec::new();
+        for status in ClaimStatus::ALL {
+            let name = format!("overview: count {status} (capped)");
+            rows.push(measure(notices, &name, || store.count_claims(*status, 10_000)).await?);
+        }
         rows.push(
-            measure(
-                notices,
-                &format!("overview: count {status} (capped)"),
-                || store.count_claims(*status, 10_000),
-            )
+            measure(notices, "overview: count open dead letters", || {
+                store.count_dead_letters(DeadLetterState::Open, 10_000)
+            })
             .await?,
         );
+        rows.push(
+            measure(notices, "overview: count outbox backlog", || {
+                store.count_unpublished_outbox(10_000)
+            })
+            .await?,
+        );
+        Ok(rows)
     }
-    rows.push(
-        measure(notices, "overview: count open dead letters", || {
-            store.count_dead_letters(DeadLetterState::Open, 10_000)
-        })
-        .await?,
-    );
-    rows.push(
-        measure(notices, "overview: count outbox backlog", || {
-            store.count_unpublished_outbox(10_000)
-        })
-        .await?,
-    );
-    rows.push(
-        measure(notices, "/unknown first page", || {
-            store.unknown_claims(&first)
-        })
-        .await?,
-    );
-    let deep = PageRequest::new(PageRequest::DEFAULT_LIMIT, unknown_deep);
-    rows.push(
-        measure(notices, "/unknown page 5,000 rows deep", || {
-            store.unknown_claims(&deep)
-        })
-        .await?,
-    );
-    rows.push(
-        measure(notices, "/dead-letters first page", || {
-            store.dead_letters(DeadLetterState::Open, &first)
-        })
-        .await?,
-    );
-    let deep = PageRequest::new(PageRequest::DEFAULT_LIMIT, dead_deep);
-    rows.push(
-        measure(notices, "/dead-letters page 2,000 rows deep", || {
-            store.dead_letters(DeadLetterState::Open, &deep)
-        })
-        .await?,
-    );
-    rows.push(
-        measure(notices, "/outbox first page", || {
-            store.unpublished_outbox(&first)
-        })
-        .await?,
-    );
-    rows.push(measure(notices, "key page: claim", || store.claim(&consumer, &key)).await?);
-    rows.push(
-        measure(notices, "key page: outbox rows", || {
-            store.outbox_for_key(&consumer, &key)
-        })
-        .await?,
-    );
-    rows.push(
-        measure(notices, "key page: dead letters", || {
-            store.dead_letters_for_key(&consumer, &key)
-        })
-        .await?,
-    );
-    rows.push(
-        measure(notices, "key page: audit entries", || {
-            store.audit_for_key(&consumer, &key)
-        })
-        .await?,
-    );
-    rows.push(
-        measure(notices, "key page: same provider reference", || {
-            store.claims_with_provider_ref(&provider_ref, (&consumer, &key), 5)
-        })
-        .await?,
-    );
-    rows.push(
-        measure(notices, "/keys/{key}: every consumer", || {
-            store.claims_with_key(&key, 50)
-        })
-        .await?,
-    );
-    let searches = [
-        ("/keys newest activity", ClaimSearch::default()),
-        (
-            "/keys?q= (12-character prefix)",
-            ClaimSearch {
-                prefix: Some(prefix.clone()),
-                ..Default::default()
-            },
-        ),
-        (
-            "/keys?q=renewal: (10,000+ matches, capped)",
-            ClaimSearch {
-                prefix: Some("renewal:".into()),
-                ..Default::default()
-            },
-        ),
-        (
-            "/keys?consumer=",
-            ClaimSearch {
-                consumer: Some(consumer.clone()),
-                ..Default::default()
-            },
-        ),
-        (
-            "/keys?status=unknown",
-            ClaimSearch {
-                status: Some(ClaimStatus::Unknown),
-                ..Default::default()
-            },
-        ),
-        (
-            "/keys?status=failed&consumer=",
-            ClaimSearch {
-                status: Some(ClaimStatus::Failed),
-                consumer: Some(consumer.clone()),
-                ..Default::default()
-            },
-        ),
-    ];
-    for (name, search) in searches {
-        rows.push(measure(notices, name, || store.search_claims(&search, &first)).await?);
-    }
-    let deep = PageRequest::new(PageRequest::DEFAULT_LIMIT, browse_deep);
-    let everything = ClaimSearch::default();
-    rows.push(
-        measure(notices, "/keys newest activity, 5,000 rows deep", || {
-            store.search_claims(&everything, &deep)
-        })
-        .await?,
-    );
 
+    /// The work lists' first pages, and pages as deep as a person could go.
+    async fn lists(&self) -> StoreResult<Vec<Measured>> {
+        let (store, notices) = (self.store, self.notices);
+        let first = PageRequest::first(PageRequest::DEFAULT_LIMIT);
+        let unknown_deep =
+            deep_cursor(25, |p| async move { store.unknown_claims(&p).await }).await?;
+        let dead_deep = deep_cursor(10, |p| async move {
+            store.dead_letters(DeadLetterState::Open, &p).await
+        })
+        .await?;
+        let unknown_deep = PageRequest::new(PageRequest::DEFAULT_LIMIT, unknown_deep);
+        let dead_deep = PageRequest::new(PageRequest::DEFAULT_LIMIT, dead_deep);
+        let open = DeadLetterState::Open;
+        Ok(vec![
+            measure(notices, "/unknown first page", || {
+                store.unknown_claims(&first)
+            })
+            .await?,
+            measure(notices, "/unknown page 5,000 rows deep", || {
+                store.unknown_claims(&unknown_deep)
+            })
+            .await?,
+            measure(notices, "/dead-letters first page", || {
+                store.dead_letters(open, &first)
+            })
+            .await?,
+            measure(notices, "/dead-letters page 2,000 rows deep", || {
+                store.dead_letters(open, &dead_deep)
+            })
+            .await?,
+            measure(notices, "/outbox first page", || {
+                store.unpublished_outbox(&first)
+            })
+            .await?,
+        ])
+    }
+
+    async fn key_page(&self, sample: &SampleKey) -> StoreResult<Vec<Measured>> {
+        let (store, notices) = (self.store, self.notices);
+        let SampleKey {
+            consumer,
+            key,
+            provider_ref,
+            ..
+        } = sample;
+        Ok(vec![
+            measure(notices, "key page: claim", || store.claim(consumer, key)).await?,
+            measure(notices, "key page: outbox rows", || {
+                store.outbox_for_key(consumer, key)
+            })
+            .await?,
+            measure(notices, "key page: dead letters", || {
+                store.dead_letters_for_key(consumer, key)
+            })
+            .await?,
+            measure(notices, "key page: audit entries", || {
+                store.audit_for_key(consumer, key)
+            })
+            .await?,
+            measure(notices, "key page: same provider reference", || {
+                store.claims_with_provider_ref(provider_ref, (consumer, key), 5)
+            })
+            .await?,
+            measure(notices, "/keys/{key}: every consumer", || {
+                store.claims_with_key(key, 50)
+            })
+            .await?,
+        ])
+    }
+
+    /// `/keys` with each kind of filter, and newest activity paged deep.
+    async fn searches(&self, sample: &SampleKey) -> StoreResult<Vec<Measured>> {
+        let (store, notices) = (self.store, self.notices);
+        let first = PageRequest::first(PageRequest::DEFAULT_LIMIT);
+        let browse_deep = deep_cursor(25, |p| async move {
+            Ok(store.search_claims(&ClaimSearch::default(), &p).await?.page)
+        })
+        .await?;
+        let search =
+            |prefix: Option<&str>, consumer: bool, status: Option<ClaimStatus>| ClaimSearch {
+                prefix: prefix.map(str::to_owned),
+                consumer: consumer.then(|| sample.consumer.clone()),
+                status,
+                ..Default::default()
+            };
+        let searches = [
+            ("/keys newest activity", ClaimSearch::default()),
+            (
+                "/keys?q= (12-character prefix)",
+                search(Some(&sample.prefix), false, None),
+            ),
+            (
+                "/keys?q=renewal: (10,000+ matches, capped)",
+                search(Some("renewal:"), false, None),
+            ),
+            ("/keys?consumer=", search(None, true, None)),
+            (
+                "/keys?status=unknown",
+                search(None, false, Some(ClaimStatus::Unknown)),
+            ),
+            (
+                "/keys?status=failed&consumer=",
+                search(None, true, Some(ClaimStatus::Failed)),
+            ),
+        ];
+        let mut rows = Vec::new();
+        for (name, search) in searches {
+            rows.push(measure(notices, name, || store.search_claims(&search, &first)).await?);
+        }
+        let deep = PageRequest::new(PageRequest::DEFAULT_LIMIT, browse_deep);
+        let everything = ClaimSearch::default();
+        rows.push(
+            measure(notices, "/keys newest activity, 5,000 rows deep", || {
+                store.search_claims(&everything, &deep)
+            })
+            .await?,
+        );
+        Ok(rows)
+    }
+}
+
+/// Prints the Markdown table; `true` when a read scans a whole table.
+fn print_table(rows: &[Measured]) -> bool {
     println!("| read | median (ms) | scans | verdict |");
     println!("|---|---:|---|---|");
     let mut failed = false;
-    for row in &rows {
+    for row in rows {
         failed |= row.full_scan;
         let mut scans = row.scans.clone();
         scans.dedup();
@@ -380,5 +407,5 @@ async fn measure_all(store: &Store, notices: &Notices) -> Result<bool, StoreErro
             scans.join("; ")
         );
     }
-    Ok(failed)
+    failed
 }

@@ -1,0 +1,12 @@
+//! Idem's tooling: what the team runs against a database to measure Idem,
+//! never what an operator's binary can do. `idem-tools seed` fills a
+//! database with a production-sized synthetic data set, `idem-tools plans`
+//! prints every dashboard read's plan, `idem-tools bench` times them beside
+//! their naive forms. None of it ships in `idem`: the release binary cannot
+//! bulk-load or bulk-delete anything.
+
+pub mod bench;
+pub mod plans;
+pub mod seed;
+
+pub use idem_app::ssr::cause_chain;
