@@ -11,8 +11,8 @@ use std::time::Duration;
 
 use chrono::{TimeDelta, Utc};
 use idem_consumer::{
-    Backoff, Consumer, ConsumerResult, Decision, Failure, GiveUp, Meter, Metric, Next, derive_key,
-    write_metrics,
+    Backoff, Consumer, ConsumerResult, Decision, Failure, GiveUp, IdempotencyKey, Meter, Metric,
+    Next, derive_key, write_metrics,
 };
 use sqlx::{SqlitePool, sqlite::SqliteConnectOptions};
 
@@ -50,23 +50,8 @@ async fn handle(
     let claim = consumer.claim(&mut *tx, &key, None, at).await?;
     tx.commit().await?;
     meter.claimed(consumer.name(), &claim, at);
-    match claim.decision {
-        Decision::Proceed => {}
-        Decision::AlreadyDone { status } => {
-            return Ok(format!(
-                "{key}: already {status:?}; acknowledged without sending"
-            ));
-        }
-        Decision::Busy { until } => {
-            return Ok(format!(
-                "{key}: another worker holds it until {until}; handed back"
-            ));
-        }
-        Decision::LeaseExpired => {
-            return Ok(format!(
-                "{key}: an earlier attempt's fate is unknown; left for an operator"
-            ));
-        }
+    if let Some(why) = not_ours_to_send(claim.decision) {
+        return Ok(format!("{key}: {why}"));
     }
 
     // 2. Call the provider outside any transaction (no lock is held while
@@ -78,50 +63,75 @@ async fn handle(
             consumer
                 .record_sent(&mut *tx, &key, Some(&provider_ref), at)
                 .await?;
+            let payload = format!("{{\"ref\":\"{provider_ref}\"}}");
             consumer
-                .enqueue(
-                    &mut *tx,
-                    &key,
-                    "reminder.sent",
-                    &format!("{{\"ref\":\"{provider_ref}\"}}"),
-                    at,
-                )
+                .enqueue(&mut *tx, &key, "reminder.sent", &payload, at)
                 .await?;
             meter.count(consumer.name(), Metric::Sends, at);
             format!("{key}: sent as {provider_ref}, announced through the outbox")
         }
         Sent::RateLimited(retry_after) => {
-            let failure = Failure::Retryable {
-                error: "429 Too Many Requests",
-                retry_after: Some(retry_after),
-            };
             meter.count(consumer.name(), Metric::RetryableFailures, at);
-            match consumer
-                .record_failure(&mut *tx, &key, failure, deliveries, at)
-                .await?
-            {
-                Next::RetryIn(wait) => {
-                    format!("{key}: rate-limited; back to the queue for {wait:?}")
-                }
-                Next::DeadLetter => {
-                    let give_up = GiveUp {
-                        key: &key,
-                        queue: "reminders.fifo",
-                        message_id: "m-1",
-                        payload: "{}",
-                        deliveries,
-                        first_failure_at: at,
-                        error: "429 Too Many Requests",
-                    };
-                    let id = consumer.dead_letter(&mut *tx, &give_up, at).await?;
-                    format!("{key}: out of deliveries; dead letter #{id}, same key")
-                }
-                Next::Acknowledge => format!("{key}: failed for good"),
-            }
+            rate_limited(&mut tx, consumer, &key, retry_after, deliveries, at).await?
         }
     };
     tx.commit().await?;
     Ok(said)
+}
+
+/// Why this delivery must not call the provider, or `None` when it owns
+/// the attempt.
+fn not_ours_to_send(decision: Decision) -> Option<String> {
+    match decision {
+        Decision::Proceed => None,
+        Decision::AlreadyDone { status } => {
+            Some(format!("already {status:?}; acknowledged without sending"))
+        }
+        Decision::Busy { until } => Some(format!(
+            "another worker holds it until {until}; handed back"
+        )),
+        Decision::LeaseExpired => {
+            Some("an earlier attempt's fate is unknown; left for an operator".to_owned())
+        }
+    }
+}
+
+/// Records a 429 and does what the consumer's policy says: retry later, or
+/// dead-letter the message with its key once it is out of deliveries.
+async fn rate_limited(
+    tx: &mut sqlx::SqliteConnection,
+    consumer: &Consumer,
+    key: &IdempotencyKey,
+    retry_after: Duration,
+    deliveries: u32,
+    at: chrono::DateTime<Utc>,
+) -> ConsumerResult<String> {
+    let failure = Failure::Retryable {
+        error: "429 Too Many Requests",
+        retry_after: Some(retry_after),
+    };
+    Ok(
+        match consumer
+            .record_failure(&mut *tx, key, failure, deliveries, at)
+            .await?
+        {
+            Next::RetryIn(wait) => format!("{key}: rate-limited; back to the queue for {wait:?}"),
+            Next::DeadLetter => {
+                let give_up = GiveUp {
+                    key,
+                    queue: "reminders.fifo",
+                    message_id: "m-1",
+                    payload: "{}",
+                    deliveries,
+                    first_failure_at: at,
+                    error: "429 Too Many Requests",
+                };
+                let id = consumer.dead_letter(&mut *tx, &give_up, at).await?;
+                format!("{key}: out of deliveries; dead letter #{id}, same key")
+            }
+            Next::Acknowledge => format!("{key}: failed for good"),
+        },
+    )
 }
 
 #[tokio::main(flavor = "current_thread")]
