@@ -64,11 +64,6 @@ impl Tx {
         })
     }
 
-    /// Whether the key is claimed, without counting a delivery.
-    pub async fn claim_exists(&mut self, consumer: &str, key: &str) -> StoreResult<bool> {
-        Ok(writes::is_claimed(self.conn(), consumer, key).await?)
-    }
-
     /// Takes the claim for one attempt at an external effect
     /// (`idem_consumer::writes::lease`).
     pub async fn lease(

@@ -47,12 +47,4 @@ impl Store {
         Ok(())
     }
 
-    /// Who holds `name`, and until when (an expired lease is still returned).
-    pub async fn lease_holder(&self, name: &str) -> StoreResult<Option<(String, Ts)>> {
-        const SQL: &str = "SELECT holder, expires_at FROM idem_leases WHERE name = $1";
-        let row = dispatch!(&self.pools, pool => {
-            sqlx::query_as(SQL).bind(name).fetch_optional(pool).await?
-        });
-        Ok(row)
-    }
 }

@@ -34,7 +34,9 @@ pub use cursor::PageRequest;
 pub use error::{StoreError, StoreResult};
 pub use lease::BACKGROUND_LEASE;
 pub use meta::DEMO_DATA;
-pub use metrics::{MetricRow, MetricSample};
+pub use metrics::MetricSample;
+#[cfg(feature = "testing")]
+pub use testing::MetricRow;
 pub use reads::{KEY_PAGE_ROWS, KeyRecords, Window};
 pub use rollup::{BucketSums, ROLLUP_SETTLE, ROLLUP_WATERMARK, Recovery};
 pub use search::{ClaimSearch, SEARCH_CANDIDATES, SearchOrder, SearchResult};

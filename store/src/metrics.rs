@@ -4,21 +4,9 @@
 //! upsert per (consumer, metric, minute, bucket): that keeps a claim write from
 //! ever updating a shared counter row, which would serialise every worker on it.
 
-use idem_domain::Metric;
-
-use crate::{StoreResult, dialect::dispatch, store::Store, ts::Ts};
+use crate::{StoreResult, dialect::dispatch, store::Store};
 
 pub use idem_consumer::MetricSample;
-
-/// One stored row.
-#[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
-pub struct MetricRow {
-    pub consumer: String,
-    pub metric: String,
-    pub minute: Ts,
-    pub bucket: String,
-    pub value: f64,
-}
 
 impl Store {
     /// Folds samples into their minutes in one transaction: counters and
@@ -30,24 +18,6 @@ impl Store {
         let mut tx = self.begin().await?;
         idem_consumer::write_metrics(tx.conn(), samples).await?;
         tx.commit().await
-    }
-
-    /// The rows of one metric for one consumer in `[from, to)`, by minute.
-    pub async fn metric_rows(
-        &self,
-        consumer: &str,
-        metric: Metric,
-        from: Ts,
-        to: Ts,
-    ) -> StoreResult<Vec<MetricRow>> {
-        const SQL: &str = "SELECT consumer, metric, minute, bucket, value FROM consumer_metrics \
-             WHERE consumer = $1 AND metric = $2 AND minute >= $3 AND minute < $4 \
-             ORDER BY minute, bucket";
-        let rows = dispatch!(&self.pools, pool => {
-            sqlx::query_as(SQL).bind(consumer).bind(metric.name()).bind(from).bind(to)
-                .fetch_all(pool).await?
-        });
-        Ok(rows)
     }
 
     /// The consumers that have written metrics, in name order, at most

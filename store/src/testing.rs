@@ -7,9 +7,18 @@
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
+use idem_domain::{
+    AuditEntry, Claim, Metric,
+    slo::{Events, Indicator},
+};
 use sqlx::{Connection, Executor, PgConnection};
 
-use crate::{Store, StoreConfig};
+use crate::{
+    Store, StoreConfig, StoreResult, Ts,
+    dialect::dispatch,
+    reads::prefix_upper_bound,
+    rows::{AuditRow, ClaimRow, audit_columns, claim_columns, convert},
+};
 
 /// Expands each listed `async fn name(store: &Store)` into two tests,
 /// `sqlite::name` and `postgres::name`, each on a fresh database: the way
@@ -222,4 +231,101 @@ pub async fn count_rows(store: &Store, from: &str) -> i64 {
         crate::dialect::Dialect::Postgres(pool) => sqlx::query_scalar(&sql).fetch_one(pool).await,
     }
     .expect("a count")
+}
+
+/// One stored row of `consumer_metrics`.
+#[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
+pub struct MetricRow {
+    pub consumer: String,
+    pub metric: String,
+    pub minute: Ts,
+    pub bucket: String,
+    pub value: f64,
+}
+
+/// Reads only tests make: what the pages never ask, but a test checks.
+impl Store {
+    /// Claims whose key starts with `prefix` (any consumer), in key order.
+    /// The prefix is matched literally — it is a range over the key index,
+    /// not a `LIKE` pattern, so `%` and `_` are ordinary characters.
+    pub async fn claims_with_key_prefix(
+        &self,
+        prefix: &str,
+        limit: i64,
+    ) -> StoreResult<Vec<Claim>> {
+        const BOUNDED: &str = concat!(
+            "SELECT ",
+            claim_columns!(),
+            " FROM claims WHERE idempotency_key >= $1 AND idempotency_key < $2 \
+             ORDER BY idempotency_key, consumer LIMIT $3"
+        );
+        const UNBOUNDED: &str = concat!(
+            "SELECT ",
+            claim_columns!(),
+            " FROM claims WHERE idempotency_key >= $1 \
+             ORDER BY idempotency_key, consumer LIMIT $2"
+        );
+        let rows: Vec<ClaimRow> = match prefix_upper_bound(prefix) {
+            Some(upper) => dispatch!(&self.pools, pool => {
+                sqlx::query_as(BOUNDED).bind(prefix).bind(&upper).bind(limit).fetch_all(pool).await?
+            }),
+            None => dispatch!(&self.pools, pool => {
+                sqlx::query_as(UNBOUNDED).bind(prefix).bind(limit).fetch_all(pool).await?
+            }),
+        };
+        convert(rows)
+    }
+
+    /// The newest audit entries, newest first.
+    pub async fn latest_audit(&self, limit: i64) -> StoreResult<Vec<AuditEntry>> {
+        const SQL: &str = concat!(
+            "SELECT ",
+            audit_columns!(),
+            " FROM audit_log ORDER BY at DESC, id DESC LIMIT $1"
+        );
+        let rows: Vec<AuditRow> = dispatch!(&self.pools, pool => {
+            sqlx::query_as(SQL).bind(limit).fetch_all(pool).await?
+        });
+        convert(rows)
+    }
+
+    /// Good and valid events for an SLO's indicator in `[from, to)`.
+    pub async fn indicator_events(
+        &self,
+        indicator: &Indicator,
+        from: Ts,
+        to: Ts,
+    ) -> StoreResult<Events> {
+        let events = self
+            .indicator_events_since(&[indicator], &[from], to)
+            .await?;
+        Ok(events[0][0])
+    }
+
+    /// Who holds `name`, and until when (an expired lease is still returned).
+    pub async fn lease_holder(&self, name: &str) -> StoreResult<Option<(String, Ts)>> {
+        const SQL: &str = "SELECT holder, expires_at FROM idem_leases WHERE name = $1";
+        let row = dispatch!(&self.pools, pool => {
+            sqlx::query_as(SQL).bind(name).fetch_optional(pool).await?
+        });
+        Ok(row)
+    }
+
+    /// The rows of one metric for one consumer in `[from, to)`, by minute.
+    pub async fn metric_rows(
+        &self,
+        consumer: &str,
+        metric: Metric,
+        from: Ts,
+        to: Ts,
+    ) -> StoreResult<Vec<MetricRow>> {
+        const SQL: &str = "SELECT consumer, metric, minute, bucket, value FROM consumer_metrics \
+             WHERE consumer = $1 AND metric = $2 AND minute >= $3 AND minute < $4 \
+             ORDER BY minute, bucket";
+        let rows = dispatch!(&self.pools, pool => {
+            sqlx::query_as(SQL).bind(consumer).bind(metric.name()).bind(from).bind(to)
+                .fetch_all(pool).await?
+        });
+        Ok(rows)
+    }
 }

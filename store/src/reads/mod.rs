@@ -141,37 +141,6 @@ impl Store {
         convert(rows)
     }
 
-    /// Claims whose key starts with `prefix` (any consumer), in key order.
-    /// The prefix is matched literally — it is a range over the key index,
-    /// not a `LIKE` pattern, so `%` and `_` are ordinary characters.
-    pub async fn claims_with_key_prefix(
-        &self,
-        prefix: &str,
-        limit: i64,
-    ) -> StoreResult<Vec<Claim>> {
-        const BOUNDED: &str = concat!(
-            "SELECT ",
-            claim_columns!(),
-            " FROM claims WHERE idempotency_key >= $1 AND idempotency_key < $2 \
-             ORDER BY idempotency_key, consumer LIMIT $3"
-        );
-        const UNBOUNDED: &str = concat!(
-            "SELECT ",
-            claim_columns!(),
-            " FROM claims WHERE idempotency_key >= $1 \
-             ORDER BY idempotency_key, consumer LIMIT $2"
-        );
-        let rows: Vec<ClaimRow> = match prefix_upper_bound(prefix) {
-            Some(upper) => dispatch!(&self.pools, pool => {
-                sqlx::query_as(BOUNDED).bind(prefix).bind(&upper).bind(limit).fetch_all(pool).await?
-            }),
-            None => dispatch!(&self.pools, pool => {
-                sqlx::query_as(UNBOUNDED).bind(prefix).bind(limit).fetch_all(pool).await?
-            }),
-        };
-        convert(rows)
-    }
-
     /// The outbox rows of one key, oldest first.
     pub async fn outbox_for_key(&self, consumer: &str, key: &str) -> StoreResult<Vec<OutboxRow>> {
         let rows: Vec<OutboxDbRow> = dispatch!(&self.pools, pool => {
@@ -196,19 +165,6 @@ impl Store {
     pub async fn audit_for_key(&self, consumer: &str, key: &str) -> StoreResult<Vec<AuditEntry>> {
         let rows: Vec<AuditRow> = dispatch!(&self.pools, pool => {
             sqlx::query_as(AUDIT_FOR_KEY_SQL).bind(consumer).bind(key).bind(KEY_PAGE_ROWS).fetch_all(pool).await?
-        });
-        convert(rows)
-    }
-
-    /// The newest audit entries, newest first.
-    pub async fn latest_audit(&self, limit: i64) -> StoreResult<Vec<AuditEntry>> {
-        const SQL: &str = concat!(
-            "SELECT ",
-            audit_columns!(),
-            " FROM audit_log ORDER BY at DESC, id DESC LIMIT $1"
-        );
-        let rows: Vec<AuditRow> = dispatch!(&self.pools, pool => {
-            sqlx::query_as(SQL).bind(limit).fetch_all(pool).await?
         });
         convert(rows)
     }

@@ -120,19 +120,6 @@ impl Store {
             .collect())
     }
 
-    /// Good and valid events for an SLO's indicator in `[from, to)`.
-    pub async fn indicator_events(
-        &self,
-        indicator: &Indicator,
-        from: Ts,
-        to: Ts,
-    ) -> StoreResult<Events> {
-        let events = self
-            .indicator_events_since(&[indicator], &[from], to)
-            .await?;
-        Ok(events[0][0])
-    }
-
     /// Good and valid events for each indicator in `[from, to)` for each of
     /// `froms` (SLO windows and their tiers' spans, all ending now). Each
     /// metric is read once for all of them, at the resolution the spans need.
