@@ -42,10 +42,14 @@
 
 use std::{net::SocketAddr, time::Duration};
 
-use idem_store::{DEFAULT_DATABASE_URL, StoreConfig};
+use idem_store::StoreConfig;
 use leptos::prelude::LeptosOptions;
 
 use crate::auth::{AuthSettings, TrustedProxies};
+
+mod env;
+#[cfg(test)]
+mod tests;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -260,228 +264,7 @@ where
         })
 }
 
-/// `IDEM_AUTH_PROXY_*`: sign-in through an identity-aware proxy, if configured.
-fn proxy_auth() -> Result<Option<crate::auth::proxy::ProxyAuth>, ConfigError> {
-    let Some(user_header) = var("IDEM_AUTH_PROXY_HEADER") else {
-        return Ok(None);
-    };
-    let invalid = |name: &'static str, value: String, reason: String| ConfigError::Invalid {
-        name,
-        value,
-        reason,
-    };
-    let roles_text = var("IDEM_AUTH_PROXY_ROLES").unwrap_or_default();
-    let roles = crate::auth::proxy::ProxyAuth::parse_roles(&roles_text)
-        .map_err(|reason| invalid("IDEM_AUTH_PROXY_ROLES", roles_text.clone(), reason))?;
-    let default_role = match var("IDEM_AUTH_PROXY_DEFAULT_ROLE").as_deref() {
-        None => Some(idem_domain::Role::Viewer),
-        Some("none") => None,
-        Some(text) => Some(text.parse().map_err(|e: idem_domain::UnknownValue| {
-            invalid(
-                "IDEM_AUTH_PROXY_DEFAULT_ROLE",
-                text.to_owned(),
-                e.to_string(),
-            )
-        })?),
-    };
-    let addresses_text = var("IDEM_AUTH_PROXY_ADDRESSES").unwrap_or_default();
-    let addresses = TrustedProxies::parse(&addresses_text)
-        .map_err(|reason| invalid("IDEM_AUTH_PROXY_ADDRESSES", addresses_text.clone(), reason))?;
-    if addresses_text.trim().is_empty() {
-        return Err(invalid(
-            "IDEM_AUTH_PROXY_HEADER",
-            user_header,
-            "the header is believed only from the identity proxy's addresses: set \
-             IDEM_AUTH_PROXY_ADDRESSES too"
-                .into(),
-        ));
-    }
-    Ok(Some(crate::auth::proxy::ProxyAuth {
-        addresses,
-        user_header: user_header.trim().to_ascii_lowercase(),
-        groups_header: var("IDEM_AUTH_PROXY_GROUPS_HEADER").map(|h| h.trim().to_ascii_lowercase()),
-        roles,
-        default_role,
-    }))
-}
-
 impl Config {
-    pub fn from_env() -> Result<Config, ConfigError> {
-        let url = var("DATABASE_URL");
-        let embedded_default = url.is_none();
-        let mut database = StoreConfig::new(url.unwrap_or_else(|| DEFAULT_DATABASE_URL.to_owned()));
-        let number = |name: &'static str| -> Result<Option<u64>, ConfigError> {
-            var(name).map(|v| parse(name, &v)).transpose()
-        };
-        if let Some(size) = number("IDEM_DB_POOL_SIZE")? {
-            database.max_connections = u32::try_from(size.max(1)).unwrap_or(u32::MAX);
-        }
-        if let Some(ms) = number("IDEM_DB_ACQUIRE_TIMEOUT_MS")? {
-            database.acquire_timeout = Duration::from_millis(ms);
-        }
-        if let Some(ms) = number("IDEM_STATEMENT_TIMEOUT_MS")? {
-            database.statement_timeout = (ms > 0).then(|| Duration::from_millis(ms));
-        }
-        let defaults = Limits::default();
-        let limits = Limits {
-            max_in_flight: number("IDEM_MAX_IN_FLIGHT")?
-                .map_or(defaults.max_in_flight, |n| n.max(1) as usize),
-            request_timeout: number("IDEM_REQUEST_TIMEOUT_SECONDS")?
-                .map_or(defaults.request_timeout, Duration::from_secs),
-            body_limit: defaults.body_limit,
-            shutdown_grace: number("IDEM_SHUTDOWN_GRACE_SECONDS")?
-                .map_or(defaults.shutdown_grace, Duration::from_secs),
-            max_connections: number("IDEM_MAX_CONNECTIONS")?
-                .map_or(defaults.max_connections, |n| n.max(1) as usize),
-            max_connections_per_client: number("IDEM_MAX_CONNECTIONS_PER_CLIENT")?
-                .map_or(defaults.max_connections_per_client, |n| n.max(1) as usize),
-            header_timeout: number("IDEM_HEADER_TIMEOUT_SECONDS")?
-                .map_or(defaults.header_timeout, |n| Duration::from_secs(n.max(1))),
-        };
-
-        let addr_var = if var("IDEM_ADDR").is_some() {
-            "IDEM_ADDR"
-        } else {
-            "LEPTOS_SITE_ADDR"
-        };
-        let addr = match var(addr_var) {
-            Some(v) => parse(addr_var, &v)?,
-            None => SocketAddr::from(([127, 0, 0, 1], 3000)),
-        };
-        let demo = match var("IDEM_DEMO").as_deref() {
-            None => DemoSetting::Auto,
-            Some("1" | "true" | "on" | "yes") => DemoSetting::On,
-            Some("0" | "false" | "off" | "no") => DemoSetting::Off,
-            Some(other) => {
-                return Err(ConfigError::Invalid {
-                    name: "IDEM_DEMO",
-                    value: other.to_owned(),
-                    reason: "expected 1 or 0".into(),
-                });
-            }
-        };
-        let demo_seed = var("IDEM_DEMO_SEED")
-            .map(|v| parse("IDEM_DEMO_SEED", &v))
-            .transpose()?;
-        let backfill_hours: u64 = var("IDEM_DEMO_BACKFILL_HOURS")
-            .map(|v| parse("IDEM_DEMO_BACKFILL_HOURS", &v))
-            .transpose()?
-            .unwrap_or(48);
-        let read_cache_ttl = Duration::from_millis(
-            var("IDEM_READ_CACHE_MS")
-                .map(|v| parse("IDEM_READ_CACHE_MS", &v))
-                .transpose()?
-                .unwrap_or(2000),
-        );
-        let claim_retention = chrono::TimeDelta::days(
-            var("IDEM_CLAIM_RETENTION_DAYS")
-                .map(|v| parse("IDEM_CLAIM_RETENTION_DAYS", &v))
-                .transpose()?
-                .unwrap_or(30),
-        );
-        let public_url = var("IDEM_PUBLIC_URL").unwrap_or_else(|| format!("http://{addr}"));
-        let public_url = url::Url::parse(&public_url).map_err(|e| ConfigError::Invalid {
-            name: "IDEM_PUBLIC_URL",
-            value: public_url.clone(),
-            reason: e.to_string(),
-        })?;
-        let minutes = |name: &'static str, default: u64| -> Result<Duration, ConfigError> {
-            Ok(Duration::from_secs(
-                60 * var(name)
-                    .map(|v| parse(name, &v))
-                    .transpose()?
-                    .unwrap_or(default),
-            ))
-        };
-        let trusted = var("IDEM_TRUSTED_PROXIES").unwrap_or_default();
-        let auth = AuthSettings {
-            public_url,
-            idle_timeout: minutes("IDEM_SESSION_IDLE_MINUTES", 30)?,
-            absolute_timeout: minutes("IDEM_SESSION_ABSOLUTE_HOURS", 12)? * 60,
-            trusted_proxies: TrustedProxies::parse(&trusted).map_err(|reason| {
-                ConfigError::Invalid {
-                    name: "IDEM_TRUSTED_PROXIES",
-                    value: trusted.clone(),
-                    reason,
-                }
-            })?,
-            hash_concurrency: var("IDEM_HASH_CONCURRENCY")
-                .map(|v| parse("IDEM_HASH_CONCURRENCY", &v))
-                .transpose()?
-                .unwrap_or(2),
-            proxy: proxy_auth()?,
-            password_login: match var("IDEM_PASSWORD_LOGIN").as_deref() {
-                None | Some("1" | "true" | "on" | "yes") => true,
-                Some("0" | "false" | "off" | "no") => false,
-                Some(other) => {
-                    return Err(ConfigError::Invalid {
-                        name: "IDEM_PASSWORD_LOGIN",
-                        value: other.to_owned(),
-                        reason: "expected 1 or 0".into(),
-                    });
-                }
-            },
-            sign_in: idem_domain::sign_in::SignInLimits::default(),
-            hash_wait: Duration::from_secs(5),
-        };
-        let log_json = var("IDEM_LOG_FORMAT").is_some_and(|v| v.eq_ignore_ascii_case("json"));
-
-        let reload_port = var("LEPTOS_RELOAD_PORT")
-            .map(|v| parse("LEPTOS_RELOAD_PORT", &v))
-            .transpose()?
-            .unwrap_or(3001);
-        let leptos = LeptosOptions::builder()
-            .output_name(var("LEPTOS_OUTPUT_NAME").unwrap_or_else(|| "idem".into()))
-            .site_root(var("LEPTOS_SITE_ROOT").unwrap_or_else(|| "target/site".into()))
-            .site_pkg_dir(var("LEPTOS_SITE_PKG_DIR").unwrap_or_else(|| "pkg".into()))
-            .site_addr(addr)
-            .reload_port(reload_port)
-            .env(match var("LEPTOS_ENV").as_deref() {
-                Some("PROD" | "prod" | "production") => leptos::config::Env::PROD,
-                _ => leptos::config::Env::DEV,
-            })
-            .build();
-
-        Ok(Config {
-            read_database: var("IDEM_READ_DATABASE_URL").map(|url| {
-                let mut replica = StoreConfig::new(url);
-                replica.max_connections = database.max_connections;
-                replica.acquire_timeout = database.acquire_timeout;
-                replica.statement_timeout = database.statement_timeout;
-                replica
-            }),
-            database,
-            embedded_default,
-            addr,
-            demo,
-            demo_seed,
-            demo_backfill: Duration::from_secs(backfill_hours * 3600),
-            log_json,
-            read_cache_ttl,
-            claim_retention,
-            read_only: {
-                let list = var("IDEM_READ_ONLY_CONSUMERS").unwrap_or_default();
-                idem_domain::ReadOnlyConsumers::parse(&list).map_err(|err| {
-                    ConfigError::Invalid {
-                        name: "IDEM_READ_ONLY_CONSUMERS",
-                        value: list.clone(),
-                        reason: err.to_string(),
-                    }
-                })?
-            },
-            slo_file: var("IDEM_SLO_FILE").map(Into::into),
-            metrics_token: var("IDEM_METRICS_TOKEN").map(crate::metrics::MetricsToken::new),
-            auth,
-            limits,
-            background_lease: Duration::from_secs(
-                number("IDEM_BACKGROUND_LEASE_SECONDS")?
-                    .unwrap_or(30)
-                    .max(3),
-            ),
-            leptos,
-        })
-    }
-
     /// A configuration for tests: the given database, port 0, no demo.
     pub fn for_tests(database_url: &str) -> Config {
         let addr = SocketAddr::from(([127, 0, 0, 1], 0));
@@ -518,44 +301,5 @@ impl Config {
                 .site_addr(addr)
                 .build(),
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::parse_file;
-
-    #[test]
-    fn every_setting_this_module_reads_is_a_known_name() {
-        let source = include_str!("config.rs");
-        for quoted in source.split('"').skip(1).step_by(2) {
-            let setting = quoted.starts_with("IDEM_") || quoted.starts_with("LEPTOS_");
-            if setting && quoted.chars().all(|c| c.is_ascii_uppercase() || c == '_') {
-                assert!(
-                    super::SETTINGS.contains(&quoted),
-                    "{quoted} is missing from SETTINGS"
-                );
-            }
-        }
-    }
-
-    #[test]
-    fn a_settings_file_reads_like_an_environment_file_and_refuses_typos() {
-        let settings = parse_file(
-            "# Idem\nDATABASE_URL=postgres://idem@db/idem\n\nIDEM_PUBLIC_URL=\"https://idem.example.com\"\nRUST_LOG='info'\n",
-        )
-        .unwrap();
-        assert_eq!(settings["DATABASE_URL"], "postgres://idem@db/idem");
-        assert_eq!(settings["IDEM_PUBLIC_URL"], "https://idem.example.com");
-        assert_eq!(settings["RUST_LOG"], "info");
-        assert_eq!(
-            parse_file("IDEM_DEMO=1\nIDEM_PUBLC_URL=x").unwrap_err(),
-            "line 2: IDEM_PUBLC_URL is not a setting of Idem's"
-        );
-        assert!(parse_file("PATH=/bin").is_err());
-        assert_eq!(
-            parse_file("IDEM_DEMO").unwrap_err(),
-            "line 1: expected NAME=value"
-        );
     }
 }

@@ -119,8 +119,17 @@ pub fn render(board: &SloBoard, overview: &Overview) -> String {
         &[("version", env!("CARGO_PKG_VERSION"))],
         1.0,
     );
+    slo_gauges(&mut out, &board.statuses);
+    burn_rates(&mut out, &board.statuses);
+    alerts_firing(&mut out, &board.statuses);
+    work_counts(&mut out, overview);
+    oldest_ages(&mut out, overview);
+    stuck_keys(&mut out, overview);
+    out.text
+}
 
-    let slos = &board.statuses;
+/// Each SLO's objective, window, SLI, traffic and budget.
+fn slo_gauges(out: &mut Exposition, slos: &[SloStatus]) {
     out.per_slo(
         slos,
         "idem_slo_objective_ratio",
@@ -151,6 +160,10 @@ pub fn render(board: &SloBoard, overview: &Overview) -> String {
         "Share of the window's error budget not yet spent; negative when overspent.",
         |s| s.budget_remaining,
     );
+}
+
+/// Each SLO's burn rate over every window its tiers use (once per window).
+fn burn_rates(out: &mut Exposition, slos: &[SloStatus]) {
     out.family(
         "idem_slo_burn_rate",
         "gauge",
@@ -174,6 +187,10 @@ pub fn render(board: &SloBoard, overview: &Overview) -> String {
             }
         }
     }
+}
+
+/// Whether each SLO's burn-rate tiers fire.
+fn alerts_firing(out: &mut Exposition, slos: &[SloStatus]) {
     out.family(
         "idem_slo_alert_firing",
         "gauge",
@@ -194,7 +211,10 @@ pub fn render(board: &SloBoard, overview: &Overview) -> String {
             );
         }
     }
+}
 
+/// Claims per status, open dead letters and unpublished outbox rows.
+fn work_counts(out: &mut Exposition, overview: &Overview) {
     out.family(
         "idem_claims",
         "gauge",
@@ -239,9 +259,15 @@ pub fn render(board: &SloBoard, overview: &Overview) -> String {
         &[],
         overview.outbox_count.value as f64,
     );
+}
 
-    let now = overview.clock.as_of;
-    let age = |at: DateTime<Utc>| (now - at).num_milliseconds().max(0) as f64 / 1000.0;
+/// Seconds from `at` to the overview's clock (never negative).
+fn age(overview: &Overview, at: DateTime<Utc>) -> f64 {
+    (overview.clock.as_of - at).num_milliseconds().max(0) as f64 / 1000.0
+}
+
+/// The age of the oldest item in each work list.
+fn oldest_ages(out: &mut Exposition, overview: &Overview) {
     out.family(
         "idem_oldest_age_seconds",
         "gauge",
@@ -260,10 +286,18 @@ pub fn render(board: &SloBoard, overview: &Overview) -> String {
     ];
     for (list, at) in oldest {
         if let Some(at) = at {
-            out.sample("idem_oldest_age_seconds", &[("list", list)], age(at));
+            out.sample(
+                "idem_oldest_age_seconds",
+                &[("list", list)],
+                age(overview, at),
+            );
         }
     }
+}
 
+/// The oldest stuck keys, at most [`STUCK_KEYS_PER_CONSUMER`] per consumer
+/// and reason.
+fn stuck_keys(out: &mut Exposition, overview: &Overview) {
     out.family(
         "idem_stuck_key_age_seconds",
         "gauge",
@@ -295,11 +329,10 @@ pub fn render(board: &SloBoard, overview: &Overview) -> String {
                     ("idempotency_key", key),
                     ("reason", reason),
                 ],
-                age(at),
+                age(overview, at),
             );
         }
     }
-    out.text
 }
 
 #[derive(Default)]

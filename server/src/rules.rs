@@ -13,7 +13,7 @@
 
 use std::fmt::Write as _;
 
-use idem_domain::slo::{Indicator, Severity, SloSet, TIERS};
+use idem_domain::slo::{Indicator, Severity, Slo, SloSet, TIERS, Tier};
 
 /// How an alert's links are made.
 #[derive(Debug, Clone)]
@@ -60,74 +60,87 @@ pub fn render(slos: &SloSet, links: &RuleLinks) -> String {
     let _ = writeln!(out, "  - name: \"idem-slo-burn-rates\"\n    rules:");
     for slo in &slos.slos {
         for tier in &TIERS {
-            let threshold = tier.threshold(slo.window);
-            let firing = format!(
-                "idem_slo_alert_firing{{slo={name}, severity=\"{severity}\", long_window=\"{long}\", short_window=\"{short}\"}}",
-                name = quoted(&slo.name),
-                severity = tier.severity.as_str(),
-                long = tier.long,
-                short = tier.short,
-            );
-            let burn = |window: String| {
-                format!(
-                    "idem_slo_burn_rate{{slo={}, window=\"{window}\"}} > {threshold:.4}",
-                    quoted(&slo.name)
-                )
-            };
-            let expr = format!(
-                "({}) and on(slo) ({}) and on(slo) ({firing} == 1)",
-                burn(tier.long.to_string()),
-                burn(tier.short.to_string()),
-            );
-            let summary = format!(
-                "SLO {} is spending its error budget {threshold:.2}× too fast over {} and {}",
-                slo.name, tier.long, tier.short
-            );
-            let hold = match tier.severity {
-                Severity::Page => "2m",
-                Severity::Ticket => "15m",
-            };
-            let _ = writeln!(
-                out,
-                "      - alert: \"IdemSloBurnRate\"\n\
-                 \x20       expr: {expr}\n\
-                 \x20       for: \"{hold}\"\n\
-                 \x20       labels:\n\
-                 \x20         severity: \"{severity}\"\n\
-                 \x20         slo: {name}\n\
-                 \x20         long_window: \"{long}\"\n\
-                 \x20       annotations:\n\
-                 \x20         summary: {summary}\n\
-                 \x20         description: {description}\n\
-                 \x20         dashboard_url: {dashboard}\n\
-                 \x20         runbook_url: {runbook}",
-                expr = quoted(&expr),
-                severity = tier.severity.as_str(),
-                name = quoted(&slo.name),
-                long = tier.long,
-                summary = quoted(&summary),
-                description = quoted(&slo.description),
-                dashboard = quoted(&format!(
-                    "{}/slo/{}",
-                    links.public_url,
-                    idem_domain::encode_segment(&slo.name)
-                )),
-                runbook = quoted(&links.runbook(
-                    "slo-burn-rate",
-                    &format!("/slo/{}", idem_domain::encode_segment(&slo.name))
-                )),
-            );
+            burn_rate_rule(&mut out, slo, tier, links);
         }
     }
+    stuck_key_rules(&mut out, slos, links);
+    out
+}
 
-    // Stuck keys: older than the objective their SLO sets.
-    let within = |pick: fn(&Indicator) -> Option<f64>, default: f64| {
-        slos.slos
-            .iter()
-            .find_map(|s| pick(&s.sli))
-            .unwrap_or(default)
+/// One SLO's rule for one burn-rate tier.
+fn burn_rate_rule(out: &mut String, slo: &Slo, tier: &Tier, links: &RuleLinks) {
+    let threshold = tier.threshold(slo.window);
+    let firing = format!(
+        "idem_slo_alert_firing{{slo={name}, severity=\"{severity}\", long_window=\"{long}\", short_window=\"{short}\"}}",
+        name = quoted(&slo.name),
+        severity = tier.severity.as_str(),
+        long = tier.long,
+        short = tier.short,
+    );
+    let burn = |window: String| {
+        format!(
+            "idem_slo_burn_rate{{slo={}, window=\"{window}\"}} > {threshold:.4}",
+            quoted(&slo.name)
+        )
     };
+    let expr = format!(
+        "({}) and on(slo) ({}) and on(slo) ({firing} == 1)",
+        burn(tier.long.to_string()),
+        burn(tier.short.to_string()),
+    );
+    let summary = format!(
+        "SLO {} is spending its error budget {threshold:.2}× too fast over {} and {}",
+        slo.name, tier.long, tier.short
+    );
+    let hold = match tier.severity {
+        Severity::Page => "2m",
+        Severity::Ticket => "15m",
+    };
+    let _ = writeln!(
+        out,
+        "      - alert: \"IdemSloBurnRate\"\n\
+         \x20       expr: {expr}\n\
+         \x20       for: \"{hold}\"\n\
+         \x20       labels:\n\
+         \x20         severity: \"{severity}\"\n\
+         \x20         slo: {name}\n\
+         \x20         long_window: \"{long}\"\n\
+         \x20       annotations:\n\
+         \x20         summary: {summary}\n\
+         \x20         description: {description}\n\
+         \x20         dashboard_url: {dashboard}\n\
+         \x20         runbook_url: {runbook}",
+        expr = quoted(&expr),
+        severity = tier.severity.as_str(),
+        name = quoted(&slo.name),
+        long = tier.long,
+        summary = quoted(&summary),
+        description = quoted(&slo.description),
+        dashboard = quoted(&format!(
+            "{}/slo/{}",
+            links.public_url,
+            idem_domain::encode_segment(&slo.name)
+        )),
+        runbook = quoted(&links.runbook(
+            "slo-burn-rate",
+            &format!("/slo/{}", idem_domain::encode_segment(&slo.name))
+        )),
+    );
+}
+
+/// The `within_seconds` of the first SLO whose indicator `pick` accepts,
+/// else `default`.
+fn within(slos: &SloSet, pick: fn(&Indicator) -> Option<f64>, default: f64) -> f64 {
+    slos.slos
+        .iter()
+        .find_map(|s| pick(&s.sli))
+        .unwrap_or(default)
+}
+
+/// Stuck keys: older than the objective their SLO sets.
+fn stuck_key_rules(out: &mut String, slos: &SloSet, links: &RuleLinks) {
     let unknown = within(
+        slos,
         |i| match i {
             Indicator::UnknownResolved { within_seconds } => Some(*within_seconds),
             _ => None,
@@ -135,6 +148,7 @@ pub fn render(slos: &SloSet, links: &RuleLinks) -> String {
         900.0,
     );
     let recovery = within(
+        slos,
         |i| match i {
             Indicator::Recovery { within_seconds } => Some(*within_seconds),
             _ => None,
@@ -190,7 +204,6 @@ pub fn render(slos: &SloSet, links: &RuleLinks) -> String {
             runbook = quoted(&links.runbook(anchor, list)),
         );
     }
-    out
 }
 
 #[cfg(test)]

@@ -4,7 +4,6 @@
 use std::{
     net::SocketAddr,
     sync::{Arc, OnceLock},
-    time::Duration,
 };
 
 use axum::{
@@ -12,15 +11,21 @@ use axum::{
     routing::{get, post},
 };
 use idem_app::{App, api::ConsoleInfo, shell, ssr::AppState};
-use idem_store::{BACKGROUND_LEASE, DEMO_DATA, Store, StoreError};
+use idem_store::{DEMO_DATA, Store, StoreError};
 use leptos_axum::{AxumRouteListing, LeptosRoutes, generate_route_list};
 use tokio::{net::TcpListener, sync::watch};
 
 use crate::{
     auth::{self, AuthContext},
     config::{Config, DemoSetting},
-    demo, health, preferences,
+    health, preferences,
 };
+
+mod background;
+mod prepare;
+
+use background::{background, delete_ended_sessions};
+use prepare::{Prepared, prepare};
 
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
@@ -71,14 +76,6 @@ struct Replica {
     /// and would otherwise be served until its next interval completes.
     caches: Vec<idem_app::cache::ReadCache>,
 }
-
-/// What start-up decides once the database answers.
-struct Prepared {
-    demo: Option<demo::Settings>,
-}
-
-/// How often start-up tries again while the database is unreachable.
-const PREPARE_RETRY: Duration = Duration::from_secs(2);
 
 impl Application {
     /// Loads the SLOs, builds the pool, and — if the database answers —
@@ -274,345 +271,6 @@ fn replica_name() -> String {
         .unwrap_or_else(|| "idem".to_owned());
     let tag: u32 = rand::random();
     format!("{host}-{}-{tag:08x}", std::process::id())
-}
-
-/// Migrates, decides whether the demo runs and creates its accounts.
-async fn prepare(config: &Config, auth: &AuthContext) -> Result<Prepared, StartError> {
-    let store = &auth.store;
-    store.migrate().await?;
-    tracing::info!(database = %config.database.redacted_url(), backend = store.backend(), "database ready");
-    let demo = decide_demo(config, store).await?;
-    if demo.is_none() && store.meta(DEMO_DATA).await?.is_some() {
-        retire_demo_accounts(auth).await?;
-    }
-    if demo.is_some() {
-        demo_may_listen(config)?;
-        store.set_meta(DEMO_DATA, "1").await?;
-        ensure_demo_accounts(auth).await?;
-    }
-    Ok(Prepared { demo })
-}
-
-/// The work beside serving: once the database is prepared (at start-up, or
-/// here when it was unreachable then), and while this replica holds the
-/// background lease, the expired-session sweeper, the hourly rollups and
-/// the demo — once across every replica on the database. Returns when told
-/// to stop (releasing the lease); a preparation that fails for any reason
-/// but an unreachable database is sent to `fatal`, which stops the server.
-async fn background(
-    config: Config,
-    auth: Arc<AuthContext>,
-    prepared: Option<Prepared>,
-    ready: Arc<std::sync::atomic::AtomicBool>,
-    replica: Replica,
-    fatal: tokio::sync::mpsc::Sender<StartError>,
-    mut stop: watch::Receiver<bool>,
-) {
-    let Replica {
-        name: replica,
-        running,
-        caches,
-    } = replica;
-    let prepared = match prepared {
-        Some(prepared) => prepared,
-        None => loop {
-            tokio::select! {
-                () = tokio::time::sleep(PREPARE_RETRY) => {}
-                _ = stop.changed() => return,
-            }
-            match prepare(&config, &auth).await {
-                Ok(prepared) => {
-                    ready.store(true, std::sync::atomic::Ordering::Release);
-                    break prepared;
-                }
-                Err(StartError::Store(err)) if err.is_unavailable() => {}
-                Err(err) => {
-                    tracing::error!(error = %idem_app::ssr::cause_chain(&err), "the database appeared, but Idem cannot use it");
-                    let _ = fatal.send(err).await;
-                    return;
-                }
-            }
-        },
-    };
-    let mut demo = prepared.demo;
-    let store = auth.store.clone();
-    let ttl = config.background_lease;
-    // Renewed every quarter of its life; a renewal and a stop may take a
-    // quarter each, so even a slow renewal followed by a failed one ends the
-    // work before the lease can expire.
-    let renew_every = ttl / 4;
-    let hold = || {
-        let now = idem_store::Ts::now();
-        let until =
-            idem_store::Ts::from(now.0 + chrono::TimeDelta::from_std(ttl).unwrap_or_default());
-        store.hold_lease(BACKGROUND_LEASE, &replica, now, until)
-    };
-    // A renewal that takes longer than this counts as failed, and the work
-    // then gets as long again to stop: both within the lease's life, so the
-    // work has stopped before another replica can take the lease.
-    let bounded = |future| tokio::time::timeout(renew_every, future);
-    loop {
-        // Wait until this replica holds the lease (another may be running the work).
-        if !matches!(bounded(hold()).await, Ok(Ok(true))) {
-            tokio::select! {
-                () = tokio::time::sleep(renew_every) => continue,
-                _ = stop.changed() => return,
-            }
-        }
-        tracing::info!(%replica, "this replica runs the background work");
-        let (work_stop_tx, work_stop_rx) = watch::channel(false);
-        let mut work = tokio::spawn(background_work(
-            auth.clone(),
-            demo.clone(),
-            caches.clone(),
-            work_stop_rx,
-        ));
-        running.store(true, std::sync::atomic::Ordering::Release);
-        // A later turn (the lease lost and taken back) continues the demo live.
-        if let Some(settings) = &mut demo {
-            settings.backfill = Duration::ZERO;
-        }
-        let stopping = loop {
-            tokio::select! {
-                () = tokio::time::sleep(renew_every) => {}
-                _ = stop.changed() => break true,
-            }
-            match bounded(hold()).await.unwrap_or(Ok(false)) {
-                Ok(true) => {}
-                Ok(false) => {
-                    tracing::warn!(%replica, "the background lease was lost or not renewed in time; stopping the background work here");
-                    break false;
-                }
-                Err(err) => {
-                    // Without a renewal another replica may take over after
-                    // the lease expires; stop first, so it is never both.
-                    tracing::warn!(%replica, error = %idem_app::ssr::cause_chain(&err), "cannot renew the background lease; stopping the background work here");
-                    break false;
-                }
-            }
-        };
-        let _ = work_stop_tx.send(true);
-        if tokio::time::timeout(renew_every, &mut work).await.is_err() {
-            // Cut off mid-step: a step is one transaction, which rolls back.
-            work.abort();
-        }
-        running.store(false, std::sync::atomic::Ordering::Release);
-        if stopping {
-            // Hand over at once instead of after the lease expires.
-            let _ = store.release_lease(BACKGROUND_LEASE, &replica).await;
-            return;
-        }
-    }
-}
-
-/// The work that runs once across replicas: the demo (if any), the session
-/// sweeper and the hourly rollups, until `stop` turns true.
-async fn background_work(
-    auth: Arc<AuthContext>,
-    demo: Option<demo::Settings>,
-    caches: Vec<idem_app::cache::ReadCache>,
-    stop: watch::Receiver<bool>,
-) {
-    // Without a demo the sender is dropped at once, which lets rollups start.
-    let (history_tx, history_rx) = tokio::sync::oneshot::channel();
-    let demo = {
-        let (store, stop) = (auth.store.clone(), stop.clone());
-        async move {
-            match demo {
-                Some(settings) => demo::run(store, settings, stop, history_tx).await,
-                None => drop(history_tx),
-            }
-        }
-    };
-    tokio::join!(
-        demo,
-        sweep_expired_sessions(auth.clone(), stop.clone()),
-        close_sign_in_windows(auth.clone(), stop.clone()),
-        maintain_rollups(auth.store.clone(), history_rx, caches, stop),
-    );
-}
-
-/// Closes ended sign-in windows every minute (one audit row for each pair
-/// that saw failures) and forgets known-good clients not seen for months.
-async fn close_sign_in_windows(auth: Arc<AuthContext>, mut stop: watch::Receiver<bool>) {
-    loop {
-        let limits = &auth.settings.sign_in;
-        match auth
-            .store
-            .close_sign_in_windows(limits, idem_store::Ts::now())
-            .await
-        {
-            Ok(0) => {}
-            Ok(closed) => tracing::debug!(closed, "sign-in windows closed"),
-            Err(err) => tracing::warn!(error = %err, "could not close sign-in windows"),
-        }
-        tokio::select! {
-            () = tokio::time::sleep(Duration::from_secs(60)) => {}
-            _ = stop.changed() => return,
-        }
-    }
-}
-
-/// On every replica: deletes the rows of sessions that ended (signed out)
-/// while the database could not be written, as soon as it answers again.
-async fn delete_ended_sessions(auth: Arc<AuthContext>, mut stop: watch::Receiver<bool>) {
-    loop {
-        tokio::select! {
-            () = tokio::time::sleep(health::CHECK_EVERY) => {}
-            _ = stop.changed() => return,
-        }
-        if auth.database.down_since().is_none() {
-            auth.sessions().retry_deletes().await;
-        }
-    }
-}
-
-/// The demo's accounts have their names as passwords: the demo listens on
-/// a loopback address only, unless `IDEM_DEMO=1` asks for it explicitly
-/// (then with a warning).
-fn demo_may_listen(config: &Config) -> Result<(), StartError> {
-    if config.addr.ip().is_loopback() {
-        return Ok(());
-    }
-    if config.demo != DemoSetting::On {
-        return Err(StartError::DemoOffLoopback { addr: config.addr });
-    }
-    tracing::warn!(
-        addr = %config.addr,
-        "the demo runs on a non-loopback address: anyone who reaches it can sign in as admin \
-         with the password \"admin\""
-    );
-    eprintln!(
-        "\n  WARNING: the demo listens on {}; its accounts (viewer, operator, admin) have their \
-         names as passwords.\n",
-        config.addr
-    );
-    Ok(())
-}
-
-/// In demo mode (only then), `viewer`, `operator` and `admin` exist, each
-/// with its own name as password.
-async fn ensure_demo_accounts(auth: &AuthContext) -> Result<(), StartError> {
-    for role in idem_domain::Role::ALL {
-        let name = role.as_str();
-        match auth.store.user_by_name(name).await? {
-            None => {
-                let hash = auth
-                    .passwords
-                    .hash(name.to_owned())
-                    .await
-                    .map_err(|e| StartError::DemoAccounts(e.to_string()))?;
-                auth.store.create_user(name, *role, Some(&hash)).await?;
-            }
-            // Retired when Idem last ran without the demo: back again.
-            Some(user) if user.disabled && has_demo_password(auth, &user).await => {
-                auth.store.set_disabled(name, false).await?;
-            }
-            Some(_) => {}
-        }
-    }
-    println!("\n  Demo accounts (password = name): viewer, operator, admin");
-    Ok(())
-}
-
-/// Whether `user` is one of the demo's accounts, its password still its name.
-async fn has_demo_password(auth: &AuthContext, user: &idem_store::UserRecord) -> bool {
-    idem_domain::Role::ALL
-        .iter()
-        .any(|role| role.as_str() == user.username)
-        && auth
-            .passwords
-            .verify(user.username.clone(), user.password_hash.clone())
-            .await
-            .is_ok_and(|(matches, _)| matches)
-}
-
-/// Outside demo mode, on a database that once held the demo, the demo's
-/// accounts (each name its own password) are disabled: they would let
-/// anyone in as admin.
-async fn retire_demo_accounts(auth: &AuthContext) -> Result<(), StartError> {
-    for role in idem_domain::Role::ALL {
-        let name = role.as_str();
-        if let Some(user) = auth.store.user_by_name(name).await?
-            && !user.disabled
-            && has_demo_password(auth, &user).await
-        {
-            auth.store.set_disabled(name, true).await?;
-            tracing::warn!(
-                account = name,
-                "the demo is off: its account (password = name) is disabled"
-            );
-        }
-    }
-    Ok(())
-}
-
-/// Deletes expired sessions every ten minutes (they are refused anyway).
-async fn sweep_expired_sessions(auth: Arc<AuthContext>, mut stop: watch::Receiver<bool>) {
-    let sessions = auth.sessions().clone();
-    loop {
-        if let Err(err) = sessions.delete_expired().await {
-            tracing::warn!(error = %err, "could not delete expired sessions");
-        }
-        tokio::select! {
-            () = tokio::time::sleep(Duration::from_secs(600)) => {}
-            _ = stop.changed() => return,
-        }
-    }
-}
-
-/// Rolls up settled hours of consumer metrics every minute, once the demo's
-/// history (if any) is written (and then empties the read caches). The upsert is idempotent, so a second
-/// replica doing the same work costs time, not correctness.
-async fn maintain_rollups(
-    store: Store,
-    history_written: tokio::sync::oneshot::Receiver<()>,
-    caches: Vec<idem_app::cache::ReadCache>,
-    mut stop: watch::Receiver<bool>,
-) {
-    tokio::select! {
-        _ = history_written => {}
-        _ = stop.changed() => return,
-    }
-    // Whatever was read while the demo's history was being written showed
-    // too little of it.
-    for cache in &caches {
-        cache.clear();
-    }
-    loop {
-        match store.roll_up_hours(idem_store::Ts::now()).await {
-            Ok(0) => {}
-            Ok(hours) => tracing::debug!(hours, "consumer metrics rolled up"),
-            Err(err) => tracing::warn!(error = %err, "could not roll up consumer metrics"),
-        }
-        tokio::select! {
-            () = tokio::time::sleep(Duration::from_secs(60)) => {}
-            _ = stop.changed() => return,
-        }
-    }
-}
-
-async fn decide_demo(config: &Config, store: &Store) -> Result<Option<demo::Settings>, StoreError> {
-    let run = match config.demo {
-        DemoSetting::On => true,
-        DemoSetting::Off => false,
-        DemoSetting::Auto => {
-            config.embedded_default
-                && (!store.has_claims().await? || store.meta(DEMO_DATA).await?.is_some())
-        }
-    };
-    if !run {
-        return Ok(None);
-    }
-    let backfill = if store.has_claims().await? {
-        Duration::ZERO
-    } else {
-        config.demo_backfill
-    };
-    Ok(Some(demo::Settings {
-        seed: config.demo_seed.unwrap_or_else(rand::random),
-        backfill,
-    }))
 }
 
 /// The app's routes, generated once per process. Generating them sets a

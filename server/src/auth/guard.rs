@@ -110,8 +110,6 @@ async fn from_proxy(
     if !proxy.addresses.trusts(peer.ip()) {
         return None;
     }
-    let refuse =
-        |status, title: &str, text: &str| Some(Err(crate::limits::refusal(status, title, text)));
     match proxy.asserted(headers) {
         Asserted::Nobody => None,
         Asserted::Invalid(why) => refuse(StatusCode::BAD_REQUEST, "Unusable sign-in", why),
@@ -126,71 +124,94 @@ async fn from_proxy(
         }
         Asserted::User { username, role } => {
             if ctx.database.down_since().is_some() {
-                // The database is down: the account as last confirmed, if
-                // recent, with no more than the role the groups give now.
-                return match ctx.known_proxy_users.recall(&username) {
-                    Some(user) => Some(Ok((
-                        CurrentUser {
-                            role: user.role.min(role),
-                            ..user
-                        },
-                        Source::Remembered,
-                    ))),
-                    None => refuse(
-                        StatusCode::SERVICE_UNAVAILABLE,
-                        "Sign-in is temporarily unavailable",
-                        "Idem cannot reach its database, where accounts are kept. Try again in a \
-                         few seconds.",
-                    ),
-                };
+                return remembered_proxy_user(ctx, username, role);
             }
-            match proxy::account(&ctx.store, &username, role, client).await {
-                Ok(user) => {
-                    ctx.known_proxy_users.confirm(username, user.clone());
-                    Some(Ok((user, Source::Database)))
-                }
-                Err(Refused::Disabled) => {
-                    ctx.known_proxy_users.forget(&username);
-                    refuse(
-                        StatusCode::FORBIDDEN,
-                        "Account disabled",
-                        "Your Idem account is disabled. Ask an Idem administrator.",
-                    )
-                }
-                Err(Refused::PasswordAccount) => {
-                    tracing::warn!(%username, "identity proxy named a password account; refused");
-                    audit_denial(
-                        ctx,
-                        &username,
-                        "identity-proxy",
-                        "identity-proxy sign-in",
-                        "refused: a password account has this name",
-                        client,
-                    )
-                    .await;
-                    refuse(
-                        StatusCode::FORBIDDEN,
-                        "This name belongs to another account",
-                        "Idem has a password account with the name your company sign-in gives \
-                         you, and the two are never merged. Ask an Idem administrator to rename \
-                         or remove the password account.",
-                    )
-                }
-                Err(Refused::Store(err)) if !err.is_unavailable() => {
-                    let _ = idem_app::error::internal(&err);
-                    refuse(
-                        StatusCode::INTERNAL_SERVER_ERROR,
-                        "Sign-in failed",
-                        "Idem could not look up your account; the cause is in its log.",
-                    )
-                }
-                Err(Refused::Store(_)) => refuse(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    "Idem is busy",
-                    "Idem's database did not answer in time. Try again in a few seconds.",
-                ),
-            }
+            proxy_user(ctx, username, role, client).await
         }
+    }
+}
+
+/// A refusal, as [`from_proxy`] answers it.
+fn refuse<T>(status: StatusCode, title: &str, text: &str) -> Option<Result<T, Response>> {
+    Some(Err(crate::limits::refusal(status, title, text)))
+}
+
+/// The database is down: the account as last confirmed, if recent, with no
+/// more than the role the groups give now.
+fn remembered_proxy_user(
+    ctx: &AuthContext,
+    username: String,
+    role: idem_domain::Role,
+) -> Option<Result<(CurrentUser, Source), Response>> {
+    match ctx.known_proxy_users.recall(&username) {
+        Some(user) => Some(Ok((
+            CurrentUser {
+                role: user.role.min(role),
+                ..user
+            },
+            Source::Remembered,
+        ))),
+        None => refuse(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "Sign-in is temporarily unavailable",
+            "Idem cannot reach its database, where accounts are kept. Try again in a \
+             few seconds.",
+        ),
+    }
+}
+
+/// The proxy's user's account, as the database has it (created on first sight).
+async fn proxy_user(
+    ctx: &AuthContext,
+    username: String,
+    role: idem_domain::Role,
+    client: &str,
+) -> Option<Result<(CurrentUser, Source), Response>> {
+    match proxy::account(&ctx.store, &username, role, client).await {
+        Ok(user) => {
+            ctx.known_proxy_users.confirm(username, user.clone());
+            Some(Ok((user, Source::Database)))
+        }
+        Err(Refused::Disabled) => {
+            ctx.known_proxy_users.forget(&username);
+            refuse(
+                StatusCode::FORBIDDEN,
+                "Account disabled",
+                "Your Idem account is disabled. Ask an Idem administrator.",
+            )
+        }
+        Err(Refused::PasswordAccount) => {
+            tracing::warn!(%username, "identity proxy named a password account; refused");
+            audit_denial(
+                ctx,
+                &username,
+                "identity-proxy",
+                "identity-proxy sign-in",
+                "refused: a password account has this name",
+                client,
+            )
+            .await;
+            refuse(
+                StatusCode::FORBIDDEN,
+                "This name belongs to another account",
+                "Idem has a password account with the name your company sign-in gives \
+                 you, and the two are never merged. Ask an Idem administrator to rename \
+                 or remove the password account.",
+            )
+        }
+        Err(Refused::Store(err)) if !err.is_unavailable() => {
+            let _ = idem_app::error::internal(&err);
+            refuse(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "Sign-in failed",
+                "Idem could not look up your account; the cause is in its log.",
+            )
+        }
+        Err(Refused::Store(_)) => refuse(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "Idem is busy",
+            "Idem's database did not answer in time. Try again in a few seconds.",
+        ),
     }
 }
 
@@ -239,30 +260,7 @@ pub async fn guard(
         Some(Err(refusal)) => return refusal,
         None => match authenticate(&ctx, &session).await {
             Ok(user) => user,
-            Err(()) => {
-                // The store's own error was logged where it happened (sqlx,
-                // tower-sessions); an outage by the database check.
-                tracing::debug!("session or account lookup failed");
-                let (title, text) = if ctx.database.down_since().is_some() {
-                    (
-                        "Sign-in is temporarily unavailable",
-                        "Idem cannot reach its database, where sign-ins are kept. Pages come \
-                         back by themselves when it answers again; try again in a few seconds.",
-                    )
-                } else {
-                    (
-                        "Idem is busy",
-                        "Idem's database did not answer in time, so it could not check who you \
-                         are. Nothing was done; try again in a few seconds.",
-                    )
-                };
-                return crate::limits::refusal_to(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    title,
-                    text,
-                    &back,
-                );
-            }
+            Err(()) => return lookup_failed(&ctx, &back),
         },
     };
     let (method, path) = (req.method().clone(), req.uri().path().to_owned());
@@ -302,35 +300,72 @@ pub async fn guard(
     };
 
     let Some(user) = user else {
-        if !path.starts_with("/api/") && matches!(method, Method::GET | Method::HEAD) {
-            let target = req.uri().path_and_query().map_or("/", |pq| pq.as_str());
-            let next = idem_app::links::safe_next(target);
-            return Redirect::to(&idem_app::links::with_query("/login", &[("next", &next)]))
-                .into_response();
-        }
-        return (StatusCode::UNAUTHORIZED, "Sign in first.\n").into_response();
+        return sign_in_first(&req, &method, &path);
     };
     match needed {
         Some(role) if user.role.includes(role) => next.run(req).await,
-        _ => {
-            audit_denial(
-                &ctx,
-                &user.username,
-                user.role.as_str(),
-                &path,
-                "forbidden",
-                &client,
-            )
-            .await;
-            let needed = needed.map_or("no role (nothing grants it)".to_owned(), |r| r.to_string());
-            (
-                StatusCode::FORBIDDEN,
-                format!(
-                    "Your role ({}) may not do this; it needs {needed}.\n",
-                    user.role
-                ),
-            )
-                .into_response()
-        }
+        _ => forbidden(&ctx, &user, &path, &client, needed).await,
     }
+}
+
+/// The session or account could not be looked up: 503. The store's own
+/// error was logged where it happened (sqlx, tower-sessions); an outage by
+/// the database check.
+fn lookup_failed(ctx: &AuthContext, back: &str) -> Response {
+    tracing::debug!("session or account lookup failed");
+    let (title, text) = if ctx.database.down_since().is_some() {
+        (
+            "Sign-in is temporarily unavailable",
+            "Idem cannot reach its database, where sign-ins are kept. Pages come \
+             back by themselves when it answers again; try again in a few seconds.",
+        )
+    } else {
+        (
+            "Idem is busy",
+            "Idem's database did not answer in time, so it could not check who you \
+             are. Nothing was done; try again in a few seconds.",
+        )
+    };
+    crate::limits::refusal_to(StatusCode::SERVICE_UNAVAILABLE, title, text, back)
+}
+
+/// Nobody is signed in: a page goes to the sign-in form (and back after
+/// it), anything else is answered 401.
+fn sign_in_first(req: &Request, method: &Method, path: &str) -> Response {
+    if !path.starts_with("/api/") && matches!(*method, Method::GET | Method::HEAD) {
+        let target = req.uri().path_and_query().map_or("/", |pq| pq.as_str());
+        let next = idem_app::links::safe_next(target);
+        return Redirect::to(&idem_app::links::with_query("/login", &[("next", &next)]))
+            .into_response();
+    }
+    (StatusCode::UNAUTHORIZED, "Sign in first.\n").into_response()
+}
+
+/// The user's role does not include the `needed` one (`None`: nothing
+/// grants it): audited, and answered 403.
+async fn forbidden(
+    ctx: &AuthContext,
+    user: &CurrentUser,
+    path: &str,
+    client: &str,
+    needed: Option<idem_domain::Role>,
+) -> Response {
+    audit_denial(
+        ctx,
+        &user.username,
+        user.role.as_str(),
+        path,
+        "forbidden",
+        client,
+    )
+    .await;
+    let needed = needed.map_or("no role (nothing grants it)".to_owned(), |r| r.to_string());
+    (
+        StatusCode::FORBIDDEN,
+        format!(
+            "Your role ({}) may not do this; it needs {needed}.\n",
+            user.role
+        ),
+    )
+        .into_response()
 }

@@ -11,7 +11,7 @@ use axum::{
 use chrono::Utc;
 use idem_app::{auth::CurrentUser, links};
 use idem_domain::{AccountOrigin, ConsumerName, sign_in::Admission};
-use idem_store::{NewAuditEntry, SignInResult, SignInSubject, Ts};
+use idem_store::{NewAuditEntry, SignInResult, SignInSubject, StoreResult, Ts, UserRecord};
 use serde::Deserialize;
 use tower_sessions::Session;
 
@@ -80,13 +80,7 @@ pub async fn login(
     Form(form): Form<LoginForm>,
 ) -> Response {
     if !ctx.settings.password_login {
-        return crate::limits::refusal_to(
-            axum::http::StatusCode::FORBIDDEN,
-            "Password sign-in is off",
-            "This Idem signs people in through the company's identity proxy. Open it through \
-             its usual address and sign in there.",
-            "/login",
-        );
+        return password_login_off();
     }
     if ctx.database.down_since().is_some() {
         return refused();
@@ -100,18 +94,9 @@ pub async fn login(
     let account = username.as_deref().unwrap_or(INVALID_NAME);
     let limits = &ctx.settings.sign_in;
     let device = DeviceToken::from_request(&ctx.settings, &headers);
-    let known_device = match (&device, &username) {
-        (Some(device), Some(name)) => {
-            match ctx
-                .store
-                .known_device(limits, name, &device.digest(), Ts::now())
-                .await
-            {
-                Ok(known) => known,
-                Err(err) => return unavailable(&err),
-            }
-        }
-        _ => false,
+    let known_device = match is_known_device(&ctx, device.as_ref(), username.as_deref()).await {
+        Ok(known) => known,
+        Err(err) => return unavailable(&err),
     };
     let counted_as = match (&device, known_device) {
         (Some(device), true) => device.client(),
@@ -129,29 +114,97 @@ pub async fn login(
     }
     // From here a failure is reserved: it stands if the password is wrong,
     // and is released if it is right or was never checked.
-    let release = || async {
-        let released = ctx
-            .store
-            .settle_sign_in(&subject, SignInResult::NotChecked, Ts::now())
-            .await;
-        if let Err(err) = released {
-            tracing::warn!(error = %idem_app::ssr::cause_chain(&err), "could not release a sign-in reservation");
-        }
+    let verified = match check(&ctx, &subject, username.as_deref(), form.password).await {
+        Ok(Some(verified)) => verified,
+        Ok(None) => return back_to_login(&form.next, "failed"),
+        Err(answer) => return answer,
     };
-    let user = match &username {
+    if let Err(err) = start_session(&session, &verified.user).await {
+        release(&ctx, &subject).await;
+        return unavailable(&err);
+    }
+    // This browser is known to this account from now on (a new token only
+    // for a browser that has none).
+    let device = device.unwrap_or_default();
+    signed_in(&ctx, &subject, verified, &device, &client).await;
+    let mut response = Redirect::to(&links::safe_next(&form.next)).into_response();
+    response.headers_mut().append(
+        axum::http::header::SET_COOKIE,
+        device.set_cookie(&ctx.settings, limits.known_for),
+    );
+    response
+}
+
+fn password_login_off() -> Response {
+    crate::limits::refusal_to(
+        axum::http::StatusCode::FORBIDDEN,
+        "Password sign-in is off",
+        "This Idem signs people in through the company's identity proxy. Open it through \
+         its usual address and sign in there.",
+        "/login",
+    )
+}
+
+/// Whether this browser signed in to `name` before (by its device cookie).
+async fn is_known_device(
+    ctx: &AuthContext,
+    device: Option<&DeviceToken>,
+    name: Option<&str>,
+) -> StoreResult<bool> {
+    match (device, name) {
+        (Some(device), Some(name)) => {
+            let limits = &ctx.settings.sign_in;
+            ctx.store
+                .known_device(limits, name, &device.digest(), Ts::now())
+                .await
+        }
+        _ => Ok(false),
+    }
+}
+
+/// Releases a reserved failure: the password was right, or never checked.
+async fn release(ctx: &AuthContext, subject: &SignInSubject<'_>) {
+    let released = ctx
+        .store
+        .settle_sign_in(subject, SignInResult::NotChecked, Ts::now())
+        .await;
+    if let Err(err) = released {
+        tracing::warn!(error = %idem_app::ssr::cause_chain(&err), "could not release a sign-in reservation");
+    }
+}
+
+/// An enabled password account whose password was given.
+struct Verified {
+    user: UserRecord,
+    /// The password as checked (to rehash it with).
+    password: String,
+    /// Its hash is due an upgrade.
+    rehash: bool,
+}
+
+/// Checks `password` against the account named `username`, with the same
+/// work whether or not there is one. `Ok(None)`: no such account, or a
+/// wrong password; `Err`: the answer (the reservation released).
+async fn check(
+    ctx: &AuthContext,
+    subject: &SignInSubject<'_>,
+    username: Option<&str>,
+    password: String,
+) -> Result<Option<Verified>, Response> {
+    let user = match username {
         Some(name) => match ctx.store.user_by_name(name).await {
             Ok(user) => user.filter(|u| !u.disabled && u.origin == AccountOrigin::Password),
             Err(err) => {
-                release().await;
-                return unavailable(&err);
+                release(ctx, subject).await;
+                return Err(unavailable(&err));
             }
         },
         None => None,
     };
-    let password = if form.password.len() > MAX_PASSWORD_BYTES {
+    let password = if password.len() > MAX_PASSWORD_BYTES {
         String::new()
     } else {
-        form.password
+        password
     };
     let verified = ctx
         .passwords
@@ -163,33 +216,50 @@ pub async fn login(
     let (matches, rehash) = match verified {
         Ok(v) => v,
         Err(PasswordError::Busy) => {
-            release().await;
-            return busy();
+            release(ctx, subject).await;
+            return Err(busy());
         }
         Err(err) => {
-            release().await;
-            return unavailable(&err);
+            release(ctx, subject).await;
+            return Err(unavailable(&err));
         }
     };
-    let Some(user) = user.filter(|_| matches) else {
-        return back_to_login(&form.next, "failed");
-    };
-    // A fresh id: whatever session existed before sign-in is gone.
-    let started = async {
-        session.cycle_id().await?;
-        session.insert(USER_ID, user.id).await?;
-        session.insert(EPOCH, user.session_epoch).await?;
-        session.insert(LOGIN_AT, Utc::now().timestamp()).await?;
-        Ok::<_, tower_sessions::session::Error>(())
-    }
-    .await;
-    if let Err(err) = started {
-        release().await;
-        return unavailable(&err);
-    }
+    Ok(user.filter(|_| matches).map(|user| Verified {
+        user,
+        password,
+        rehash,
+    }))
+}
+
+/// A fresh id: whatever session existed before sign-in is gone.
+async fn start_session(
+    session: &Session,
+    user: &UserRecord,
+) -> Result<(), tower_sessions::session::Error> {
+    session.cycle_id().await?;
+    session.insert(USER_ID, user.id).await?;
+    session.insert(EPOCH, user.session_epoch).await?;
+    session.insert(LOGIN_AT, Utc::now().timestamp()).await?;
+    Ok(())
+}
+
+/// The sign-in succeeded: settled as such, the password's hash upgraded if
+/// due, the browser remembered for the account, and audited.
+async fn signed_in(
+    ctx: &AuthContext,
+    subject: &SignInSubject<'_>,
+    verified: Verified,
+    device: &DeviceToken,
+    client: &str,
+) {
+    let Verified {
+        user,
+        password,
+        rehash,
+    } = verified;
     if let Err(err) = ctx
         .store
-        .settle_sign_in(&subject, SignInResult::Succeeded, Ts::now())
+        .settle_sign_in(subject, SignInResult::Succeeded, Ts::now())
         .await
     {
         tracing::warn!(error = %idem_app::ssr::cause_chain(&err), "could not settle a successful sign-in");
@@ -197,9 +267,6 @@ pub async fn login(
     if rehash && let Ok(hash) = ctx.passwords.hash(password).await {
         let _ = ctx.store.upgrade_password_hash(user.id, &hash).await;
     }
-    // This browser is known to this account from now on (a new token only
-    // for a browser that has none).
-    let device = device.unwrap_or_default();
     if let Err(err) = ctx
         .store
         .remember_device(&user.username, &device.digest(), Ts::now())
@@ -208,20 +275,14 @@ pub async fn login(
         tracing::warn!(error = %idem_app::ssr::cause_chain(&err), "could not remember the browser of a sign-in");
     }
     audit(
-        &ctx,
+        ctx,
         &user.username,
         user.role.as_str(),
         "login",
         "ok",
-        &client,
+        client,
     )
     .await;
-    let mut response = Redirect::to(&links::safe_next(&form.next)).into_response();
-    response.headers_mut().append(
-        axum::http::header::SET_COOKIE,
-        device.set_cookie(&ctx.settings, limits.known_for),
-    );
-    response
 }
 
 /// Signs out: the session is destroyed on the server, not just forgotten by the browser.

@@ -75,8 +75,7 @@ pub fn random_fact(flow: Flow, at: DateTime<Utc>, rng: &mut StdRng) -> Fact {
             // Many accounts: two reminders for one account and date are rare,
             // as they are in life (a collision would count as a duplicate).
             let account = format!("account-{}", rng.random_range(10_000..1_000_000));
-            let date = (at + Days::new(30)).format("%Y-%m-%d").to_string();
-            reminder(&account, &date)
+            reminder(&account, &renewal_date(at))
         }
         Flow::Payments => {
             let id: String = (0..12)
@@ -100,6 +99,11 @@ pub fn random_fact(flow: Flow, at: DateTime<Utc>, rng: &mut StdRng) -> Fact {
             order_event(kind, &order)
         }
     }
+}
+
+/// The renewal date a reminder sent at `at` is about: thirty days on.
+pub fn renewal_date(at: DateTime<Utc>) -> String {
+    (at + Days::new(30)).format("%Y-%m-%d").to_string()
 }
 
 pub fn reminder(account: &str, date: &str) -> Fact {
@@ -138,5 +142,46 @@ pub fn drifted(payload: &str) -> String {
             serde_json::Value::Object(map).to_string()
         }
         _ => format!("{payload} "),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_are_deterministic_and_a_consumer_name_finds_its_flow() {
+        assert_eq!(
+            reminder("account-1842", "2026-04-13").key,
+            "renewal:account-1842:2026-04-13"
+        );
+        assert_eq!(payment("pay_7f3", 4_200).key, "pay_7f3");
+        assert_eq!(
+            order_event("ship", "EU/2026/K-2210").key,
+            "ship:EU/2026/K-2210"
+        );
+        for flow in Flow::ALL {
+            assert_eq!(Flow::from_consumer(flow.consumer()), Some(flow));
+        }
+        assert_eq!(Flow::from_consumer("nobody"), None);
+    }
+
+    #[test]
+    fn a_renewal_is_thirty_days_on() {
+        let at = DateTime::parse_from_rfc3339("2026-03-14T23:59:00Z")
+            .unwrap()
+            .to_utc();
+        assert_eq!(renewal_date(at), "2026-04-13");
+    }
+
+    #[test]
+    fn a_drifted_payload_keeps_its_fields_and_differs() {
+        let fact = order_event("refund", "EU/2026/Ø-1842");
+        let drifted = drifted(&fact.payload);
+        assert_ne!(drifted, fact.payload);
+        let value: serde_json::Value = serde_json::from_str(&drifted).unwrap();
+        assert_eq!(value["order_id"], "EU/2026/Ø-1842");
+        assert_eq!(value["republished"], true);
+        assert_eq!(super::drifted("not json"), "not json ");
     }
 }

@@ -1,0 +1,282 @@
+//! The work beside serving: waiting for the database when it was
+//! unreachable at start-up, holding the background lease, and the work that
+//! runs under it — the demo, the session sweepers and the hourly rollups.
+
+use std::{sync::Arc, time::Duration};
+
+use idem_store::{BACKGROUND_LEASE, Store, StoreError};
+use tokio::sync::watch;
+
+use super::{Prepared, Replica, StartError, prepare};
+use crate::{auth::AuthContext, config::Config, demo, health};
+
+/// How often start-up tries again while the database is unreachable.
+const PREPARE_RETRY: Duration = Duration::from_secs(2);
+
+/// The work beside serving: once the database is prepared (at start-up, or
+/// here when it was unreachable then), and while this replica holds the
+/// background lease, the expired-session sweeper, the hourly rollups and
+/// the demo — once across every replica on the database. Returns when told
+/// to stop (releasing the lease); a preparation that fails for any reason
+/// but an unreachable database is sent to `fatal`, which stops the server.
+pub(super) async fn background(
+    config: Config,
+    auth: Arc<AuthContext>,
+    prepared: Option<Prepared>,
+    ready: Arc<std::sync::atomic::AtomicBool>,
+    replica: Replica,
+    fatal: tokio::sync::mpsc::Sender<StartError>,
+    mut stop: watch::Receiver<bool>,
+) {
+    let Replica {
+        name: replica,
+        running,
+        caches,
+    } = replica;
+    let prepared = match prepared {
+        Some(prepared) => prepared,
+        None => match prepare_when_reachable(&config, &auth, &ready, &fatal, &mut stop).await {
+            Some(prepared) => prepared,
+            None => return,
+        },
+    };
+    let mut demo = prepared.demo;
+    let store = auth.store.clone();
+    let lease = Lease::new(&store, &replica, config.background_lease);
+    loop {
+        // Wait until this replica holds the lease (another may be running the work).
+        if !matches!(lease.hold().await, Ok(Ok(true))) {
+            tokio::select! {
+                () = tokio::time::sleep(lease.renew_every) => continue,
+                _ = stop.changed() => return,
+            }
+        }
+        tracing::info!(%replica, "this replica runs the background work");
+        let (work_stop_tx, work_stop_rx) = watch::channel(false);
+        let mut work = tokio::spawn(background_work(
+            auth.clone(),
+            demo.clone(),
+            caches.clone(),
+            work_stop_rx,
+        ));
+        running.store(true, std::sync::atomic::Ordering::Release);
+        // A later turn (the lease lost and taken back) continues the demo live.
+        if let Some(settings) = &mut demo {
+            settings.backfill = Duration::ZERO;
+        }
+        let stopping = lease.keep(&mut stop).await;
+        let _ = work_stop_tx.send(true);
+        if tokio::time::timeout(lease.renew_every, &mut work)
+            .await
+            .is_err()
+        {
+            // Cut off mid-step: a step is one transaction, which rolls back.
+            work.abort();
+        }
+        running.store(false, std::sync::atomic::Ordering::Release);
+        if stopping {
+            // Hand over at once instead of after the lease expires.
+            let _ = store.release_lease(BACKGROUND_LEASE, &replica).await;
+            return;
+        }
+    }
+}
+
+/// Tries the preparation again every [`PREPARE_RETRY`] until the database
+/// answers (then marks the server ready). `None`: told to stop, or the
+/// database appeared but cannot be used (sent to `fatal`).
+async fn prepare_when_reachable(
+    config: &Config,
+    auth: &AuthContext,
+    ready: &std::sync::atomic::AtomicBool,
+    fatal: &tokio::sync::mpsc::Sender<StartError>,
+    stop: &mut watch::Receiver<bool>,
+) -> Option<Prepared> {
+    loop {
+        tokio::select! {
+            () = tokio::time::sleep(PREPARE_RETRY) => {}
+            _ = stop.changed() => return None,
+        }
+        match prepare(config, auth).await {
+            Ok(prepared) => {
+                ready.store(true, std::sync::atomic::Ordering::Release);
+                return Some(prepared);
+            }
+            Err(StartError::Store(err)) if err.is_unavailable() => {}
+            Err(err) => {
+                tracing::error!(error = %idem_app::ssr::cause_chain(&err), "the database appeared, but Idem cannot use it");
+                let _ = fatal.send(err).await;
+                return None;
+            }
+        }
+    }
+}
+
+/// The background lease as this replica holds it.
+struct Lease<'a> {
+    store: &'a Store,
+    replica: &'a str,
+    ttl: Duration,
+    /// Renewed every quarter of its life; a renewal and a stop may take a
+    /// quarter each, so even a slow renewal followed by a failed one ends
+    /// the work before the lease can expire.
+    renew_every: Duration,
+}
+
+impl<'a> Lease<'a> {
+    fn new(store: &'a Store, replica: &'a str, ttl: Duration) -> Self {
+        Lease {
+            store,
+            replica,
+            ttl,
+            renew_every: ttl / 4,
+        }
+    }
+
+    /// Takes or renews the lease. A renewal that takes longer than
+    /// `renew_every` counts as failed, and the work then gets as long again
+    /// to stop: both within the lease's life, so the work has stopped before
+    /// another replica can take the lease.
+    async fn hold(&self) -> Result<Result<bool, StoreError>, tokio::time::error::Elapsed> {
+        let now = idem_store::Ts::now();
+        let until =
+            idem_store::Ts::from(now.0 + chrono::TimeDelta::from_std(self.ttl).unwrap_or_default());
+        let held = self
+            .store
+            .hold_lease(BACKGROUND_LEASE, self.replica, now, until);
+        tokio::time::timeout(self.renew_every, held).await
+    }
+
+    /// Renews the lease every `renew_every` while the work runs. Returns
+    /// true when told to stop, false when the lease was lost (or could not
+    /// be renewed).
+    async fn keep(&self, stop: &mut watch::Receiver<bool>) -> bool {
+        let replica = self.replica;
+        loop {
+            tokio::select! {
+                () = tokio::time::sleep(self.renew_every) => {}
+                _ = stop.changed() => return true,
+            }
+            match self.hold().await.unwrap_or(Ok(false)) {
+                Ok(true) => {}
+                Ok(false) => {
+                    tracing::warn!(%replica, "the background lease was lost or not renewed in time; stopping the background work here");
+                    return false;
+                }
+                Err(err) => {
+                    // Without a renewal another replica may take over after
+                    // the lease expires; stop first, so it is never both.
+                    tracing::warn!(%replica, error = %idem_app::ssr::cause_chain(&err), "cannot renew the background lease; stopping the background work here");
+                    return false;
+                }
+            }
+        }
+    }
+}
+
+/// The work that runs once across replicas: the demo (if any), the session
+/// sweeper and the hourly rollups, until `stop` turns true.
+async fn background_work(
+    auth: Arc<AuthContext>,
+    demo: Option<demo::Settings>,
+    caches: Vec<idem_app::cache::ReadCache>,
+    stop: watch::Receiver<bool>,
+) {
+    // Without a demo the sender is dropped at once, which lets rollups start.
+    let (history_tx, history_rx) = tokio::sync::oneshot::channel();
+    let demo = {
+        let (store, stop) = (auth.store.clone(), stop.clone());
+        async move {
+            match demo {
+                Some(settings) => demo::run(store, settings, stop, history_tx).await,
+                None => drop(history_tx),
+            }
+        }
+    };
+    tokio::join!(
+        demo,
+        sweep_expired_sessions(auth.clone(), stop.clone()),
+        close_sign_in_windows(auth.clone(), stop.clone()),
+        maintain_rollups(auth.store.clone(), history_rx, caches, stop),
+    );
+}
+
+/// Closes ended sign-in windows every minute (one audit row for each pair
+/// that saw failures) and forgets known-good clients not seen for months.
+async fn close_sign_in_windows(auth: Arc<AuthContext>, mut stop: watch::Receiver<bool>) {
+    loop {
+        let limits = &auth.settings.sign_in;
+        match auth
+            .store
+            .close_sign_in_windows(limits, idem_store::Ts::now())
+            .await
+        {
+            Ok(0) => {}
+            Ok(closed) => tracing::debug!(closed, "sign-in windows closed"),
+            Err(err) => tracing::warn!(error = %err, "could not close sign-in windows"),
+        }
+        tokio::select! {
+            () = tokio::time::sleep(Duration::from_secs(60)) => {}
+            _ = stop.changed() => return,
+        }
+    }
+}
+
+/// On every replica: deletes the rows of sessions that ended (signed out)
+/// while the database could not be written, as soon as it answers again.
+pub(super) async fn delete_ended_sessions(auth: Arc<AuthContext>, mut stop: watch::Receiver<bool>) {
+    loop {
+        tokio::select! {
+            () = tokio::time::sleep(health::CHECK_EVERY) => {}
+            _ = stop.changed() => return,
+        }
+        if auth.database.down_since().is_none() {
+            auth.sessions().retry_deletes().await;
+        }
+    }
+}
+
+/// Deletes expired sessions every ten minutes (they are refused anyway).
+async fn sweep_expired_sessions(auth: Arc<AuthContext>, mut stop: watch::Receiver<bool>) {
+    let sessions = auth.sessions().clone();
+    loop {
+        if let Err(err) = sessions.delete_expired().await {
+            tracing::warn!(error = %err, "could not delete expired sessions");
+        }
+        tokio::select! {
+            () = tokio::time::sleep(Duration::from_secs(600)) => {}
+            _ = stop.changed() => return,
+        }
+    }
+}
+
+/// Rolls up settled hours of consumer metrics every minute, once the demo's
+/// history (if any) is written (and then empties the read caches). The upsert is idempotent, so a second
+/// replica doing the same work costs time, not correctness.
+async fn maintain_rollups(
+    store: Store,
+    history_written: tokio::sync::oneshot::Receiver<()>,
+    caches: Vec<idem_app::cache::ReadCache>,
+    mut stop: watch::Receiver<bool>,
+) {
+    tokio::select! {
+        _ = history_written => {}
+        _ = stop.changed() => return,
+    }
+    // Whatever was read while the demo's history was being written showed
+    // too little of it.
+    for cache in &caches {
+        cache.clear();
+    }
+    loop {
+        match store.roll_up_hours(idem_store::Ts::now()).await {
+            Ok(0) => {}
+            Ok(hours) => tracing::debug!(hours, "consumer metrics rolled up"),
+            Err(err) => tracing::warn!(error = %err, "could not roll up consumer metrics"),
+        }
+        tokio::select! {
+            () = tokio::time::sleep(Duration::from_secs(60)) => {}
+            _ = stop.changed() => return,
+        }
+    }
+}
