@@ -21,9 +21,11 @@ pub struct Consumer {
     backoff: Backoff,
 }
 
-/// What claiming a delivery's key found, and what to do about it.
+/// What claiming a delivery's key found, and what to do about it. (Not
+/// the stored claim, which is `idem_domain::Claim`, nor the store's
+/// `Claimed`: this is the consumer's decision about one delivery.)
 #[derive(Debug, Clone, PartialEq)]
-pub struct Claim {
+pub struct ClaimDecision {
     /// The key was not claimed before this delivery.
     pub new: bool,
     /// When the key was first delivered (for a new claim, now).
@@ -141,7 +143,7 @@ impl Consumer {
         key: &IdempotencyKey,
         payload_hash: Option<&str>,
         at: DateTime<Utc>,
-    ) -> ConsumerResult<Claim> {
+    ) -> ConsumerResult<ClaimDecision> {
         self.claim_as(conn.into(), key, payload_hash, at, false)
             .await
     }
@@ -157,7 +159,7 @@ impl Consumer {
         key: &IdempotencyKey,
         payload_hash: Option<&str>,
         at: DateTime<Utc>,
-    ) -> ConsumerResult<Claim> {
+    ) -> ConsumerResult<ClaimDecision> {
         self.claim_as(conn.into(), key, payload_hash, at, true)
             .await
     }
@@ -169,7 +171,7 @@ impl Consumer {
         payload_hash: Option<&str>,
         at: DateTime<Utc>,
         redrive: bool,
-    ) -> ConsumerResult<Claim> {
+    ) -> ConsumerResult<ClaimDecision> {
         let now = Ts::from(at);
         let (new, state) = writes::claim(
             conn.by_ref(),
@@ -214,7 +216,7 @@ impl Consumer {
             }
             Decision::AlreadyDone { .. } | Decision::Busy { .. } => {}
         }
-        Ok(Claim {
+        Ok(ClaimDecision {
             new,
             first_delivery_at: state.first_delivery_at.0,
             deliveries: state.delivery_count,

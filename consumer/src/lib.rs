@@ -43,7 +43,7 @@ pub mod writes;
 
 pub use backoff::Backoff;
 pub use conn::Conn;
-pub use consumer::{Claim, Consumer, Decision, Failure, GiveUp, Next};
+pub use consumer::{ClaimDecision, Consumer, Decision, Failure, GiveUp, Next};
 pub use error::{ConsumerError, ConsumerResult};
 pub use idem_domain::{ClaimStatus, IdempotencyKey, KeyError, Metric};
 pub use key::derive_key;

@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use chrono::{DateTime, Utc};
 use idem_domain::Metric;
 
-use crate::{Claim, Decision, MetricSample, Ts};
+use crate::{ClaimDecision, Decision, MetricSample, Ts};
 
 #[derive(Debug, Default)]
 pub struct Meter {
@@ -44,7 +44,7 @@ impl Meter {
 
     /// What a claim tells: a new claim or a duplicate (with how late it
     /// came), and a duplicate acknowledged without repeating the effect.
-    pub fn claimed(&mut self, consumer: &str, claim: &Claim, at: DateTime<Utc>) {
+    pub fn claimed(&mut self, consumer: &str, claim: &ClaimDecision, at: DateTime<Utc>) {
         if claim.new {
             self.count(consumer, Metric::NewClaims, at);
         } else {

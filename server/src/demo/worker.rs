@@ -9,7 +9,7 @@
 use std::time::Duration;
 
 use chrono::{DateTime, TimeDelta, Utc};
-use idem_consumer::{Backoff, Claim, Consumer, ConsumerError, Decision, Failure, GiveUp, Next};
+use idem_consumer::{Backoff, ClaimDecision, Consumer, ConsumerError, Decision, Failure, GiveUp, Next};
 use idem_domain::IdempotencyKey;
 use idem_store::{Store, StoreResult};
 
@@ -41,9 +41,9 @@ fn key(key: &str) -> StoreResult<IdempotencyKey> {
 pub enum Step {
     /// The library's decision; for an in-transaction effect never `Proceed`
     /// (that comes back as `Applied`).
-    Decided(Claim),
+    Decided(ClaimDecision),
     /// In-transaction effect applied and committed with the claim.
-    Applied(Claim),
+    Applied(ClaimDecision),
     /// The transaction rolled back; nothing was claimed.
     RolledBack,
 }
