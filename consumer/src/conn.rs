@@ -1,4 +1,5 @@
-//! The caller's connection, on either backend.
+//! The caller's connection, on either backend — and the one way Idem's code
+//! (this crate and `idem-store`) writes a body once for both backends.
 //!
 //! Every write this crate makes goes through the caller's connection — in
 //! practice the caller's open transaction (`&mut *tx`) — so the claim, the
@@ -7,23 +8,35 @@
 
 use sqlx::{PgConnection, SqliteConnection};
 
+/// Either backend's variant of a thing: a connection here, a pool or a
+/// transaction in `idem-store`. [`dispatch!`](crate::dispatch) expands one
+/// body once per variant.
+#[derive(Debug, Clone)]
+pub enum Backend<S, P> {
+    Sqlite(S),
+    Postgres(P),
+}
+
+impl<S, P> Backend<S, P> {
+    pub fn is_postgres(&self) -> bool {
+        matches!(self, Backend::Postgres(_))
+    }
+}
+
 /// A borrowed Postgres or SQLite connection. Made with `.into()` from
 /// `&mut PgConnection` or `&mut SqliteConnection`; a `sqlx::Transaction`
 /// derefs to one, so `(&mut *tx).into()` passes a transaction.
-pub enum Conn<'c> {
-    Postgres(&'c mut PgConnection),
-    Sqlite(&'c mut SqliteConnection),
-}
+pub type Conn<'c> = Backend<&'c mut SqliteConnection, &'c mut PgConnection>;
 
 impl<'c> From<&'c mut PgConnection> for Conn<'c> {
     fn from(conn: &'c mut PgConnection) -> Self {
-        Conn::Postgres(conn)
+        Backend::Postgres(conn)
     }
 }
 
 impl<'c> From<&'c mut SqliteConnection> for Conn<'c> {
     fn from(conn: &'c mut SqliteConnection) -> Self {
-        Conn::Sqlite(conn)
+        Backend::Sqlite(conn)
     }
 }
 
@@ -31,22 +44,25 @@ impl Conn<'_> {
     /// Reborrows, so one `Conn` can serve several statements.
     pub fn by_ref(&mut self) -> Conn<'_> {
         match self {
-            Conn::Postgres(c) => Conn::Postgres(c),
-            Conn::Sqlite(c) => Conn::Sqlite(c),
+            Backend::Postgres(c) => Backend::Postgres(c),
+            Backend::Sqlite(c) => Backend::Sqlite(c),
         }
     }
 }
 
-/// Expands `$body` once per backend with `$c` bound to the concrete
-/// connection, so each statement is written once and compiled twice. The SQL
-/// text is shared: both dialects take `$n` parameters, `ON CONFLICT` and
-/// `RETURNING`, and [`crate::Ts`] binds as each one stores time.
-macro_rules! on_conn {
-    ($conn:expr, $c:ident => $body:expr) => {
-        match $conn {
-            $crate::conn::Conn::Postgres($c) => $body,
-            $crate::conn::Conn::Sqlite($c) => $body,
+/// Expands `$body` once per backend with `$bind` bound to the concrete
+/// value (a connection, a pool, a transaction), so each statement is written
+/// once and compiled twice against concrete `sqlx` types. The SQL text is
+/// shared wherever the dialects agree: both take `$n` parameters,
+/// `ON CONFLICT`, `RETURNING` and row-value comparisons, and [`crate::Ts`]
+/// binds as each one stores time.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! dispatch {
+    ($value:expr, $bind:ident => $body:expr) => {
+        match $value {
+            $crate::Backend::Sqlite($bind) => $body,
+            $crate::Backend::Postgres($bind) => $body,
         }
     };
 }
-pub(crate) use on_conn;

@@ -42,7 +42,7 @@ mod ts;
 pub mod writes;
 
 pub use backoff::Backoff;
-pub use conn::Conn;
+pub use conn::{Backend, Conn};
 pub use consumer::{ClaimDecision, Consumer, Decision, Failure, GiveUp, Next};
 pub use error::{ConsumerError, ConsumerResult};
 pub use idem_domain::{ClaimStatus, IdempotencyKey, KeyError, Metric};

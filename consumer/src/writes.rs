@@ -11,7 +11,8 @@ use idem_domain::{ClaimStatus, Metric, MetricKind, OutboxOrigin};
 
 use crate::{
     ConsumerError, ConsumerResult, Ts,
-    conn::{Conn, on_conn},
+    conn::Conn,
+    dispatch,
 };
 
 /// One delivery of a message to a consumer.
@@ -160,7 +161,7 @@ pub async fn claim(conn: Conn<'_>, delivery: &Delivery<'_>) -> ConsumerResult<(b
         state_columns!()
     );
     let d = delivery;
-    on_conn!(conn, c => {
+    dispatch!(conn, c => {
         let inserted: Option<StateRow> = sqlx::query_as(INSERT)
             .bind(d.consumer).bind(d.key).bind(d.at).bind(d.payload_hash)
             .fetch_optional(&mut *c).await?;
@@ -191,7 +192,7 @@ pub async fn lease(
          WHERE consumer = $1 AND idempotency_key = $2 RETURNING ",
         state_columns!()
     );
-    let row: Option<StateRow> = on_conn!(conn, c => {
+    let row: Option<StateRow> = dispatch!(conn, c => {
         sqlx::query_as(LEASE).bind(consumer).bind(key).bind(until).bind(at)
             .fetch_optional(c).await?
     });
@@ -222,7 +223,7 @@ pub async fn record(
         | Outcome::Unknown { error } => (None, Some(error)),
     };
     let status = outcome.status().as_str();
-    let row: Option<StateRow> = on_conn!(conn, c => {
+    let row: Option<StateRow> = dispatch!(conn, c => {
         sqlx::query_as(RECORD)
             .bind(consumer).bind(key).bind(status).bind(at).bind(provider_ref).bind(error)
             .fetch_optional(c).await?
@@ -248,7 +249,7 @@ pub async fn give_up(
          outcome_at = $3, last_error = $4, lease_until = NULL, version = version + 1 \
          WHERE consumer = $1 AND idempotency_key = $2 \
            AND (status = 'failed' OR (status = 'pending' AND (lease_until IS NULL OR lease_until <= $3)))";
-    let changed = on_conn!(conn, c => {
+    let changed = dispatch!(conn, c => {
         sqlx::query(GIVE_UP).bind(consumer).bind(key).bind(at).bind(error)
             .execute(c).await?.rows_affected()
     });
@@ -260,7 +261,7 @@ pub async fn enqueue(conn: Conn<'_>, row: &NewOutboxRow<'_>) -> ConsumerResult<i
     const INSERT: &str = "INSERT INTO outbox (consumer, topic, idempotency_key, payload, \
          created_at, origin, dead_letter_id, audit_id) \
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id";
-    let id: i64 = on_conn!(conn, c => {
+    let id: i64 = dispatch!(conn, c => {
         sqlx::query_scalar(INSERT)
             .bind(row.consumer).bind(row.topic).bind(row.key).bind(row.payload)
             .bind(row.at).bind(row.origin.as_str()).bind(row.dead_letter_id).bind(row.audit_id)
@@ -274,7 +275,7 @@ pub async fn dead_letter(conn: Conn<'_>, dl: &NewDeadLetter<'_>) -> ConsumerResu
     const INSERT: &str = "INSERT INTO dead_letters (consumer, queue, idempotency_key, \
          message_id, payload, delivery_count, first_failure_at, dead_lettered_at, last_error, state) \
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, 'open') RETURNING id";
-    let id: i64 = on_conn!(conn, c => {
+    let id: i64 = dispatch!(conn, c => {
         sqlx::query_scalar(INSERT)
             .bind(dl.consumer).bind(dl.queue).bind(dl.key).bind(dl.message_id)
             .bind(dl.payload).bind(dl.delivery_count).bind(dl.first_failure_at)
@@ -288,7 +289,7 @@ pub async fn dead_letter(conn: Conn<'_>, dl: &NewDeadLetter<'_>) -> ConsumerResu
 pub async fn is_claimed(conn: Conn<'_>, consumer: &str, key: &str) -> ConsumerResult<bool> {
     const SQL: &str =
         "SELECT EXISTS (SELECT 1 FROM claims WHERE consumer = $1 AND idempotency_key = $2)";
-    let exists: bool = on_conn!(conn, c => {
+    let exists: bool = dispatch!(conn, c => {
         sqlx::query_scalar(SQL).bind(consumer).bind(key).fetch_one(c).await?
     });
     Ok(exists)
@@ -310,7 +311,7 @@ pub async fn write_metrics(mut conn: Conn<'_>, samples: &[MetricSample]) -> Cons
             MetricKind::Counter | MetricKind::Histogram => ADD,
             MetricKind::Gauge => MAX,
         };
-        on_conn!(conn.by_ref(), c => {
+        dispatch!(conn.by_ref(), c => {
             sqlx::query(sql)
                 .bind(&s.consumer).bind(s.metric.name()).bind(s.at.minute())
                 .bind(&s.bucket).bind(s.value)

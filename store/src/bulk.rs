@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use idem_domain::{Claim, DeadLetter, OutboxRow};
 use sqlx::postgres::PgPoolCopyExt;
 
-use crate::{StoreResult, dialect::Dialect, store::Store, ts::Ts};
+use crate::{StoreResult, dialect::Backend, store::Store, ts::Ts};
 
 /// Rows per SQLite statement (16 columns × 500 stays under SQLite's limit on
 /// bound parameters).
@@ -83,7 +83,7 @@ impl Store {
     /// Appends claims (none may exist yet under the same primary key).
     pub async fn bulk_insert_claims(&self, claims: &[Claim]) -> StoreResult<()> {
         match &self.pools {
-            Dialect::Postgres(pool) => {
+            Backend::Postgres(pool) => {
                 let mut data = String::with_capacity(claims.len() * 200);
                 for c in claims {
                     csv_row!(&mut data;
@@ -102,7 +102,7 @@ impl Store {
                 );
                 copy_csv(pool, COPY, data).await?;
             }
-            Dialect::Sqlite(pool) => {
+            Backend::Sqlite(pool) => {
                 const INSERT: &str =
                     concat!("INSERT INTO claims (", crate::rows::claim_columns!(), ") ");
                 insert_chunks(pool, INSERT, claims, |mut row, c| {
@@ -132,7 +132,7 @@ impl Store {
     /// Appends outbox rows (their ids are assigned by the database).
     pub async fn bulk_insert_outbox(&self, rows: &[OutboxRow]) -> StoreResult<()> {
         match &self.pools {
-            Dialect::Postgres(pool) => {
+            Backend::Postgres(pool) => {
                 let mut data = String::with_capacity(rows.len() * 160);
                 for r in rows {
                     csv_row!(&mut data;
@@ -144,7 +144,7 @@ impl Store {
                 copy_csv(pool, "COPY outbox (consumer, topic, idempotency_key, payload, created_at, published_at, \
                          attempts, last_error, origin) FROM STDIN (FORMAT csv)", data).await?;
             }
-            Dialect::Sqlite(pool) => {
+            Backend::Sqlite(pool) => {
                 insert_chunks(pool, "INSERT INTO outbox (consumer, topic, idempotency_key, payload, created_at, published_at, \
                          attempts, last_error, origin) ", rows, |mut row, r| {
                         row.push_bind(&r.consumer)
@@ -166,7 +166,7 @@ impl Store {
     /// Appends dead letters (their ids are assigned by the database).
     pub async fn bulk_insert_dead_letters(&self, rows: &[DeadLetter]) -> StoreResult<()> {
         match &self.pools {
-            Dialect::Postgres(pool) => {
+            Backend::Postgres(pool) => {
                 let mut data = String::with_capacity(rows.len() * 200);
                 for d in rows {
                     csv_row!(&mut data;
@@ -180,7 +180,7 @@ impl Store {
                          first_failure_at, dead_lettered_at, last_error, state, resolved_by, resolved_at) \
                          FROM STDIN (FORMAT csv)", data).await?;
             }
-            Dialect::Sqlite(pool) => {
+            Backend::Sqlite(pool) => {
                 insert_chunks(pool, "INSERT INTO dead_letters (consumer, queue, idempotency_key, message_id, payload, \
                          delivery_count, first_failure_at, dead_lettered_at, last_error, state, resolved_by, resolved_at) ", rows, |mut row, d| {
                         row.push_bind(&d.consumer)
@@ -205,7 +205,7 @@ impl Store {
     /// Appends per-minute metric rows (each sample's minute must be new).
     pub async fn bulk_insert_metrics(&self, samples: &[crate::MetricSample]) -> StoreResult<()> {
         match &self.pools {
-            Dialect::Postgres(pool) => {
+            Backend::Postgres(pool) => {
                 let mut data = String::with_capacity(samples.len() * 80);
                 for m in samples {
                     csv_row!(&mut data;
@@ -215,7 +215,7 @@ impl Store {
                 }
                 copy_csv(pool, "COPY consumer_metrics (consumer, metric, minute, bucket, value) FROM STDIN (FORMAT csv)", data).await?;
             }
-            Dialect::Sqlite(pool) => {
+            Backend::Sqlite(pool) => {
                 insert_chunks(
                     pool,
                     "INSERT INTO consumer_metrics (consumer, metric, minute, bucket, value) ",
@@ -237,7 +237,7 @@ impl Store {
     /// Appends audit entries (seeded trails; the console writes its own one by one).
     pub async fn bulk_insert_audit(&self, rows: &[idem_domain::AuditEntry]) -> StoreResult<()> {
         match &self.pools {
-            Dialect::Postgres(pool) => {
+            Backend::Postgres(pool) => {
                 let mut data = String::with_capacity(rows.len() * 160);
                 for a in rows {
                     csv_row!(&mut data;
@@ -250,7 +250,7 @@ impl Store {
                 copy_csv(pool, "COPY audit_log (action_id, at, actor, actor_role, action, consumer, idempotency_key, target, \
                          state_before, state_after, reason, result, client_addr) FROM STDIN (FORMAT csv)", data).await?;
             }
-            Dialect::Sqlite(pool) => {
+            Backend::Sqlite(pool) => {
                 insert_chunks(pool, "INSERT INTO audit_log (action_id, at, actor, actor_role, action, consumer, idempotency_key, \
                          target, state_before, state_after, reason, result, client_addr) ", rows, |mut row, a| {
                         row.push_bind(&a.action_id)
@@ -278,10 +278,10 @@ impl Store {
     /// do not visit the table.
     pub async fn analyze(&self) -> StoreResult<()> {
         match &self.pools {
-            Dialect::Postgres(pool) => {
+            Backend::Postgres(pool) => {
                 sqlx::query("VACUUM ANALYZE").execute(pool).await?;
             }
-            Dialect::Sqlite(pool) => {
+            Backend::Sqlite(pool) => {
                 sqlx::query("ANALYZE").execute(pool).await?;
             }
         }

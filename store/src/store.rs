@@ -10,7 +10,7 @@ use sqlx::{
 
 use crate::{
     StoreError, StoreResult,
-    dialect::{Dialect, dispatch},
+    dialect::{Backend, dispatch},
 };
 
 /// The embedded default: a SQLite file in the working directory.
@@ -84,7 +84,7 @@ impl std::fmt::Debug for StoreConfig {
 /// connect options hold the database password.
 #[derive(Clone)]
 pub struct Store {
-    pub(crate) pools: Dialect<SqlitePool, PgPool>,
+    pub(crate) pools: Backend<SqlitePool, PgPool>,
     /// Postgres: how the migrating connection connects (the pool's options
     /// without the statement timeout: building an index on a large table
     /// takes as long as it takes).
@@ -94,8 +94,8 @@ pub struct Store {
 impl std::fmt::Debug for Store {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let (backend, size) = match &self.pools {
-            Dialect::Sqlite(pool) => ("sqlite", pool.options().get_max_connections()),
-            Dialect::Postgres(pool) => ("postgres", pool.options().get_max_connections()),
+            Backend::Sqlite(pool) => ("sqlite", pool.options().get_max_connections()),
+            Backend::Postgres(pool) => ("postgres", pool.options().get_max_connections()),
         };
         f.debug_struct("Store")
             .field("backend", &backend)
@@ -142,7 +142,7 @@ impl Store {
                 .max_connections(config.max_connections)
                 .acquire_timeout(config.acquire_timeout)
                 .connect_lazy_with(options);
-            Dialect::Postgres(pool)
+            Backend::Postgres(pool)
         } else if url.starts_with("sqlite:") {
             let options = SqliteConnectOptions::from_str(url)
                 .map_err(|e| StoreError::BadUrl(e.to_string()))?
@@ -157,7 +157,7 @@ impl Store {
                 .max_connections(config.max_connections)
                 .acquire_timeout(config.acquire_timeout)
                 .connect_lazy_with(options);
-            Dialect::Sqlite(pool)
+            Backend::Sqlite(pool)
         } else {
             return Err(StoreError::BadUrl(format!(
                 "expected a postgres:// or sqlite: URL, got {}",
@@ -175,8 +175,8 @@ impl Store {
     /// [`StoreError::Unavailable`].
     pub async fn migrate(&self) -> StoreResult<()> {
         match &self.pools {
-            Dialect::Sqlite(pool) => SQLITE_MIGRATIONS.run(pool).await?,
-            Dialect::Postgres(pool) => match &self.migration_options {
+            Backend::Sqlite(pool) => SQLITE_MIGRATIONS.run(pool).await?,
+            Backend::Postgres(pool) => match &self.migration_options {
                 Some(options) => {
                     // A pool of one (sqlx's migrator over a bare connection
                     // is not `Send` inside a spawned task).
@@ -198,8 +198,8 @@ impl Store {
     /// "sqlite" or "postgres".
     pub fn backend(&self) -> &'static str {
         match &self.pools {
-            Dialect::Sqlite(_) => "sqlite",
-            Dialect::Postgres(_) => "postgres",
+            Backend::Sqlite(_) => "sqlite",
+            Backend::Postgres(_) => "postgres",
         }
     }
 
@@ -207,8 +207,8 @@ impl Store {
     pub fn health_probe(&self) -> HealthProbe {
         HealthProbe {
             options: match &self.pools {
-                Dialect::Sqlite(pool) => Dialect::Sqlite(pool.connect_options()),
-                Dialect::Postgres(pool) => Dialect::Postgres(pool.connect_options()),
+                Backend::Sqlite(pool) => Backend::Sqlite(pool.connect_options()),
+                Backend::Postgres(pool) => Backend::Postgres(pool.connect_options()),
             },
             connection: tokio::sync::Mutex::new(None),
         }
@@ -222,16 +222,16 @@ impl Store {
     /// The SQLite pool, for the session store. `None` on Postgres.
     pub fn sqlite_pool(&self) -> Option<&SqlitePool> {
         match &self.pools {
-            Dialect::Sqlite(pool) => Some(pool),
-            Dialect::Postgres(_) => None,
+            Backend::Sqlite(pool) => Some(pool),
+            Backend::Postgres(_) => None,
         }
     }
 
     /// The Postgres pool, for the session store. `None` on SQLite.
     pub fn postgres_pool(&self) -> Option<&PgPool> {
         match &self.pools {
-            Dialect::Postgres(pool) => Some(pool),
-            Dialect::Sqlite(_) => None,
+            Backend::Postgres(pool) => Some(pool),
+            Backend::Sqlite(_) => None,
         }
     }
 
@@ -240,8 +240,8 @@ impl Store {
     /// instead of failing with `SQLITE_BUSY` when a read lock tries to upgrade.
     pub async fn begin(&self) -> StoreResult<Tx> {
         let inner = match &self.pools {
-            Dialect::Sqlite(pool) => Dialect::Sqlite(pool.begin_with("BEGIN IMMEDIATE").await?),
-            Dialect::Postgres(pool) => Dialect::Postgres(pool.begin().await?),
+            Backend::Sqlite(pool) => Backend::Sqlite(pool.begin_with("BEGIN IMMEDIATE").await?),
+            Backend::Postgres(pool) => Backend::Postgres(pool.begin().await?),
         };
         Ok(Tx { inner })
     }
@@ -252,8 +252,8 @@ impl Store {
 /// slow statements therefore never looks like an outage, and the check
 /// never waits behind the requests it is judging.
 pub struct HealthProbe {
-    options: Dialect<std::sync::Arc<SqliteConnectOptions>, std::sync::Arc<PgConnectOptions>>,
-    connection: tokio::sync::Mutex<Option<Dialect<sqlx::SqliteConnection, sqlx::PgConnection>>>,
+    options: Backend<std::sync::Arc<SqliteConnectOptions>, std::sync::Arc<PgConnectOptions>>,
+    connection: tokio::sync::Mutex<Option<Backend<sqlx::SqliteConnection, sqlx::PgConnection>>>,
 }
 
 impl HealthProbe {
@@ -265,11 +265,11 @@ impl HealthProbe {
         let probe = async {
             if held.is_none() {
                 *held = Some(match &self.options {
-                    Dialect::Sqlite(options) => {
-                        Dialect::Sqlite(sqlx::SqliteConnection::connect_with(options).await?)
+                    Backend::Sqlite(options) => {
+                        Backend::Sqlite(sqlx::SqliteConnection::connect_with(options).await?)
                     }
-                    Dialect::Postgres(options) => {
-                        Dialect::Postgres(sqlx::PgConnection::connect_with(options).await?)
+                    Backend::Postgres(options) => {
+                        Backend::Postgres(sqlx::PgConnection::connect_with(options).await?)
                     }
                 });
             }
@@ -301,7 +301,7 @@ impl std::fmt::Debug for HealthProbe {
 /// A write transaction on either backend. Dropping it without
 /// [`Tx::commit`] rolls it back.
 pub struct Tx {
-    pub(crate) inner: Dialect<Transaction<'static, Sqlite>, Transaction<'static, Postgres>>,
+    pub(crate) inner: Backend<Transaction<'static, Sqlite>, Transaction<'static, Postgres>>,
 }
 
 impl Tx {

@@ -158,11 +158,11 @@ impl Drop for TestDatabase {
 /// schema on purpose): `sqlite` on SQLite, `postgres` on Postgres.
 pub async fn execute_raw(store: &Store, sqlite: &str, postgres: &str) -> Result<u64, sqlx::Error> {
     match &store.pools {
-        crate::dialect::Dialect::Sqlite(pool) => sqlx::raw_sql(sqlite)
+        crate::dialect::Backend::Sqlite(pool) => sqlx::raw_sql(sqlite)
             .execute(pool)
             .await
             .map(|r| r.rows_affected()),
-        crate::dialect::Dialect::Postgres(pool) => sqlx::raw_sql(postgres)
+        crate::dialect::Backend::Postgres(pool) => sqlx::raw_sql(postgres)
             .execute(pool)
             .await
             .map(|r| r.rows_affected()),
@@ -172,13 +172,13 @@ pub async fn execute_raw(store: &Store, sqlite: &str, postgres: &str) -> Result<
 /// The columns of `table` as the migrated schema has them, in order.
 pub async fn column_names(store: &Store, table: &str) -> Result<Vec<String>, sqlx::Error> {
     match &store.pools {
-        crate::dialect::Dialect::Sqlite(pool) => {
+        crate::dialect::Backend::Sqlite(pool) => {
             sqlx::query_scalar("SELECT name FROM pragma_table_info($1) ORDER BY cid")
                 .bind(table)
                 .fetch_all(pool)
                 .await
         }
-        crate::dialect::Dialect::Postgres(pool) => {
+        crate::dialect::Backend::Postgres(pool) => {
             sqlx::query_scalar(
                 "SELECT column_name::text FROM information_schema.columns \
                  WHERE table_schema = current_schema() AND table_name = $1 ORDER BY ordinal_position",
@@ -193,7 +193,7 @@ pub async fn column_names(store: &Store, table: &str) -> Result<Vec<String>, sql
 /// Connections taken from a store's pool and held until dropped: what a
 /// burst of slow requests does to the pool.
 pub struct Occupied {
-    _held: crate::dialect::Dialect<
+    _held: crate::dialect::Backend<
         Vec<sqlx::pool::PoolConnection<sqlx::Sqlite>>,
         Vec<sqlx::pool::PoolConnection<sqlx::Postgres>>,
     >,
@@ -202,21 +202,21 @@ pub struct Occupied {
 /// Takes every connection of `store`'s pool (it must have `size`) and
 /// holds them until the returned value is dropped.
 pub async fn occupy_pool(store: &Store, size: u32) -> Occupied {
-    use crate::dialect::Dialect;
+    use crate::dialect::Backend;
     let held = match &store.pools {
-        Dialect::Sqlite(pool) => {
+        Backend::Sqlite(pool) => {
             let mut held = Vec::new();
             for _ in 0..size {
                 held.push(pool.acquire().await.expect("a pool connection"));
             }
-            Dialect::Sqlite(held)
+            Backend::Sqlite(held)
         }
-        Dialect::Postgres(pool) => {
+        Backend::Postgres(pool) => {
             let mut held = Vec::new();
             for _ in 0..size {
                 held.push(pool.acquire().await.expect("a pool connection"));
             }
-            Dialect::Postgres(held)
+            Backend::Postgres(held)
         }
     };
     Occupied { _held: held }
@@ -227,8 +227,8 @@ pub async fn occupy_pool(store: &Store, size: u32) -> Occupied {
 pub async fn count_rows(store: &Store, from: &str) -> i64 {
     let sql = format!("SELECT COUNT(*) FROM {from}");
     match &store.pools {
-        crate::dialect::Dialect::Sqlite(pool) => sqlx::query_scalar(&sql).fetch_one(pool).await,
-        crate::dialect::Dialect::Postgres(pool) => sqlx::query_scalar(&sql).fetch_one(pool).await,
+        crate::dialect::Backend::Sqlite(pool) => sqlx::query_scalar(&sql).fetch_one(pool).await,
+        crate::dialect::Backend::Postgres(pool) => sqlx::query_scalar(&sql).fetch_one(pool).await,
     }
     .expect("a count")
 }

@@ -30,7 +30,7 @@ pub use events::Recovery;
 
 use crate::{
     StoreResult,
-    dialect::{Dialect, dispatch},
+    dialect::{Backend, dispatch},
     store::Store,
     ts::Ts,
 };
@@ -61,15 +61,15 @@ fn block_sql(block_of_hour: &str) -> String {
 
 /// The start of the `bin`-long interval (a whole number of hours, aligned on
 /// the epoch) that a rolled-up row's `hour` falls in, in a dialect's SQL.
-fn start_of_bin<S, P>(dialect: &Dialect<S, P>, bin: TimeDelta) -> String {
+fn start_of_bin<S, P>(dialect: &Backend<S, P>, bin: TimeDelta) -> String {
     match dialect {
-        Dialect::Sqlite(_) => {
+        Backend::Sqlite(_) => {
             let micros = bin.num_microseconds().unwrap_or(i64::MAX);
             format!("(hour / {micros}) * {micros}")
         }
         // date_bin (Postgres 14+): epoch arithmetic in `numeric` cost twice
         // the read itself.
-        Dialect::Postgres(_) => format!(
+        Backend::Postgres(_) => format!(
             "date_bin('{} seconds', hour, TIMESTAMPTZ 'epoch')",
             bin.num_seconds()
         ),
@@ -170,8 +170,8 @@ impl Store {
             },
         };
         let statements = match &self.pools {
-            Dialect::Sqlite(_) => rollup_sql("(minute / 3600000000) * 3600000000"),
-            Dialect::Postgres(_) => rollup_sql("date_trunc('hour', minute, 'UTC')"),
+            Backend::Sqlite(_) => rollup_sql("(minute / 3600000000) * 3600000000"),
+            Backend::Postgres(_) => rollup_sql("date_trunc('hour', minute, 'UTC')"),
         };
         let blocks = block_sql(&start_of_bin(&self.pools, BLOCK));
         let mut hours = 0;
