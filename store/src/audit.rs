@@ -8,6 +8,7 @@ use crate::{
     cursor::{self, PageRequest, paginate},
     dialect::dispatch,
     rows::{AuditRow, audit_columns, convert},
+    sql::{Sql, bind_all},
     store::{Store, Tx},
     ts::Ts,
 };
@@ -77,15 +78,11 @@ impl Store {
     ) -> StoreResult<Page<AuditEntry>> {
         const LIST: &str = "audit_log";
         let after = cursor::time_and_id(LIST, page)?;
+        let mut sql = Sql::default();
         let mut conditions = Vec::new();
-        let mut next = 2;
-        let mut param = || {
-            next += 1;
-            next - 1
-        };
-        if after.is_some() {
-            let (at, id) = (param(), param());
-            conditions.push(format!("(at, id) < (${at}, ${id})"));
+        if let Some((at, id)) = after {
+            let (at, id) = (sql.param(at), sql.param(id));
+            conditions.push(format!("(at, id) < ({at}, {id})"));
         }
         let texts = [
             ("actor", &filter.actor),
@@ -93,28 +90,20 @@ impl Store {
             ("idempotency_key", &filter.key),
         ];
         for (column, value) in texts {
-            if value.is_some() {
-                conditions.push(format!("{column} = ${}", param()));
+            if let Some(value) = value {
+                let p = sql.param(value.as_str());
+                conditions.push(format!("{column} = {p}"));
             }
         }
-        let mut sql = format!("SELECT {} FROM audit_log", audit_columns!());
+        sql.push(concat!("SELECT ", audit_columns!(), " FROM audit_log"));
         if !conditions.is_empty() {
-            sql += " WHERE ";
-            sql += &conditions.join(" AND ");
+            sql.push(" WHERE ");
+            sql.push(&conditions.join(" AND "));
         }
-        sql += " ORDER BY at DESC, id DESC LIMIT $1";
-        let fetch = page.limit + 1;
+        let limit = sql.param(page.limit + 1);
+        sql.push(&format!(" ORDER BY at DESC, id DESC LIMIT {limit}"));
         let rows: Vec<AuditRow> = dispatch!(&self.pools, pool => {
-            let mut query = sqlx::query_as(&sql).bind(fetch);
-            if let Some((at, id)) = after {
-                query = query.bind(at).bind(id);
-            }
-            for (_, value) in texts {
-                if let Some(value) = value {
-                    query = query.bind(value.as_str());
-                }
-            }
-            query.fetch_all(pool).await?
+            bind_all!(sqlx::query_as(&sql.text), &sql.binds).fetch_all(pool).await?
         });
         Ok(paginate(
             convert(rows)?,

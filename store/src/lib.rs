@@ -21,6 +21,7 @@ mod rollup;
 mod rows;
 mod search;
 mod sign_in;
+mod sql;
 mod store;
 #[cfg(feature = "testing")]
 pub mod testing;

@@ -18,8 +18,8 @@ use crate::{
     dialect::dispatch,
     reads::prefix_upper_bound,
     rows::{ClaimRow, claim_columns, convert},
+    sql::{Bind, Sql, bind_all},
     store::Store,
-    ts::Ts,
 };
 
 /// How many keys a prefix search considers at most.
@@ -63,40 +63,6 @@ pub struct SearchResult {
     /// For a prefix search: how many keys match, up to [`SEARCH_CANDIDATES`];
     /// when capped, the page is the newest among the first matches in key order.
     pub matches: Option<CappedCount>,
-}
-
-enum Bind {
-    Text(String),
-    Ts(Ts),
-    Int(i64),
-}
-
-/// SQL text with numbered parameters, and what to bind to them.
-#[derive(Default)]
-struct Sql {
-    text: String,
-    binds: Vec<Bind>,
-}
-
-impl Sql {
-    fn param(&mut self, bind: Bind) -> String {
-        self.binds.push(bind);
-        format!("${}", self.binds.len())
-    }
-}
-
-macro_rules! bind_all {
-    ($query:expr, $binds:expr) => {{
-        let mut query = $query;
-        for bind in $binds {
-            query = match bind {
-                Bind::Text(s) => query.bind(s.clone()),
-                Bind::Ts(t) => query.bind(*t),
-                Bind::Int(i) => query.bind(*i),
-            };
-        }
-        query
-    }};
 }
 
 impl Sql {

@@ -11,6 +11,7 @@ use crate::{
         ClaimRow, DeadLetterRow, OutboxDbRow, claim_columns, convert, dead_letter_columns,
         outbox_columns,
     },
+    sql::{Sql, bind_all},
     store::Store,
     ts::Ts,
 };
@@ -37,24 +38,25 @@ impl Store {
                 Some((at, consumer, key))
             }
         };
-        let mut sql = format!(
-            "SELECT {} FROM claims WHERE status = 'unknown'",
-            claim_columns!()
-        );
-        let mut next = 2;
-        if after.is_some() {
-            sql += " AND (status_at, consumer, idempotency_key) > ($2, $3, $4)";
-            next = 5;
+        let mut sql = Sql::default();
+        sql.push(concat!(
+            "SELECT ",
+            claim_columns!(),
+            " FROM claims WHERE status = 'unknown'"
+        ));
+        if let Some((at, consumer, key)) = after {
+            let (a, c, k) = (sql.param(at), sql.param(consumer), sql.param(key));
+            sql.push(&format!(
+                " AND (status_at, consumer, idempotency_key) > ({a}, {c}, {k})"
+            ));
         }
-        sql += &window.conditions("status_at", next);
-        sql += " ORDER BY status_at, consumer, idempotency_key LIMIT $1";
-        let fetch = page.limit + 1;
+        window.conditions(&mut sql, "status_at");
+        let limit = sql.param(page.limit + 1);
+        sql.push(&format!(
+            " ORDER BY status_at, consumer, idempotency_key LIMIT {limit}"
+        ));
         let rows: Vec<ClaimRow> = dispatch!(&self.pools, pool => {
-            let mut query = sqlx::query_as(&sql).bind(fetch);
-            if let Some((at, consumer, key)) = &after {
-                query = query.bind(*at).bind(consumer).bind(key);
-            }
-            bind_window!(query, window).fetch_all(pool).await?
+            bind_all!(sqlx::query_as(&sql.text), &sql.binds).fetch_all(pool).await?
         });
         Ok(paginate(convert(rows)?, page.limit, LIST, |c: &Claim| {
             (
@@ -72,12 +74,13 @@ impl Store {
             consumer: consumer.map(str::to_owned),
             ..Window::default()
         };
-        let sql = format!(
-            "SELECT status_at FROM claims WHERE status = 'unknown'{} ORDER BY status_at LIMIT $1",
-            window.conditions("status_at", 2)
-        );
+        let mut sql = Sql::default();
+        sql.push("SELECT status_at FROM claims WHERE status = 'unknown'");
+        window.conditions(&mut sql, "status_at");
+        let limit = sql.param(limit);
+        sql.push(&format!(" ORDER BY status_at LIMIT {limit}"));
         let since = dispatch!(&self.pools, pool => {
-            bind_window!(sqlx::query_scalar(&sql).bind(limit), &window).fetch_all(pool).await?
+            bind_all!(sqlx::query_scalar(&sql.text), &sql.binds).fetch_all(pool).await?
         });
         Ok(since)
     }
@@ -85,11 +88,10 @@ impl Store {
     /// How many unknown outcomes became unknown inside `window`, counting
     /// no further than `cap`.
     pub async fn count_unknown_in(&self, window: &Window, cap: u64) -> StoreResult<CappedCount> {
-        let sql = format!(
-            "SELECT COUNT(*) FROM (SELECT 1 FROM claims WHERE status = 'unknown'{} LIMIT $1) AS capped",
-            window.conditions("status_at", 2)
-        );
-        self.capped_count_in(&sql, window, cap).await
+        let mut sql = Sql::default();
+        sql.push("SELECT 1 FROM claims WHERE status = 'unknown'");
+        window.conditions(&mut sql, "status_at");
+        self.capped_count_of(sql, cap).await
     }
 
     /// Dead letters in `state`, oldest first.
@@ -110,25 +112,21 @@ impl Store {
     ) -> StoreResult<Page<DeadLetter>> {
         let list = &format!("dead_letters/{state}");
         let after = cursor::time_and_id(list, page)?;
-        let mut sql = format!(
+        let mut sql = Sql::default();
+        sql.push(&format!(
             "SELECT {} FROM dead_letters WHERE {}",
             dead_letter_columns!(),
             dead_letter_state(state)
-        );
-        let mut next = 2;
-        if after.is_some() {
-            sql += " AND (dead_lettered_at, id) > ($2, $3)";
-            next = 4;
+        ));
+        if let Some((at, id)) = after {
+            let (a, i) = (sql.param(at), sql.param(id));
+            sql.push(&format!(" AND (dead_lettered_at, id) > ({a}, {i})"));
         }
-        sql += &window.conditions("dead_lettered_at", next);
-        sql += " ORDER BY dead_lettered_at, id LIMIT $1";
-        let fetch = page.limit + 1;
+        window.conditions(&mut sql, "dead_lettered_at");
+        let limit = sql.param(page.limit + 1);
+        sql.push(&format!(" ORDER BY dead_lettered_at, id LIMIT {limit}"));
         let rows: Vec<DeadLetterRow> = dispatch!(&self.pools, pool => {
-            let mut query = sqlx::query_as(&sql).bind(fetch);
-            if let Some((at, id)) = &after {
-                query = query.bind(*at).bind(*id);
-            }
-            bind_window!(query, window).fetch_all(pool).await?
+            bind_all!(sqlx::query_as(&sql.text), &sql.binds).fetch_all(pool).await?
         });
         Ok(paginate(
             convert(rows)?,
@@ -146,23 +144,23 @@ impl Store {
         window: &Window,
         cap: u64,
     ) -> StoreResult<CappedCount> {
-        let sql = format!(
-            "SELECT COUNT(*) FROM (SELECT 1 FROM dead_letters WHERE {}{} LIMIT $1) AS capped",
-            dead_letter_state(state),
-            window.conditions("dead_lettered_at", 2)
-        );
-        self.capped_count_in(&sql, window, cap).await
+        let mut sql = Sql::default();
+        sql.push("SELECT 1 FROM dead_letters WHERE ");
+        sql.push(dead_letter_state(state));
+        window.conditions(&mut sql, "dead_lettered_at");
+        self.capped_count_of(sql, cap).await
     }
 
-    async fn capped_count_in(
-        &self,
-        sql: &str,
-        window: &Window,
-        cap: u64,
-    ) -> StoreResult<CappedCount> {
-        let limit = i64::try_from(cap.saturating_add(1)).unwrap_or(i64::MAX);
+    /// Counts the rows `rows` (a `SELECT 1 …`) yields, no further than `cap`.
+    async fn capped_count_of(&self, rows: Sql, cap: u64) -> StoreResult<CappedCount> {
+        let mut sql = rows;
+        let limit = sql.param(i64::try_from(cap.saturating_add(1)).unwrap_or(i64::MAX));
+        sql.text = format!(
+            "SELECT COUNT(*) FROM ({} LIMIT {limit}) AS capped",
+            sql.text
+        );
         let counted: i64 = dispatch!(&self.pools, pool => {
-            bind_window!(sqlx::query_scalar(sql).bind(limit), window).fetch_one(pool).await?
+            bind_all!(sqlx::query_scalar(&sql.text), &sql.binds).fetch_one(pool).await?
         });
         Ok(CappedCount::from_limited(
             u64::try_from(counted).unwrap_or(0),
@@ -227,42 +225,19 @@ impl Window {
         *self == Self::default()
     }
 
-    /// ` AND column >= $n …` for the bounds that are set, numbered from `first`.
-    fn conditions(&self, column: &str, first: usize) -> String {
-        let mut sql = String::new();
-        let mut n = first;
-        if self.from.is_some() {
-            sql += &format!(" AND {column} >= ${n}");
-            n += 1;
+    /// ` AND column >= $n …` for each bound that is set.
+    fn conditions(&self, sql: &mut Sql, column: &str) {
+        if let Some(from) = self.from {
+            let p = sql.param(from);
+            sql.push(&format!(" AND {column} >= {p}"));
         }
-        if self.to.is_some() {
-            sql += &format!(" AND {column} < ${n}");
-            n += 1;
+        if let Some(to) = self.to {
+            let p = sql.param(to);
+            sql.push(&format!(" AND {column} < {p}"));
         }
-        if self.consumer.is_some() {
-            sql += &format!(" AND consumer = ${n}");
+        if let Some(consumer) = &self.consumer {
+            let p = sql.param(consumer.as_str());
+            sql.push(&format!(" AND consumer = {p}"));
         }
-        sql
     }
 }
-
-/// Binds a [`Window`]'s bounds to a query, in the order
-/// [`Window::conditions`] named them (a macro: the query's type differs per
-/// backend and per kind of query).
-macro_rules! bind_window {
-    ($query:expr, $window:expr) => {{
-        let mut query = $query;
-        let window: &Window = $window;
-        if let Some(from) = window.from {
-            query = query.bind(from);
-        }
-        if let Some(to) = window.to {
-            query = query.bind(to);
-        }
-        if let Some(consumer) = &window.consumer {
-            query = query.bind(consumer);
-        }
-        query
-    }};
-}
-use bind_window;

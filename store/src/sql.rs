@@ -1,0 +1,102 @@
+//! The one way the store builds SQL whose shape depends on the request
+//! (optional filters, a cursor, a window): [`Sql`] collects the text and
+//! numbers each parameter as it is added, and [`bind_all!`] binds them in
+//! that order on either backend. Nothing counts `$n` by hand, so a filter
+//! cannot shift another's parameter.
+//!
+//! Values are never spliced into the text: only column names and literals
+//! Idem itself chose (an enum's text, to match a partial index) are.
+
+use crate::ts::Ts;
+
+/// One parameter's value.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Bind {
+    Text(String),
+    Ts(Ts),
+    Int(i64),
+}
+
+impl From<String> for Bind {
+    fn from(value: String) -> Self {
+        Bind::Text(value)
+    }
+}
+
+impl From<&str> for Bind {
+    fn from(value: &str) -> Self {
+        Bind::Text(value.to_owned())
+    }
+}
+
+impl From<Ts> for Bind {
+    fn from(value: Ts) -> Self {
+        Bind::Ts(value)
+    }
+}
+
+impl From<i64> for Bind {
+    fn from(value: i64) -> Self {
+        Bind::Int(value)
+    }
+}
+
+/// SQL text with numbered parameters, and what to bind to them.
+#[derive(Debug, Default)]
+pub(crate) struct Sql {
+    pub text: String,
+    pub binds: Vec<Bind>,
+}
+
+impl Sql {
+    /// Adds a parameter; returns its placeholder (`$3`) for the text.
+    pub fn param(&mut self, value: impl Into<Bind>) -> String {
+        self.binds.push(value.into());
+        format!("${}", self.binds.len())
+    }
+
+    /// Appends text.
+    pub fn push(&mut self, text: &str) {
+        self.text.push_str(text);
+    }
+}
+
+/// Binds an [`Sql`]'s parameters to a query, in the order they were added
+/// (a macro: the query's type differs per backend and per kind of query).
+macro_rules! bind_all {
+    ($query:expr, $binds:expr) => {{
+        let mut query = $query;
+        for bind in $binds {
+            query = match bind {
+                $crate::sql::Bind::Text(s) => query.bind(s.clone()),
+                $crate::sql::Bind::Ts(t) => query.bind(*t),
+                $crate::sql::Bind::Int(i) => query.bind(*i),
+            };
+        }
+        query
+    }};
+}
+pub(crate) use bind_all;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parameters_are_numbered_in_the_order_they_are_added() {
+        let mut sql = Sql::default();
+        let limit = sql.param(11_i64);
+        sql.push("SELECT 1 FROM claims WHERE consumer = ");
+        let consumer = sql.param("reminders");
+        sql.push(&consumer);
+        sql.push(&format!(" LIMIT {limit}"));
+        assert_eq!(
+            sql.text,
+            "SELECT 1 FROM claims WHERE consumer = $2 LIMIT $1"
+        );
+        assert_eq!(
+            sql.binds,
+            vec![Bind::Int(11), Bind::Text("reminders".into())]
+        );
+    }
+}
