@@ -68,10 +68,11 @@ screenshots: tools
 
 # What `make release` ships, as a debug build: the binary with the site
 # compiled in, run from an empty directory with only a database URL.
-# Its dependencies hold no test or tool code (idem-store's `testing`
-# feature brings tempfile; seed, plans and bench are idem-tools).
+# Its dependencies hold no test or tool code (idem-store's `testing` and
+# `bulk` features; seed, plans and bench are idem-tools).
 embedded:
-	if cargo tree -p idem -e normal --prefix none | grep -E '^(tempfile|idem-tools) '; then \
+	if cargo tree -p idem -e normal,features --prefix none | \
+	  grep -E '^(tempfile|idem-tools) |^idem-store feature "(testing|bulk)"'; then \
 	  echo "the shipped binary depends on test or tool code" >&2; exit 1; fi
 	LEPTOS_OUTPUT_NAME=idem IDEM_EMBED_SITE=$(CURDIR)/target/site cargo build -p idem
 	scripts/check-release.sh target/debug/idem

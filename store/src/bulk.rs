@@ -1,6 +1,7 @@
 //! Bulk loading for seeded data sets (benchmarks, plan checks): Postgres
-//! `COPY`, SQLite multi-row inserts in large transactions. Not used by the
-//! console itself.
+//! `COPY`, SQLite multi-row inserts (sqlx's `QueryBuilder::push_values`) in
+//! large transactions. Only under the `bulk` feature, which idem-tools turns
+//! on: the console never bulk-loads.
 
 use std::fmt::Write as _;
 

@@ -8,6 +8,7 @@
 
 mod actions;
 mod audit;
+#[cfg(feature = "bulk")]
 mod bulk;
 mod consumer;
 mod cursor;
