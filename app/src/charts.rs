@@ -84,7 +84,7 @@ fn xml_escape(text: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use std::collections::HashMap;
+    use idem_domain::Histogram;
 
     use super::*;
 
@@ -103,7 +103,7 @@ mod tests {
         let shown = drawn * f64::from(MIN_SHOWN_WIDTH) / f64::from(WIDTH);
         assert!(shown >= 11.0, "{shown:.1} px");
         // And that is what plotters writes into the SVG.
-        let totals = HashMap::from([("60".to_owned(), 3.0), ("600".to_owned(), 1.0)]);
+        let totals = Histogram::from_iter([(60.0, 3.0), (600.0, 1.0)]);
         let chart = duplicate_delays("last 24h", &totals);
         let svg = chart.svg.unwrap();
         let sizes: Vec<f64> = svg

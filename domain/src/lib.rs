@@ -6,6 +6,7 @@
 
 pub mod action;
 mod count;
+mod histogram;
 mod key;
 mod metric;
 mod read_only;
@@ -17,8 +18,9 @@ pub mod story;
 mod zone;
 
 pub use count::CappedCount;
+pub use histogram::{Histogram, le_bound, le_label};
 pub use key::{ConsumerName, IdempotencyKey, KeyError, decode_segment, encode_segment};
-pub use metric::{FIFO_DEDUPE_WINDOW_SECONDS, Metric, MetricKind, le_label};
+pub use metric::{FIFO_DEDUPE_WINDOW_SECONDS, Metric, MetricKind};
 pub use read_only::ReadOnlyConsumers;
 pub use record::{AuditEntry, Claim, DeadLetter, OutboxRow, Page};
 pub use status::{AccountOrigin, ClaimStatus, DeadLetterState, OutboxOrigin, Role, UnknownValue};

@@ -8,6 +8,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::histogram::le_label;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum MetricKind {
     Counter,
@@ -114,15 +116,6 @@ impl Metric {
             Some(le) => le_label(*le),
             None => String::new(),
         }
-    }
-}
-
-/// How Prometheus spells a bucket bound: `300`, `0.5`, `+Inf`.
-pub fn le_label(le: f64) -> String {
-    if le.is_infinite() {
-        "+Inf".to_owned()
-    } else {
-        format!("{le}")
     }
 }
 

@@ -296,9 +296,8 @@ async fn chart_intervals_read_the_same_from_minutes_and_rollups_for_one_consumer
             .remove(&metric)
             .unwrap()
     };
-    let total = |sums: &[idem_store::BucketSums]| -> Vec<f64> {
-        sums.iter().map(|s| s.values().sum()).collect()
-    };
+    let total =
+        |sums: &[idem_store::BucketSums]| -> Vec<f64> { sums.iter().map(|s| s.total()).collect() };
     let before = read(Metric::Deliveries, None).await;
     assert_eq!(
         total(&before),
@@ -311,8 +310,8 @@ async fn chart_intervals_read_the_same_from_minutes_and_rollups_for_one_consumer
     );
     // The first quarter of `orders`: minute 0 read 120 s, the other 14 read 30 s.
     let ages = read(Metric::QueueOldestAgeSeconds, Some("orders")).await;
-    assert_eq!(ages[0].get("120"), Some(&1.0));
-    assert_eq!(ages[0].get("30"), Some(&14.0));
+    assert_eq!(ages[0].count(120.0), 1.0);
+    assert_eq!(ages[0].count(30.0), 14.0);
 
     store.roll_up_hours(at(240)).await.unwrap();
     assert_eq!(read(Metric::Deliveries, None).await, before);
@@ -413,7 +412,7 @@ async fn long_chart_intervals_read_the_same_from_minutes_hours_and_six_hour_bloc
         read(&two_hours, None).await,
     ];
     assert_eq!(
-        from_minutes[0][0][0][""],
+        from_minutes[0][0][0].total(),
         (0..6 * 60)
             .step_by(7)
             .map(|m| 2.0 * (1.0 + (m % 97) as f64))

@@ -1,9 +1,7 @@
 //! Distribution charts: a bar per bucket, those past a limit in their own
 //! colour, the limit dashed and labelled.
 
-use std::collections::HashMap;
-
-use idem_domain::{FIFO_DEDUPE_WINDOW_SECONDS, Metric, le_label};
+use idem_domain::{FIFO_DEDUPE_WINDOW_SECONDS, Metric};
 use plotters::{
     coord::{
         ranged1d::SegmentedCoord,
@@ -18,13 +16,10 @@ use crate::api::Chart;
 /// The duplicate delay distribution: how long after a key's first delivery
 /// each duplicate arrived, with the five-minute FIFO dedupe window marked and
 /// the share of duplicates beyond it stated.
-pub fn duplicate_delays(range: &str, totals: &HashMap<String, f64>) -> Chart {
+pub fn duplicate_delays(range: &str, totals: &idem_domain::Histogram) -> Chart {
     let title = format!("Duplicate delays, {range}");
     let bounds = Metric::DuplicateDelaySeconds.buckets();
-    let counts: Vec<f64> = bounds
-        .iter()
-        .map(|b| totals.get(&le_label(*b)).copied().unwrap_or(0.0))
-        .collect();
+    let counts: Vec<f64> = bounds.iter().map(|b| totals.count(*b)).collect();
     let total: f64 = counts.iter().sum();
     if total <= 0.0 {
         return Chart {
@@ -301,8 +296,15 @@ fn bar_hovers(
 mod tests {
     use super::*;
 
-    fn totals(pairs: &[(&str, f64)]) -> HashMap<String, f64> {
-        pairs.iter().map(|(b, v)| ((*b).to_owned(), *v)).collect()
+    // Not plotters' `Histogram`, which the module's drawing uses.
+    use idem_domain::Histogram as Counts;
+
+    fn totals(pairs: &[(&str, f64)]) -> Counts {
+        let mut h = Counts::new();
+        for (label, v) in pairs {
+            h.add_label(label, *v);
+        }
+        h
     }
 
     #[test]
@@ -332,7 +334,7 @@ mod tests {
 
     #[test]
     fn no_duplicates_is_a_sentence_not_a_chart_of_zeros() {
-        let chart = duplicate_delays("last 1h", &HashMap::new());
+        let chart = duplicate_delays("last 1h", &Counts::new());
         assert_eq!(chart.svg, None);
         assert_eq!(chart.summary, "No duplicate deliveries in the last 1h.");
     }

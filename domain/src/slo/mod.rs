@@ -23,11 +23,13 @@ use crate::metric::{Metric, MetricKind};
 
 mod defaults;
 mod eval;
+mod events;
 #[cfg(test)]
 mod tests;
 
 pub use defaults::default_slos;
 pub use eval::{AlertState, Events, Severity, SloStatus, TIERS, Tier, TierReading, worst_first};
+pub use events::Recovered;
 
 /// A length of time as people write it in a config file: `90s`, `30m`, `6h`, `28d`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]

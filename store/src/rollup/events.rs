@@ -1,14 +1,15 @@
-//! Good and valid events of an SLO's indicator, counted from metric series
-//! and operators' recoveries already read.
+//! Good and valid events of an SLO's indicator over windows, from metric
+//! series and operators' recoveries already read: the store sums each
+//! window's rows, and the indicator counts its events from the sums.
 
 use std::collections::HashMap;
 
 use idem_domain::{
     Metric,
-    slo::{Events, Indicator},
+    slo::{Events, Indicator, Recovered},
 };
 
-use super::series::{MetricSeries, bucket_bound};
+use super::series::MetricSeries;
 use crate::ts::Ts;
 
 /// Good and valid events of an indicator over `[from, to)` for each of
@@ -20,55 +21,20 @@ pub(super) fn events_of(
     froms: &[Ts],
     to: Ts,
 ) -> Vec<Events> {
-    let total = |metric: Metric, from: Ts| -> f64 {
-        series
-            .get(&metric)
-            .map_or(0.0, |s| s.sums(from, to).values().sum())
-    };
-    let at_most = |metric: Metric, from: Ts, bound: f64| -> Events {
-        let sums = series
-            .get(&metric)
-            .map(|s| s.sums(from, to))
-            .unwrap_or_default();
-        let good = sums
-            .iter()
-            .filter(|(bucket, _)| bucket_bound(bucket) <= bound)
-            .map(|(_, v)| v)
-            .sum();
-        Events::new(good, sums.values().sum())
-    };
-    let recovered = |from: Ts, resolves_only: bool| {
-        recoveries
-            .iter()
-            .filter(move |r| r.at >= from && r.at < to && (r.resolved_unknown || !resolves_only))
-    };
     froms
         .iter()
-        .map(|from| match *indicator {
-            Indicator::Counters { valid, bad } => {
-                let valid = total(valid, *from);
-                Events::new(valid - total(bad, *from), valid)
-            }
-            Indicator::GaugeSlices {
-                gauge: metric,
-                at_most_seconds,
-            }
-            | Indicator::Histogram {
-                histogram: metric,
-                at_most_seconds,
-            } => at_most(metric, *from, at_most_seconds),
-            Indicator::UnknownResolved { within_seconds } => Events::new(
-                recovered(*from, true)
-                    .filter(|r| r.seconds <= within_seconds)
-                    .count() as f64,
-                total(Metric::UnknownOutcomes, *from),
-            ),
-            Indicator::Recovery { within_seconds } => Events::new(
-                recovered(*from, false)
-                    .filter(|r| r.seconds <= within_seconds)
-                    .count() as f64,
-                recovered(*from, false).count() as f64,
-            ),
+        .map(|&from| {
+            let sums = |metric| {
+                series
+                    .get(&metric)
+                    .map(|s| s.sums(from, to))
+                    .unwrap_or_default()
+            };
+            let recovered = recoveries
+                .iter()
+                .filter(|r| r.at >= from && r.at < to)
+                .map(Recovery::recovered);
+            indicator.events(sums, recovered)
         })
         .collect()
 }
@@ -83,14 +49,12 @@ pub struct Recovery {
     pub seconds: f64,
 }
 
-/// The metrics an indicator's events are counted from.
-pub(super) fn indicator_metrics(indicator: &Indicator) -> Vec<Metric> {
-    match *indicator {
-        Indicator::Counters { valid, bad } => vec![valid, bad],
-        Indicator::GaugeSlices { gauge: m, .. } | Indicator::Histogram { histogram: m, .. } => {
-            vec![m]
+impl Recovery {
+    /// What an SLI counts of it (its time is the store's to filter on).
+    pub fn recovered(&self) -> Recovered {
+        Recovered {
+            resolved_unknown: self.resolved_unknown,
+            seconds: self.seconds,
         }
-        Indicator::UnknownResolved { .. } => vec![Metric::UnknownOutcomes],
-        Indicator::Recovery { .. } => Vec::new(),
     }
 }

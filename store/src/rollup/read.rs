@@ -4,16 +4,21 @@ use std::collections::HashMap;
 
 use chrono::TimeDelta;
 use idem_domain::{
-    Metric,
+    Histogram, Metric,
     slo::{Events, Indicator},
 };
 
 use super::{
-    BucketSums,
-    events::{Recovery, events_of, indicator_metrics},
+    events::{Recovery, events_of},
     series::hour_bins,
 };
-use crate::{StoreResult, dialect::dispatch, store::Store, ts::Ts};
+use crate::{
+    StoreResult,
+    dialect::dispatch,
+    sql::{Sql, bind_all},
+    store::Store,
+    ts::Ts,
+};
 
 /// Rows of the audit log read per answer at most: operators' recoveries
 /// are human actions, a few a day; this only bounds a pathological log.
@@ -30,7 +35,7 @@ impl Store {
         starts: &[Ts],
         to: Ts,
         consumer: Option<&str>,
-    ) -> StoreResult<HashMap<Metric, Vec<BucketSums>>> {
+    ) -> StoreResult<HashMap<Metric, Vec<Histogram>>> {
         let watermark = self.rollup_watermark().await?;
         let series = self
             .metric_series(metrics, starts, to, watermark, consumer, hour_bins(starts))
@@ -50,22 +55,20 @@ impl Store {
         to: Ts,
         consumer: Option<&str>,
     ) -> StoreResult<Vec<Recovery>> {
-        let mut sql = String::from(
-            "SELECT at, action, recovery_seconds FROM audit_log \
-             WHERE at >= $1 AND at < $2 AND result = 'ok' AND recovery_seconds IS NOT NULL",
-        );
-        if consumer.is_some() {
-            sql += " AND consumer = $4";
+        let mut sql = Sql::default();
+        let (from, to) = (sql.param(from), sql.param(to));
+        sql.push(&format!(
+            "SELECT at, action, recovery_seconds FROM audit_log WHERE at >= {from} AND at < {to} \
+             AND result = 'ok' AND recovery_seconds IS NOT NULL"
+        ));
+        if let Some(consumer) = consumer {
+            let consumer = sql.param(consumer);
+            sql.push(&format!(" AND consumer = {consumer}"));
         }
-        sql += " ORDER BY at LIMIT $3";
+        let limit = sql.param(RECOVERY_ROWS);
+        sql.push(&format!(" ORDER BY at LIMIT {limit}"));
         let rows: Vec<(Ts, String, f64)> = dispatch!(&self.pools, pool => {
-            let query = sqlx::query_as(&sql).bind(from).bind(to).bind(RECOVERY_ROWS);
-            match consumer {
-                Some(consumer) => query.bind(consumer),
-                None => query,
-            }
-            .fetch_all(pool)
-            .await?
+            bind_all!(sqlx::query_as(&sql.text), &sql.binds).fetch_all(pool).await?
         });
         Ok(rows
             .into_iter()
@@ -96,7 +99,7 @@ impl Store {
         let watermark = self.rollup_watermark().await?;
         let series = self
             .metric_series(
-                &indicator_metrics(indicator),
+                &indicator.metrics(),
                 &[from],
                 to,
                 watermark,
@@ -104,11 +107,10 @@ impl Store {
                 hour_bins(&starts),
             )
             .await?;
-        let recoveries = match indicator {
-            Indicator::UnknownResolved { .. } | Indicator::Recovery { .. } => {
-                self.recoveries(from, to, None).await?
-            }
-            _ => Vec::new(),
+        let recoveries = if indicator.counts_recoveries() {
+            self.recoveries(from, to, None).await?
+        } else {
+            Vec::new()
         };
         Ok(starts
             .into_iter()
@@ -132,19 +134,14 @@ impl Store {
         let watermark = self.rollup_watermark().await?;
         let mut metrics: Vec<Metric> = indicators
             .iter()
-            .flat_map(|indicator| indicator_metrics(indicator))
+            .flat_map(|indicator| indicator.metrics())
             .collect();
         metrics.sort_by_key(|m| m.name());
         metrics.dedup();
         let series = self
             .metric_series(&metrics, froms, to, watermark, None, None)
             .await?;
-        let reads_audit = indicators.iter().any(|i| {
-            matches!(
-                i,
-                Indicator::UnknownResolved { .. } | Indicator::Recovery { .. }
-            )
-        });
+        let reads_audit = indicators.iter().any(|i| i.counts_recoveries());
         let recoveries = match froms.iter().min() {
             Some(from) if reads_audit => self.recoveries(*from, to, None).await?,
             _ => Vec::new(),

@@ -5,9 +5,9 @@
 use std::collections::HashMap;
 
 use chrono::TimeDelta;
-use idem_domain::{Metric, MetricKind};
+use idem_domain::{Histogram, Metric, MetricKind, le_bound};
 
-use super::{ALL_CONSUMERS, BLOCK, BucketSums, gauge_bucket_sql, names, names_of, start_of_bin};
+use super::{ALL_CONSUMERS, BLOCK, gauge_bucket_sql, names, names_of, start_of_bin};
 use crate::{StoreResult, dialect::dispatch, store::Store, ts::Ts};
 
 /// One row read for a series: metric name, when, bucket, value.
@@ -67,7 +67,7 @@ impl Store {
         rows.extend(self.minute_rows(metrics, consumer, &ranges).await?);
         for (metric, at, bucket, value) in rows {
             if let Some(points) = Metric::from_name(&metric).and_then(|m| series.get_mut(&m)) {
-                points.points.push((at, bucket, value));
+                points.points.push((at, le_bound(&bucket), value));
             }
         }
         for points in series.values_mut() {
@@ -258,52 +258,43 @@ pub(super) fn hour_bins(starts: &[Ts]) -> Option<TimeDelta> {
         .then(|| TimeDelta::microseconds(step))
 }
 
-/// Bucket sums of one metric keyed by the minute or hour they start at. A
-/// span's sum takes the points that start inside it: [`Store::metric_series`]
-/// only returns an hour as one point when no span boundary falls inside it.
+/// Bucket sums of one metric keyed by the minute or hour they start at, each
+/// with its bucket's upper bound. A span's sum takes the points that start
+/// inside it: [`Store::metric_series`] only returns an hour as one point
+/// when no span boundary falls inside it.
 #[derive(Debug, Default)]
 pub(super) struct MetricSeries {
-    points: Vec<(Ts, String, f64)>,
+    points: Vec<(Ts, f64, f64)>,
 }
 
 impl MetricSeries {
     /// The points in `[from, to)`: a slice, since the points are sorted by time.
-    fn between(&self, from: Ts, to: Ts) -> &[(Ts, String, f64)] {
+    fn between(&self, from: Ts, to: Ts) -> &[(Ts, f64, f64)] {
         let lo = self.points.partition_point(|(at, _, _)| *at < from);
         let hi = self.points.partition_point(|(at, _, _)| *at < to);
         &self.points[lo..hi.max(lo)]
     }
 
-    pub(super) fn sums(&self, from: Ts, to: Ts) -> BucketSums {
-        let mut sums: HashMap<&str, f64> = HashMap::new();
-        for (_, bucket, value) in self.between(from, to) {
-            *sums.entry(bucket).or_default() += value;
-        }
-        owned(sums)
+    pub(super) fn sums(&self, from: Ts, to: Ts) -> Histogram {
+        self.between(from, to)
+            .iter()
+            .map(|(_, le, value)| (*le, *value))
+            .collect()
     }
 
     /// Sums in each interval `[starts[i], starts[i + 1])`, the last ending
     /// at `to`; `starts` ascending. One pass over the points.
-    pub(super) fn sums_by_interval(&self, starts: &[Ts], to: Ts) -> Vec<BucketSums> {
-        let mut intervals: Vec<HashMap<&str, f64>> = vec![HashMap::new(); starts.len()];
+    pub(super) fn sums_by_interval(&self, starts: &[Ts], to: Ts) -> Vec<Histogram> {
+        let mut intervals = vec![Histogram::new(); starts.len()];
         let Some(first) = starts.first() else {
             return Vec::new();
         };
-        for (at, bucket, value) in self.between(*first, to) {
+        for (at, le, value) in self.between(*first, to) {
             let i = starts.partition_point(|s| s <= at) - 1;
-            *intervals[i].entry(bucket).or_default() += value;
+            intervals[i].add(*le, *value);
         }
-        intervals.into_iter().map(owned).collect()
+        intervals
     }
-}
-
-fn owned(sums: HashMap<&str, f64>) -> BucketSums {
-    sums.into_iter().map(|(b, v)| (b.to_owned(), v)).collect()
-}
-
-/// The upper bound a bucket label stands for (`+Inf` and unknown labels: infinity).
-pub(super) fn bucket_bound(label: &str) -> f64 {
-    label.parse().unwrap_or(f64::INFINITY)
 }
 
 #[cfg(test)]
@@ -312,13 +303,6 @@ mod tests {
 
     fn at(hours: i64, minutes: i64) -> Ts {
         Ts::from_micros((hours * 60 + minutes) * 60_000_000).unwrap()
-    }
-
-    #[test]
-    fn bucket_labels_read_back_as_bounds() {
-        assert_eq!(bucket_bound("300"), 300.0);
-        assert_eq!(bucket_bound("0.5"), 0.5);
-        assert_eq!(bucket_bound("+Inf"), f64::INFINITY);
     }
 
     #[test]

@@ -158,7 +158,7 @@ impl<'a> Reads<'a> {
         let deliveries = read.remove(&Metric::Deliveries).unwrap_or_default();
         let valid = deliveries
             .iter()
-            .map(|s| (!s.is_empty()).then(|| s.values().sum()))
+            .map(|s| (!s.is_empty()).then(|| s.total()))
             .collect();
         Self { read, frame, valid }
     }
@@ -170,7 +170,7 @@ impl<'a> Reads<'a> {
 
     /// `metric`'s count per interval: its buckets added up.
     fn counts(&mut self, metric: Metric) -> Vec<f64> {
-        self.take(metric).iter().map(|s| s.values().sum()).collect()
+        self.take(metric).iter().map(BucketSums::total).collect()
     }
 
     /// Which intervals some consumer reported deliveries for.
@@ -198,13 +198,7 @@ fn duplicate_charts(reads: &mut Reads, span_label: &str, slos: &SloSet) -> [Char
 
 /// A distribution over a whole span: its intervals' buckets added up.
 fn summed(intervals: Vec<BucketSums>) -> BucketSums {
-    let mut total = BucketSums::new();
-    for interval in intervals {
-        for (bucket, n) in interval {
-            *total.entry(bucket).or_default() += n;
-        }
-    }
-    total
+    BucketSums::merged(&intervals)
 }
 
 /// The oldest queued message and the oldest unpublished outbox row, the
@@ -348,7 +342,11 @@ mod tests {
     #[test]
     fn a_distribution_over_a_span_adds_up_its_intervals() {
         let interval = |pairs: &[(&str, f64)]| -> BucketSums {
-            pairs.iter().map(|(b, n)| ((*b).to_owned(), *n)).collect()
+            let mut h = BucketSums::new();
+            for (label, n) in pairs {
+                h.add_label(label, *n);
+            }
+            h
         };
         let total = summed(vec![
             interval(&[("10", 2.0), ("300", 1.0)]),

@@ -1,7 +1,7 @@
 //! Counts per delivery over time: the share of deliveries that went wrong,
 //! the worst reading of a gauge, and new unknown outcomes.
 
-use std::collections::HashMap;
+use idem_domain::Histogram;
 
 use super::{
     Frame, chart, gaps_sentence,
@@ -99,17 +99,18 @@ pub fn gauge_worst(
     title: &str,
     frame: &Frame,
     what: &str,
-    slices: &[HashMap<String, f64>],
+    slices: &[Histogram],
     threshold_seconds: Option<f64>,
 ) -> Chart {
     let title = format!("{title}, {}", frame.label);
     let worst: Vec<Option<f64>> = slices
         .iter()
         .map(|s| {
+            // Bounds come in ascending order: the last with readings.
             s.iter()
-                .filter(|(_, minutes)| **minutes > 0.0)
-                .map(|(bound, _)| bound.parse().unwrap_or(f64::INFINITY))
-                .fold(None, |w: Option<f64>, b| Some(w.map_or(b, |w| w.max(b))))
+                .filter(|(_, minutes)| *minutes > 0.0)
+                .map(|(bound, _)| bound)
+                .last()
         })
         .collect();
     let with_data = worst.iter().flatten().count();

@@ -1,10 +1,8 @@
 //! How long things took over time: delivery-to-outcome latency from
 //! histograms, and operators' recovery times.
 
-use std::collections::HashMap;
-
 use chrono::{DateTime, Utc};
-use idem_domain::le_label;
+use idem_domain::Histogram;
 
 use super::{
     Frame, chart, gaps_sentence,
@@ -16,63 +14,28 @@ use crate::{
     format::duration,
 };
 
-/// The `q` quantile of a histogram held as per-bucket counts (not
-/// cumulative), interpolated linearly inside its bucket as Prometheus's
-/// `histogram_quantile` does; in the `+Inf` bucket, the largest finite bound.
-pub fn histogram_quantile(q: f64, counts: &HashMap<String, f64>, bounds: &[f64]) -> Option<f64> {
-    let total: f64 = counts.values().sum();
-    if total <= 0.0 {
-        return None;
-    }
-    let rank = q * total;
-    let mut below = 0.0;
-    let mut lower = 0.0;
-    for bound in bounds {
-        let here = counts.get(&le_label(*bound)).copied().unwrap_or(0.0);
-        if below + here >= rank && here > 0.0 {
-            if bound.is_infinite() {
-                return Some(lower);
-            }
-            return Some(lower + (bound - lower) * (rank - below) / here);
-        }
-        below += here;
-        if bound.is_finite() {
-            lower = *bound;
-        }
-    }
-    Some(lower)
-}
-
 /// Delivery-to-outcome latency per interval (p50, p95, p99) against the
 /// reconciliation threshold; intervals whose p99 is over it are shaded.
 pub fn outcome_latency(
     frame: &Frame,
-    histograms: &[HashMap<String, f64>],
+    histograms: &[Histogram],
     bounds: &[f64],
     threshold_seconds: Option<f64>,
 ) -> Chart {
     let id = "outcome-latency";
     let title = format!("Delivery to outcome, {}", frame.label);
-    let quantile = |q: f64| -> Vec<Option<f64>> {
-        histograms
-            .iter()
-            .map(|h| histogram_quantile(q, h, bounds))
-            .collect()
-    };
+    let quantile =
+        |q: f64| -> Vec<Option<f64>> { histograms.iter().map(|h| h.quantile(q, bounds)).collect() };
     let (p99, p95, p50) = (quantile(0.99), quantile(0.95), quantile(0.5));
     let with_data = p50.iter().flatten().count();
     if with_data == 0 {
         let summary = format!("No outcomes recorded in the {}.", frame.label);
         return chart(id, frame, title, None, summary);
     }
-    let mut all: HashMap<String, f64> = HashMap::new();
-    for h in histograms {
-        for (bucket, n) in h {
-            *all.entry(bucket.clone()).or_default() += n;
-        }
-    }
+    let all = Histogram::merged(histograms);
     let overall = |q| {
-        histogram_quantile(q, &all, bounds).map_or("?".to_owned(), |s| duration(s.round() as i64))
+        all.quantile(q, bounds)
+            .map_or("?".to_owned(), |s| duration(s.round() as i64))
     };
     let threshold = threshold_seconds.map(|t| Threshold {
         value: t,
@@ -82,7 +45,7 @@ pub fn outcome_latency(
     });
     let mut summary = format!(
         "Over all {:.0} outcomes in the {}: p50 {}, p95 {}, p99 {}.",
-        all.values().sum::<f64>(),
+        all.total(),
         frame.label,
         overall(0.5),
         overall(0.95),
@@ -96,7 +59,7 @@ pub fn outcome_latency(
         );
     }
     summary += &gaps_sentence(p50.len() - with_data);
-    let volume = histograms.iter().map(|h| h.values().sum()).collect();
+    let volume = histograms.iter().map(Histogram::total).collect();
     let plot = Plot {
         frame,
         y_desc: "seconds",

@@ -1,20 +1,26 @@
 //! The charts over time: what they draw and what their summaries say.
 
-use std::collections::HashMap;
-
 use chrono::{DateTime, TimeDelta};
 use idem_domain::{
-    Metric,
+    Histogram, Metric,
     slo::{Events, Slo, TIERS},
 };
 use plotters::style::RGBColor;
 
 use super::{
-    latency::histogram_quantile,
     plot::{NO_DATA, Unit, hover_runs},
     *,
 };
 use crate::charts::{BREACH, GOOD, MARKER, VOLUME, WITHIN};
+
+/// A histogram from `bucket` column labels and counts.
+fn labelled(pairs: &[(&str, f64)]) -> Histogram {
+    let mut h = Histogram::new();
+    for (label, n) in pairs {
+        h.add_label(label, *n);
+    }
+    h
+}
 
 fn frame(n: usize) -> Frame {
     let start = DateTime::parse_from_rfc3339("2026-11-01T00:00:00Z")
@@ -248,9 +254,7 @@ fn the_duplicate_share_marks_its_objective_and_the_intervals_over_it() {
 
 #[test]
 fn a_gauge_chart_reads_the_worst_slice_and_shades_minutes_over_the_threshold() {
-    let slices = |pairs: &[(&str, f64)]| -> HashMap<String, f64> {
-        pairs.iter().map(|(b, n)| ((*b).to_owned(), *n)).collect()
-    };
+    let slices = labelled;
     let chart = gauge_worst(
         "queue-age",
         "Oldest queued message",
@@ -258,7 +262,7 @@ fn a_gauge_chart_reads_the_worst_slice_and_shades_minutes_over_the_threshold() {
         "oldest queued message",
         &[
             slices(&[("5", 50.0), ("30", 10.0)]),
-            HashMap::new(),
+            Histogram::new(),
             slices(&[("5", 50.0), ("120", 1.0)]),
         ],
         Some(60.0),
@@ -273,25 +277,6 @@ fn a_gauge_chart_reads_the_worst_slice_and_shades_minutes_over_the_threshold() {
     assert_eq!(fills(&svg, BREACH), 1);
     assert_eq!(fills(&svg, NO_DATA), 1);
     assert!(dashes(&svg) > 5);
-}
-
-#[test]
-fn quantiles_interpolate_inside_their_bucket() {
-    let bounds = Metric::OutcomeLatencySeconds.buckets();
-    let counts: HashMap<String, f64> = [("1", 50.0), ("5", 40.0), ("900", 9.0), ("+Inf", 1.0)]
-        .iter()
-        .map(|(b, n)| ((*b).to_owned(), *n))
-        .collect();
-    // 50 at ≤1 s: the median is the top of the first bucket.
-    assert_eq!(histogram_quantile(0.5, &counts, bounds), Some(1.0));
-    // p90: rank 90 is the last of the ≤5 s bucket.
-    assert_eq!(histogram_quantile(0.9, &counts, bounds), Some(5.0));
-    // p95: 5 of 9 into (300, 900].
-    let p95 = histogram_quantile(0.95, &counts, bounds).unwrap();
-    assert!((p95 - (300.0 + 600.0 * 5.0 / 9.0)).abs() < 1e-9, "{p95}");
-    // p100 falls in +Inf: the largest finite bound.
-    assert_eq!(histogram_quantile(1.0, &counts, bounds), Some(3600.0));
-    assert_eq!(histogram_quantile(0.5, &HashMap::new(), bounds), None);
 }
 
 #[test]
@@ -364,14 +349,12 @@ fn recovery_times_state_the_median_and_the_slowest() {
 #[test]
 fn outcome_latency_draws_three_quantiles_and_shades_a_p99_over_the_threshold() {
     let bounds = Metric::OutcomeLatencySeconds.buckets();
-    let histogram = |pairs: &[(&str, f64)]| -> HashMap<String, f64> {
-        pairs.iter().map(|(b, n)| ((*b).to_owned(), *n)).collect()
-    };
+    let histogram = labelled;
     let chart = outcome_latency(
         &frame(3),
         &[
             histogram(&[("1", 100.0)]),
-            HashMap::new(),
+            Histogram::new(),
             histogram(&[("1", 90.0), ("3600", 10.0)]),
         ],
         bounds,
