@@ -16,6 +16,8 @@ pub struct AppState {
     pub store: idem_store::Store,
     pub console: crate::api::ConsoleInfo,
     /// Dashboard reads shared between requests for a moment (live refresh).
+    /// Reads reach it, and `per_interval`, only through [`Reader::cached`],
+    /// whose `ReadKey` decides which of the two keeps them.
     pub reads: crate::cache::ReadCache,
     /// Reads that change only when an interval completes — rendered charts
     /// (their last interval), the SLO board (its last minute) — keyed by
@@ -44,21 +46,35 @@ pub struct AppState {
     pub read_only: std::sync::Arc<idem_domain::ReadOnlyConsumers>,
 }
 
-/// Where a read-only page reads from.
+/// Where a page reads from, and the caches its reads go through
+/// ([`Reader::cached`] names the database in every entry it keeps).
 pub struct Reader {
     pub store: idem_store::Store,
-    /// The read replica, which may lag behind the primary.
-    pub replica: bool,
+    pub database: crate::cache::Database,
+    pub(crate) reads: crate::cache::ReadCache,
+    pub(crate) per_interval: crate::cache::ReadCache,
 }
 
 impl Reader {
-    /// A cache key that keeps the replica's and the primary's answers apart.
-    pub fn key(&self, key: &str) -> String {
-        if self.replica {
-            format!("replica\u{0}{key}")
-        } else {
-            key.to_owned()
+    /// Reads `store`, which is `state`'s `database`.
+    fn new(state: &AppState, store: &idem_store::Store, database: crate::cache::Database) -> Self {
+        Self {
+            store: store.clone(),
+            database,
+            reads: state.reads.clone(),
+            per_interval: state.per_interval.clone(),
         }
+    }
+
+    /// Reads the primary, whatever the request.
+    pub fn primary(state: &AppState) -> Self {
+        Self::new(state, &state.store, crate::cache::Database::Primary)
+    }
+
+    /// Whether this reads the read replica, which may lag behind an action
+    /// just taken.
+    pub fn is_replica(&self) -> bool {
+        self.database == crate::cache::Database::Replica
     }
 }
 
@@ -72,14 +88,10 @@ pub const READ_PRIMARY_SECONDS: u32 = 60;
 /// is one, unless the person acted within the last minute.
 pub fn reader(state: &AppState) -> Reader {
     match &state.replica {
-        Some(replica) if cookie(READ_PRIMARY_COOKIE).is_none() => Reader {
-            store: replica.clone(),
-            replica: true,
-        },
-        _ => Reader {
-            store: state.store.clone(),
-            replica: false,
-        },
+        Some(replica) if cookie(READ_PRIMARY_COOKIE).is_none() => {
+            Reader::new(state, replica, crate::cache::Database::Replica)
+        }
+        _ => Reader::primary(state),
     }
 }
 

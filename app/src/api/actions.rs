@@ -9,8 +9,9 @@ use leptos::prelude::*;
 
 use crate::error::AppError;
 
+/// The actions' server-only code: who acts, on what, and how it is answered.
 #[cfg(feature = "ssr")]
-mod server {
+pub(crate) mod ssr {
     use idem_domain::action::ActionOutcome;
     use idem_store::Actor;
 
@@ -93,16 +94,16 @@ pub async fn replay_dead_letter(
     #[server(default)] override_verdict: Option<String>,
     #[server(default)] reason: String,
 ) -> Result<ActionOutcome, AppError> {
-    server::act(&action_id, async {
-        let acting = server::operator()?;
+    ssr::act(&action_id, async {
+        let acting = ssr::operator()?;
         idem_domain::action::reason(&reason)?;
-        server::writable_dead_letter(id).await?;
+        ssr::writable_dead_letter(id).await?;
         let state = crate::ssr::state()?;
         Ok(state
             .store
             .replay_dead_letter(&idem_store::ReplayRequest {
                 dead_letter_id: id,
-                action_id: server::action_id(&action_id)?,
+                action_id: ssr::action_id(&action_id)?,
                 actor: acting.actor(),
                 override_verdict: override_verdict.is_some(),
                 reason: Some(&reason),
@@ -120,16 +121,16 @@ pub async fn discard_dead_letter(
     action_id: String,
     #[server(default)] reason: String,
 ) -> Result<ActionOutcome, AppError> {
-    server::act(&action_id, async {
-        let acting = server::operator()?;
+    ssr::act(&action_id, async {
+        let acting = ssr::operator()?;
         idem_domain::action::reason(&reason)?;
-        server::writable_dead_letter(id).await?;
+        ssr::writable_dead_letter(id).await?;
         let state = crate::ssr::state()?;
         Ok(state
             .store
             .discard_dead_letter(&idem_store::DiscardRequest {
                 dead_letter_id: id,
-                action_id: server::action_id(&action_id)?,
+                action_id: ssr::action_id(&action_id)?,
                 actor: acting.actor(),
                 reason: &reason,
             })
@@ -151,13 +152,13 @@ pub async fn resolve_unknown(
     #[server(default)] reason: String,
 ) -> Result<ActionOutcome, AppError> {
     use idem_domain::{ConsumerName, IdempotencyKey, action::Resolution};
-    server::act(&action_id, async {
-        let acting = server::operator()?;
+    ssr::act(&action_id, async {
+        let acting = ssr::operator()?;
         let consumer = ConsumerName::parse(consumer)?;
         let key = IdempotencyKey::parse(key)?;
         idem_domain::action::reason(&reason)?;
         idem_domain::action::provider_ref(&provider_ref)?;
-        server::writable(consumer.as_str())?;
+        ssr::writable(consumer.as_str())?;
         let resolution = match outcome.as_str() {
             "sent" => Resolution::Sent { provider_ref },
             "failed-retry" => Resolution::FailedRetry,
@@ -176,7 +177,7 @@ pub async fn resolve_unknown(
                 key: key.as_str(),
                 version,
                 resolution,
-                action_id: server::action_id(&action_id)?,
+                action_id: ssr::action_id(&action_id)?,
                 actor: acting.actor(),
                 reason: Some(&reason),
             })

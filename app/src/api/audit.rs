@@ -39,29 +39,33 @@ pub const AUDIT_ACTIONS: &[&str] = &[
     "role changed by identity proxy",
 ];
 
-/// The longest actor or action a filter accepts (longer text was never
-/// recorded: usernames and action names are short).
+/// The audit log's server-only code: checking the filters as typed.
 #[cfg(feature = "ssr")]
-const MAX_FILTER_BYTES: usize = 256;
+pub(crate) mod ssr {
+    use crate::error::AppError;
 
-/// A typed actor or action: empty for any, else matched exactly.
-#[cfg(feature = "ssr")]
-fn text_filter(text: String, what: &str) -> Result<Option<String>, AppError> {
-    if text.is_empty() {
-        return Ok(None);
+    /// The longest actor or action a filter accepts (longer text was never
+    /// recorded: usernames and action names are short).
+    const MAX_FILTER_BYTES: usize = 256;
+
+    /// A typed actor or action: empty for any, else matched exactly.
+    pub fn text_filter(text: String, what: &str) -> Result<Option<String>, AppError> {
+        if text.is_empty() {
+            return Ok(None);
+        }
+        if text.len() > MAX_FILTER_BYTES {
+            return Err(AppError::BadRequest(format!(
+                "The {what} is {} bytes long; no {what} is longer than {MAX_FILTER_BYTES}.",
+                text.len()
+            )));
+        }
+        if text.chars().any(char::is_control) {
+            return Err(AppError::BadRequest(format!(
+                "The {what} contains a control character."
+            )));
+        }
+        Ok(Some(text))
     }
-    if text.len() > MAX_FILTER_BYTES {
-        return Err(AppError::BadRequest(format!(
-            "The {what} is {} bytes long; no {what} is longer than {MAX_FILTER_BYTES}.",
-            text.len()
-        )));
-    }
-    if text.chars().any(char::is_control) {
-        return Err(AppError::BadRequest(format!(
-            "The {what} contains a control character."
-        )));
-    }
-    Ok(Some(text))
 }
 
 /// The audit log, newest first, keyset-paginated; each filter that is set
@@ -77,8 +81,8 @@ pub async fn list_audit(query: AuditQuery) -> Result<AuditLog, AppError> {
     crate::ssr::serve(async move {
         crate::ssr::require(idem_domain::Role::Operator)?;
         let filter = AuditFilter {
-            actor: text_filter(query.actor, "actor")?,
-            action: text_filter(query.action, "action")?,
+            actor: ssr::text_filter(query.actor, "actor")?,
+            action: ssr::text_filter(query.action, "action")?,
             key: match query.key.as_str() {
                 "" => None,
                 key => Some(IdempotencyKey::parse(key)?.as_str().to_owned()),

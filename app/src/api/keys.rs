@@ -66,80 +66,87 @@ pub struct KeyQuery {
     pub limit: String,
 }
 
-/// How many claims a key-only link lists.
+/// The key pages' server-only code: one key's story, read whole.
 #[cfg(feature = "ssr")]
-const MATCH_LIMIT: i64 = 50;
-/// How many other keys sharing a provider reference the key page names.
-#[cfg(feature = "ssr")]
-const SHARED_REF_LIMIT: i64 = 5;
-
-#[cfg(feature = "ssr")]
-async fn story(
-    reader: &crate::ssr::Reader,
-    consumer: String,
-    key: String,
-) -> Result<Option<KeyStory>, AppError> {
+pub(crate) mod ssr {
     use idem_domain::story::{Sources, assemble};
-    let store = &reader.store;
-    let records = store.key_records(&consumer, &key).await?;
-    if records.is_empty() {
-        return Ok(None);
-    }
-    let idem_store::KeyRecords {
-        claim,
-        outbox,
-        dead_letters,
-        audit,
-    } = records;
-    let shared_ref = match claim.as_ref().and_then(|c| c.provider_ref.as_deref()) {
-        Some(provider_ref) => {
-            store
-                .claims_with_provider_ref(provider_ref, (&consumer, &key), SHARED_REF_LIMIT)
-                .await?
+
+    use super::KeyStory;
+    use crate::error::AppError;
+
+    /// How many claims a key-only link lists.
+    pub const MATCH_LIMIT: i64 = 50;
+    /// How many other keys sharing a provider reference the key page names.
+    const SHARED_REF_LIMIT: i64 = 5;
+
+    /// Everything `reader`'s database holds about `key` of `consumer`, and
+    /// its story; `None` when it holds nothing.
+    pub async fn story(
+        reader: &crate::ssr::Reader,
+        consumer: String,
+        key: String,
+    ) -> Result<Option<KeyStory>, AppError> {
+        let store = &reader.store;
+        let records = store.key_records(&consumer, &key).await?;
+        if records.is_empty() {
+            return Ok(None);
         }
-        None => Vec::new(),
-    };
-    let clock = crate::ssr::clock(chrono::Utc::now());
-    let retention = crate::ssr::state()?.claim_retention;
-    let verdicts = dead_letters
-        .iter()
-        .filter(|d| d.state == idem_domain::DeadLetterState::Open)
-        .map(|d| {
-            (
-                d.id,
-                idem_domain::action::Verdict::of(claim.as_ref(), retention, clock.as_of),
-            )
-        })
-        .collect();
-    let can_act =
-        crate::ssr::current_user().is_some_and(|u| u.role.includes(idem_domain::Role::Operator));
-    let story = assemble(
-        Sources {
-            claim: claim.as_ref(),
-            outbox: &outbox,
-            dead_letters: &dead_letters,
-            audit: &audit,
-            shared_ref: &shared_ref,
-        },
-        clock.as_of,
-        &clock.zone,
-    );
-    let read_only = crate::ssr::state()?.read_only.reason(&consumer);
-    Ok(Some(KeyStory {
-        clock,
-        consumer,
-        key,
-        claim,
-        outbox,
-        dead_letters,
-        audit,
-        story,
-        can_act,
-        action_id: crate::ssr::new_action_id(),
-        verdicts,
-        from_replica: reader.replica,
-        read_only,
-    }))
+        let idem_store::KeyRecords {
+            claim,
+            outbox,
+            dead_letters,
+            audit,
+        } = records;
+        let shared_ref = match claim.as_ref().and_then(|c| c.provider_ref.as_deref()) {
+            Some(provider_ref) => {
+                store
+                    .claims_with_provider_ref(provider_ref, (&consumer, &key), SHARED_REF_LIMIT)
+                    .await?
+            }
+            None => Vec::new(),
+        };
+        let clock = crate::ssr::clock(chrono::Utc::now());
+        let retention = crate::ssr::state()?.claim_retention;
+        let verdicts = dead_letters
+            .iter()
+            .filter(|d| d.state == idem_domain::DeadLetterState::Open)
+            .map(|d| {
+                (
+                    d.id,
+                    idem_domain::action::Verdict::of(claim.as_ref(), retention, clock.as_of),
+                )
+            })
+            .collect();
+        let can_act = crate::ssr::current_user()
+            .is_some_and(|u| u.role.includes(idem_domain::Role::Operator));
+        let story = assemble(
+            Sources {
+                claim: claim.as_ref(),
+                outbox: &outbox,
+                dead_letters: &dead_letters,
+                audit: &audit,
+                shared_ref: &shared_ref,
+            },
+            clock.as_of,
+            &clock.zone,
+        );
+        let read_only = crate::ssr::state()?.read_only.reason(&consumer);
+        Ok(Some(KeyStory {
+            clock,
+            consumer,
+            key,
+            claim,
+            outbox,
+            dead_letters,
+            audit,
+            story,
+            can_act,
+            action_id: crate::ssr::new_action_id(),
+            verdicts,
+            from_replica: reader.is_replica(),
+            read_only,
+        }))
+    }
 }
 
 /// One key's story. Both arguments are URL path segments exactly as they
@@ -152,7 +159,7 @@ pub async fn get_key_story(consumer: String, key: String) -> Result<KeyStory, Ap
         let consumer = ConsumerName::from_segment(&consumer)?;
         let key = IdempotencyKey::from_segment(&key)?;
         let reader = crate::ssr::reader(&crate::ssr::state()?);
-        story(&reader, consumer.to_string(), key.to_string()).await?.ok_or_else(|| {
+        ssr::story(&reader, consumer.to_string(), key.to_string()).await?.ok_or_else(|| {
             AppError::NotFound(format!(
                 "No consumer named “{consumer}” has a claim, outbox row or dead letter for the key “{key}”."
             ))
@@ -172,7 +179,7 @@ pub async fn lookup_key(key: String) -> Result<KeyLookup, AppError> {
         let reader = crate::ssr::reader(&crate::ssr::state()?);
         let mut claims = reader
             .store
-            .claims_with_key(key.as_str(), MATCH_LIMIT)
+            .claims_with_key(key.as_str(), ssr::MATCH_LIMIT)
             .await?;
         match claims.len() {
             0 => Err(AppError::NotFound(format!(
@@ -180,7 +187,7 @@ pub async fn lookup_key(key: String) -> Result<KeyLookup, AppError> {
             ))),
             1 => {
                 let claim = claims.remove(0);
-                let story = story(&reader, claim.consumer, claim.key).await?;
+                let story = ssr::story(&reader, claim.consumer, claim.key).await?;
                 story.map(|s| KeyLookup::One(Box::new(s))).ok_or_else(|| {
                     AppError::NotFound(format!("The key “{key}” vanished while it was read."))
                 })
@@ -243,7 +250,7 @@ pub async fn search_keys(query: KeyQuery) -> Result<SearchResults, AppError> {
             .await?;
         let exact = match (&prefix, first_page) {
             (Some(key), true) => store
-                .claims_with_key(key, MATCH_LIMIT)
+                .claims_with_key(key, ssr::MATCH_LIMIT)
                 .await?
                 .into_iter()
                 .filter(|c| consumer.as_ref().is_none_or(|want| &c.consumer == want))

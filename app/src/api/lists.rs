@@ -12,6 +12,14 @@ pub struct ListPage<T> {
     pub total: CappedCount,
 }
 
+/// One page of unknown outcomes, and the objective they are held to.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UnknownList {
+    pub list: ListPage<Claim>,
+    /// How soon the SLOs in force want an unknown outcome resolved, in seconds.
+    pub objective_seconds: f64,
+}
+
 /// One dead letter and the claim of its key.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DeadLetterDetail {
@@ -30,95 +38,105 @@ pub struct DeadLetterDetail {
     pub read_only: Option<String>,
 }
 
-/// Reads one page of a list through the shared read cache, then shows it in
-/// the viewer's zone.
+/// The lists' server-only code: the part of a list the address asks for,
+/// and one page of it through the shared read cache.
 #[cfg(feature = "ssr")]
-async fn cached_page<T, F, Fut>(key: String, load: F) -> Result<ListPage<T>, AppError>
-where
-    T: Clone + Send + Sync + 'static,
-    F: FnOnce(idem_store::Store) -> Fut,
-    Fut: Future<Output = Result<(Page<T>, CappedCount), AppError>>,
-{
-    let state = crate::ssr::state()?;
-    let reader = crate::ssr::reader(&state);
-    let (key, store) = (reader.key(&key), reader.store);
-    let page = state
-        .reads
-        .get_or_load(key, || async move {
-            let (page, total) = load(store).await?;
-            Ok::<_, AppError>(ListPage {
-                clock: Clock::utc(chrono::Utc::now()),
-                page,
-                total,
+pub(crate) mod ssr {
+    use idem_domain::{CappedCount, Page};
+
+    use super::ListPage;
+    use crate::{cache::ReadKey, error::AppError, format::Clock};
+
+    /// Reads one page of a list through the shared read cache, then shows it in
+    /// the viewer's zone.
+    pub async fn cached_page<T, F, Fut>(key: ReadKey, load: F) -> Result<ListPage<T>, AppError>
+    where
+        T: Clone + Send + Sync + 'static,
+        F: FnOnce(idem_store::Store) -> Fut,
+        Fut: Future<Output = Result<(Page<T>, CappedCount), AppError>>,
+    {
+        let page = crate::ssr::reader(&crate::ssr::state()?)
+            .cached(key, |store| async move {
+                let (page, total) = load(store).await?;
+                Ok::<_, AppError>(ListPage {
+                    clock: Clock::utc(chrono::Utc::now()),
+                    page,
+                    total,
+                })
             })
+            .await?;
+        Ok(ListPage {
+            clock: crate::ssr::clock(page.clock.as_of),
+            ..page
         })
-        .await?;
-    Ok(ListPage {
-        clock: crate::ssr::clock(page.clock.as_of),
-        ..page
-    })
-}
+    }
 
-/// The part of a list the address asks for (`from`, `to`, `consumer`),
-/// checked: times must parse and a consumer name must be valid.
-#[cfg(feature = "ssr")]
-fn window(
-    from: Option<String>,
-    to: Option<String>,
-    consumer: Option<String>,
-) -> Result<idem_store::Window, AppError> {
-    let at = |text: Option<String>| -> Result<Option<idem_store::Ts>, AppError> {
-        match text.filter(|t| !t.is_empty()) {
-            Some(text) => Ok(Some(super::instant(&text)?.into())),
-            None => Ok(None),
-        }
-    };
-    let consumer = match consumer.filter(|c| !c.is_empty()) {
-        Some(c) => Some(idem_domain::ConsumerName::parse(c)?.as_str().to_owned()),
-        None => None,
-    };
-    Ok(idem_store::Window {
-        from: at(from)?,
-        to: at(to)?,
-        consumer,
-    })
-}
+    /// The part of a list the address asks for (`from`, `to`, `consumer`),
+    /// checked: times must parse and a consumer name must be valid.
+    pub fn window(
+        from: Option<String>,
+        to: Option<String>,
+        consumer: Option<String>,
+    ) -> Result<idem_store::Window, AppError> {
+        let at = |text: Option<String>| -> Result<Option<idem_store::Ts>, AppError> {
+            match text.filter(|t| !t.is_empty()) {
+                Some(text) => Ok(Some(crate::api::ssr::instant(&text)?.into())),
+                None => Ok(None),
+            }
+        };
+        let consumer = match consumer.filter(|c| !c.is_empty()) {
+            Some(c) => Some(idem_domain::ConsumerName::parse(c)?.as_str().to_owned()),
+            None => None,
+        };
+        Ok(idem_store::Window {
+            from: at(from)?,
+            to: at(to)?,
+            consumer,
+        })
+    }
 
-#[cfg(feature = "ssr")]
-fn page_request(cursor: Option<String>) -> idem_store::PageRequest {
-    idem_store::PageRequest::new(idem_store::PageRequest::DEFAULT_LIMIT, cursor)
+    pub fn page_request(cursor: Option<String>) -> idem_store::PageRequest {
+        idem_store::PageRequest::new(idem_store::PageRequest::DEFAULT_LIMIT, cursor)
+    }
 }
 
 /// Unknown outcomes, oldest first; with `from`/`to`/`consumer`, only those
-/// that became unknown in that span for that consumer.
+/// that became unknown in that span for that consumer. With them, the
+/// objective the SLOs in force hold them to.
 #[server(prefix = "/api/read", input = server_fn::codec::GetUrl)]
 pub async fn list_unknown(
     cursor: Option<String>,
     from: Option<String>,
     to: Option<String>,
     consumer: Option<String>,
-) -> Result<ListPage<Claim>, AppError> {
+) -> Result<UnknownList, AppError> {
     use idem_domain::ClaimStatus;
     crate::ssr::serve(async move {
         crate::ssr::require(idem_domain::Role::Viewer)?;
-        let window = window(from, to, consumer)?;
-        cached_page(
-            format!("unknown\u{0}{cursor:?}\u{0}{window:?}"),
-            |store| async move {
-                let page = store
-                    .unknown_claims_in(&page_request(cursor), &window)
-                    .await?;
-                let total = if window.is_all() {
-                    store
-                        .count_claims(ClaimStatus::Unknown, super::COUNT_CAP)
-                        .await?
-                } else {
-                    store.count_unknown_in(&window, super::COUNT_CAP).await?
-                };
-                Ok((page, total))
-            },
-        )
-        .await
+        let window = ssr::window(from, to, consumer)?;
+        let key = crate::cache::ReadKey::Unknown {
+            cursor: cursor.clone(),
+            window: (&window).into(),
+        };
+        let list = ssr::cached_page(key, |store| async move {
+            let page = store
+                .unknown_claims_in(&ssr::page_request(cursor), &window)
+                .await?;
+            let total = if window.is_all() {
+                store
+                    .count_claims(ClaimStatus::Unknown, super::COUNT_CAP)
+                    .await?
+            } else {
+                store.count_unknown_in(&window, super::COUNT_CAP).await?
+            };
+            Ok((page, total))
+        })
+        .await?;
+        let slos = crate::ssr::state()?.slos;
+        Ok(UnknownList {
+            list,
+            objective_seconds: super::ssr::unknown_objective_seconds(&slos),
+        })
     })
     .await
 }
@@ -143,23 +161,25 @@ pub async fn list_dead_letters(
                 .parse()
                 .map_err(|e: idem_domain::UnknownValue| AppError::BadRequest(e.to_string()))?,
         };
-        let window = window(from, to, consumer)?;
-        cached_page(
-            format!("dead_letters\u{0}{state}\u{0}{cursor:?}\u{0}{window:?}"),
-            |store| async move {
-                let page = store
-                    .dead_letters_in(state, &page_request(cursor), &window)
-                    .await?;
-                let total = if window.is_all() {
-                    store.count_dead_letters(state, super::COUNT_CAP).await?
-                } else {
-                    store
-                        .count_dead_letters_in(state, &window, super::COUNT_CAP)
-                        .await?
-                };
-                Ok((page, total))
-            },
-        )
+        let window = ssr::window(from, to, consumer)?;
+        let key = crate::cache::ReadKey::DeadLetters {
+            state,
+            cursor: cursor.clone(),
+            window: (&window).into(),
+        };
+        ssr::cached_page(key, |store| async move {
+            let page = store
+                .dead_letters_in(state, &ssr::page_request(cursor), &window)
+                .await?;
+            let total = if window.is_all() {
+                store.count_dead_letters(state, super::COUNT_CAP).await?
+            } else {
+                store
+                    .count_dead_letters_in(state, &window, super::COUNT_CAP)
+                    .await?
+            };
+            Ok((page, total))
+        })
         .await
     })
     .await
@@ -174,7 +194,7 @@ pub async fn get_dead_letter(id: String) -> Result<DeadLetterDetail, AppError> {
             AppError::BadRequest(format!("“{id}” is not a dead letter id (a whole number)."))
         })?;
         let reader = crate::ssr::reader(&crate::ssr::state()?);
-        let store = reader.store;
+        let store = &reader.store;
         let dead_letter = store
             .dead_letter(id)
             .await?
@@ -193,7 +213,7 @@ pub async fn get_dead_letter(id: String) -> Result<DeadLetterDetail, AppError> {
             claim,
             verdict,
             can_act,
-            from_replica: reader.replica,
+            from_replica: reader.is_replica(),
             action_id: crate::ssr::new_action_id(),
         })
     })
@@ -205,8 +225,11 @@ pub async fn get_dead_letter(id: String) -> Result<DeadLetterDetail, AppError> {
 pub async fn list_outbox(cursor: Option<String>) -> Result<ListPage<OutboxRow>, AppError> {
     crate::ssr::serve(async move {
         crate::ssr::require(idem_domain::Role::Viewer)?;
-        cached_page(format!("outbox\u{0}{cursor:?}"), |store| async move {
-            let page = store.unpublished_outbox(&page_request(cursor)).await?;
+        let key = crate::cache::ReadKey::Outbox {
+            cursor: cursor.clone(),
+        };
+        ssr::cached_page(key, |store| async move {
+            let page = store.unpublished_outbox(&ssr::page_request(cursor)).await?;
             Ok((
                 page,
                 store.count_unpublished_outbox(super::COUNT_CAP).await?,

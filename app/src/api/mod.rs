@@ -1,8 +1,14 @@
 //! Server functions and the types that cross the wire.
 //!
-//! Reads only, for now, each `GET` (a read has no side effect, and a cached
-//! or repeated read is harmless). Every function validates its input on the
-//! server and answers with [`AppError`](crate::error::AppError).
+//! Reads are `GET`s under `/api/read` (and `/api/public`, `/api/audit`): a
+//! read has no side effect, so a cached or repeated read is harmless. The
+//! operator actions are `POST`s under `/api/act` (see `actions`). Every
+//! function validates its input on the server and answers with
+//! [`AppError`](crate::error::AppError).
+//!
+//! Each module keeps its server-only code in a `#[cfg(feature = "ssr")]`
+//! `ssr` module (the charts' also in their server-only files); the server
+//! functions stay at module level and call into it.
 
 mod actions;
 mod audit;
@@ -27,7 +33,8 @@ pub use keys::{
     KeyLookup, KeyQuery, KeyStory, SearchResults, get_key_story, lookup_key, search_keys,
 };
 pub use lists::{
-    DeadLetterDetail, ListPage, get_dead_letter, list_dead_letters, list_outbox, list_unknown,
+    DeadLetterDetail, ListPage, UnknownList, get_dead_letter, list_dead_letters, list_outbox,
+    list_unknown,
 };
 #[cfg(feature = "ssr")]
 pub use overview::load_overview;
@@ -38,20 +45,46 @@ pub use slo::load_slo_board;
 pub use slo::ssr::evaluate as evaluate_slos;
 pub use slo::{SloBoard, get_slo, get_slos};
 
-/// An instant in the address: RFC 3339, or `YYYY-MM-DDTHH:MM` in UTC (what
-/// a `datetime-local` field sends).
+/// Server-only code shared by the api modules.
 #[cfg(feature = "ssr")]
-fn instant(text: &str) -> Result<chrono::DateTime<chrono::Utc>, crate::error::AppError> {
-    use chrono::{DateTime, NaiveDateTime};
-    DateTime::parse_from_rfc3339(text)
-        .map(|t| t.to_utc())
-        .or_else(|_| NaiveDateTime::parse_from_str(text, "%Y-%m-%dT%H:%M").map(|t| t.and_utc()))
-        .or_else(|_| NaiveDateTime::parse_from_str(text, "%Y-%m-%dT%H:%MZ").map(|t| t.and_utc()))
-        .map_err(|_| {
-            crate::error::AppError::BadRequest(format!(
-                "“{text}” is not a time: write it as 2026-11-30T14:00Z."
-            ))
-        })
+pub(crate) mod ssr {
+    use chrono::{DateTime, NaiveDateTime, Utc};
+
+    use idem_domain::slo::{Indicator, SloSet};
+
+    use crate::error::AppError;
+
+    /// How soon the SLOs in force want an unknown outcome resolved, in
+    /// seconds: the objective of the first unknown-outcome SLO in `slos`.
+    /// Only where none is configured (an SLO file without one) is the
+    /// built-in defaults' objective used instead.
+    pub fn unknown_objective_seconds(slos: &SloSet) -> f64 {
+        let within = |set: &SloSet| {
+            set.slos.iter().find_map(|slo| match slo.sli {
+                Indicator::UnknownResolved { within_seconds } => Some(within_seconds),
+                _ => None,
+            })
+        };
+        within(slos)
+            .or_else(|| within(&SloSet::default()))
+            .expect("the built-in SLOs include an unknown-outcome one")
+    }
+
+    /// An instant in the address: RFC 3339, or `YYYY-MM-DDTHH:MM` in UTC
+    /// (what a `datetime-local` field sends).
+    pub fn instant(text: &str) -> Result<DateTime<Utc>, AppError> {
+        DateTime::parse_from_rfc3339(text)
+            .map(|t| t.to_utc())
+            .or_else(|_| NaiveDateTime::parse_from_str(text, "%Y-%m-%dT%H:%M").map(|t| t.and_utc()))
+            .or_else(|_| {
+                NaiveDateTime::parse_from_str(text, "%Y-%m-%dT%H:%MZ").map(|t| t.and_utc())
+            })
+            .map_err(|_| {
+                AppError::BadRequest(format!(
+                    "“{text}” is not a time: write it as 2026-11-30T14:00Z."
+                ))
+            })
+    }
 }
 
 /// Facts about this console that every page shows.
@@ -81,11 +114,36 @@ pub struct LoginInfo {
     pub password_login: bool,
 }
 
-/// The objective for resolving an unknown outcome (the SLO issue makes it configurable).
-pub const UNKNOWN_RESOLUTION_SLO_SECONDS: i64 = 15 * 60;
-
 /// How far the dashboard counts before it says "10,000+".
 pub const COUNT_CAP: u64 = CappedCount::DEFAULT_CAP;
 
 /// How many rows the overview's "needs attention" lists show.
 pub const ATTENTION_ROWS: u32 = 10;
+
+#[cfg(all(test, feature = "ssr"))]
+mod tests {
+    use idem_domain::slo::{Indicator, SloSet};
+
+    use super::ssr::unknown_objective_seconds;
+
+    #[test]
+    fn the_unknown_outcome_objective_comes_from_the_slos_in_force() {
+        let defaults = SloSet::default();
+        assert_eq!(unknown_objective_seconds(&defaults), 15.0 * 60.0);
+        let mut configured = defaults.clone();
+        for slo in &mut configured.slos {
+            if let Indicator::UnknownResolved { within_seconds } = &mut slo.sli {
+                *within_seconds = 300.0;
+            }
+        }
+        assert_eq!(unknown_objective_seconds(&configured), 300.0);
+        configured
+            .slos
+            .retain(|slo| !matches!(slo.sli, Indicator::UnknownResolved { .. }));
+        assert_eq!(
+            unknown_objective_seconds(&configured),
+            15.0 * 60.0,
+            "none configured: the built-in defaults' objective"
+        );
+    }
+}

@@ -64,7 +64,7 @@ pub async fn get_login_info() -> Result<super::LoginInfo, AppError> {
 pub async fn get_overview() -> Result<Overview, AppError> {
     crate::ssr::serve(async {
         crate::ssr::require(idem_domain::Role::Viewer)?;
-        let overview = load_overview(&crate::ssr::state()?).await?;
+        let overview = ssr::load_overview(&crate::ssr::state()?).await?;
         Ok(Overview {
             clock: crate::ssr::clock(overview.clock.as_of),
             ..overview
@@ -73,81 +73,93 @@ pub async fn get_overview() -> Result<Overview, AppError> {
     .await
 }
 
-/// The overview's reads (clock in UTC), shared by every viewer and by
-/// `/metrics` for the read cache's lifetime.
 #[cfg(feature = "ssr")]
-pub async fn load_overview(state: &crate::ssr::AppState) -> Result<Overview, AppError> {
-    let reader = crate::ssr::reader(state);
-    let key = reader.key("overview");
-    let store = reader.store;
-    state.reads.get_or_load(key, || read_overview(&store)).await
-}
+pub use ssr::{load_overview, read_overview};
 
-/// The overview's reads themselves, uncached (what `idem bench` times).
+/// The overview's server-only code: its reads, cached and uncached.
 #[cfg(feature = "ssr")]
-pub async fn read_overview(store: &idem_store::Store) -> Result<Overview, AppError> {
+pub(crate) mod ssr {
     use chrono::Utc;
-    use idem_domain::DeadLetterState;
+    use idem_domain::{CappedCount, ClaimStatus, DeadLetterState};
     use idem_store::PageRequest;
 
-    use super::{ATTENTION_ROWS, COUNT_CAP};
-
-    let first = PageRequest::first(ATTENTION_ROWS);
-    let count = |status: ClaimStatus| async move {
-        let count = store.count_claims(status, COUNT_CAP).await?;
-        Ok::<_, AppError>(StatusCount { status, count })
+    use super::{Overview, StatusCount};
+    use crate::{
+        api::{ATTENTION_ROWS, COUNT_CAP},
+        cache::ReadKey,
+        error::AppError,
+        format::Clock,
     };
-    // Three connections at once, each with about a third of the work: the
-    // capped counts dominate, and Postgres runs them on separate cores.
-    let (counts_a, counts_b, lists) = tokio::try_join!(
-        async {
-            Ok::<_, AppError>([
-                count(ClaimStatus::Pending).await?,
-                count(ClaimStatus::Sent).await?,
-            ])
-        },
-        async {
-            Ok::<_, AppError>([
-                count(ClaimStatus::Failed).await?,
-                count(ClaimStatus::Unknown).await?,
-            ])
-        },
-        async {
-            Ok::<_, AppError>((
-                store.unknown_claims(&first).await?.items,
-                store
-                    .dead_letters(DeadLetterState::Open, &first)
-                    .await?
-                    .items,
-                store
-                    .count_dead_letters(DeadLetterState::Open, COUNT_CAP)
-                    .await?,
-                store.unpublished_outbox(&first).await?.items,
-                store.count_unpublished_outbox(COUNT_CAP).await?,
-            ))
-        },
-    )?;
-    let mut statuses: Vec<StatusCount> = counts_a.into_iter().chain(counts_b).collect();
-    statuses.sort_by_key(|s| ClaimStatus::ALL.iter().position(|x| *x == s.status));
-    let unknown_count = statuses
-        .iter()
-        .find(|s| s.status == ClaimStatus::Unknown)
-        .map_or(
-            CappedCount {
-                value: 0,
-                capped: false,
+
+    /// The overview's reads (clock in UTC), shared by every viewer and by
+    /// `/metrics` for the read cache's lifetime.
+    pub async fn load_overview(state: &crate::ssr::AppState) -> Result<Overview, AppError> {
+        crate::ssr::reader(state)
+            .cached(ReadKey::Overview, |store| async move {
+                read_overview(&store).await
+            })
+            .await
+    }
+
+    /// The overview's reads themselves, uncached (what `idem bench` times).
+    pub async fn read_overview(store: &idem_store::Store) -> Result<Overview, AppError> {
+        let first = PageRequest::first(ATTENTION_ROWS);
+        let count = |status: ClaimStatus| async move {
+            let count = store.count_claims(status, COUNT_CAP).await?;
+            Ok::<_, AppError>(StatusCount { status, count })
+        };
+        // Three connections at once, each with about a third of the work: the
+        // capped counts dominate, and Postgres runs them on separate cores.
+        let (counts_a, counts_b, lists) = tokio::try_join!(
+            async {
+                Ok::<_, AppError>([
+                    count(ClaimStatus::Pending).await?,
+                    count(ClaimStatus::Sent).await?,
+                ])
             },
-            |s| s.count,
-        );
-    let (unknown, dead_letters, dead_letter_count, outbox, outbox_count) = lists;
-    Ok(Overview {
-        clock: Clock::utc(Utc::now()),
-        statuses,
-        unknown,
-        unknown_count,
-        dead_letters,
-        dead_letter_count,
-        outbox,
-        outbox_count,
-    })
+            async {
+                Ok::<_, AppError>([
+                    count(ClaimStatus::Failed).await?,
+                    count(ClaimStatus::Unknown).await?,
+                ])
+            },
+            async {
+                Ok::<_, AppError>((
+                    store.unknown_claims(&first).await?.items,
+                    store
+                        .dead_letters(DeadLetterState::Open, &first)
+                        .await?
+                        .items,
+                    store
+                        .count_dead_letters(DeadLetterState::Open, COUNT_CAP)
+                        .await?,
+                    store.unpublished_outbox(&first).await?.items,
+                    store.count_unpublished_outbox(COUNT_CAP).await?,
+                ))
+            },
+        )?;
+        let mut statuses: Vec<StatusCount> = counts_a.into_iter().chain(counts_b).collect();
+        statuses.sort_by_key(|s| ClaimStatus::ALL.iter().position(|x| *x == s.status));
+        let unknown_count = statuses
+            .iter()
+            .find(|s| s.status == ClaimStatus::Unknown)
+            .map_or(
+                CappedCount {
+                    value: 0,
+                    capped: false,
+                },
+                |s| s.count,
+            );
+        let (unknown, dead_letters, dead_letter_count, outbox, outbox_count) = lists;
+        Ok(Overview {
+            clock: Clock::utc(Utc::now()),
+            statuses,
+            unknown,
+            unknown_count,
+            dead_letters,
+            dead_letter_count,
+            outbox,
+            outbox_count,
+        })
+    }
 }

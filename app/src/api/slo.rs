@@ -19,7 +19,7 @@ pub struct SloBoard {
 pub async fn get_slos() -> Result<SloBoard, AppError> {
     crate::ssr::serve(async {
         crate::ssr::require(idem_domain::Role::Viewer)?;
-        let board = load_slo_board(&crate::ssr::state()?).await?;
+        let board = ssr::load_slo_board(&crate::ssr::state()?).await?;
         Ok(SloBoard {
             clock: crate::ssr::clock(board.clock.as_of),
             ..board
@@ -34,7 +34,7 @@ pub async fn get_slo(name: String) -> Result<SloBoard, AppError> {
     crate::ssr::serve(async move {
         crate::ssr::require(idem_domain::Role::Viewer)?;
         let state = crate::ssr::state()?;
-        let mut board = load_slo_board(&state).await?;
+        let mut board = ssr::load_slo_board(&state).await?;
         board.clock = crate::ssr::clock(board.clock.as_of);
         board.statuses.retain(|s| s.slo.name == name);
         if board.statuses.is_empty() {
@@ -48,21 +48,10 @@ pub async fn get_slo(name: String) -> Result<SloBoard, AppError> {
     .await
 }
 
-/// Every SLO evaluated up to the last whole minute (clock in UTC), shared by
-/// every viewer and by `/metrics` until the next minute completes: the
-/// consumers' metrics are per minute, so nothing newer could change it.
 #[cfg(feature = "ssr")]
-pub async fn load_slo_board(state: &crate::ssr::AppState) -> Result<SloBoard, AppError> {
-    let (store, slos) = (state.store.clone(), state.slos.clone());
-    let minute = idem_store::Ts::now().minute();
-    state
-        .per_interval
-        .get_or_load(format!("slos:{}", minute.micros()), || {
-            ssr::evaluate(store, slos, minute)
-        })
-        .await
-}
+pub use ssr::load_slo_board;
 
+/// The SLO board's server-only code: evaluating every SLO, and caching it.
 #[cfg(feature = "ssr")]
 pub(crate) mod ssr {
     use std::collections::HashMap;
@@ -72,7 +61,21 @@ pub(crate) mod ssr {
     use idem_store::{Store, Ts};
 
     use super::SloBoard;
-    use crate::{error::AppError, format::Clock};
+    use crate::{cache::ReadKey, error::AppError, format::Clock, ssr::AppState};
+
+    /// Every SLO evaluated up to the last whole minute (clock in UTC), read
+    /// from the primary and shared by every viewer and by `/metrics` until
+    /// the next minute completes: the consumers' metrics are per minute, so
+    /// nothing newer could change it.
+    pub async fn load_slo_board(state: &AppState) -> Result<SloBoard, AppError> {
+        let slos = state.slos.clone();
+        let minute = Ts::now().minute();
+        crate::ssr::Reader::primary(state)
+            .cached(ReadKey::SloBoard { minute }, |store| {
+                evaluate(store, slos, minute)
+            })
+            .await
+    }
 
     /// Every SLO of `set` as `/slo` shows it at `until`: each metric read
     /// once for all of them, worst first.

@@ -1,10 +1,10 @@
-use idem_domain::{Claim, OutboxRow};
+use idem_domain::OutboxRow;
 use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::hooks::use_location;
 
 use crate::{
-    api::{ListPage, UNKNOWN_RESOLUTION_SLO_SECONDS, list_outbox, list_unknown},
+    api::{ListPage, UnknownList, list_outbox, list_unknown},
     components::{Age, KeyLink, LiveRefresh, Loaded, Time, provide_clock},
     format::duration,
     links,
@@ -114,7 +114,8 @@ pub fn UnknownPage() -> impl IntoView {
         move || (cursor.get(), window.get()),
         |(cursor, w)| list_unknown(cursor, w.from, w.to, w.consumer),
     );
-    let render = move |p: ListPage<Claim>| {
+    let render = move |unknown: UnknownList| {
+        let (p, objective_seconds) = (unknown.list, unknown.objective_seconds);
         let on_first_page = cursor.get_untracked().is_none();
         let window = window.get_untracked();
         let as_of = p.clock.as_of;
@@ -124,7 +125,7 @@ pub fn UnknownPage() -> impl IntoView {
             .items
             .into_iter()
             .map(|c| {
-                let breached = (as_of - c.status_at).num_seconds() > UNKNOWN_RESOLUTION_SLO_SECONDS;
+                let breached = (as_of - c.status_at).num_seconds() as f64 > objective_seconds;
                 let resolve = format!("{}#resolve", links::key_href(&c.consumer, &c.key));
                 view! {
                     <tr class:breach=breached>
@@ -147,7 +148,7 @@ pub fn UnknownPage() -> impl IntoView {
             <p class="count-line">
                 {format!("{} unknown", p.total)}
                 " · objective: resolved within "
-                {duration(UNKNOWN_RESOLUTION_SLO_SECONDS)}
+                {duration(objective_seconds.round() as i64)}
                 "; older ones are marked ⚠"
             </p>
             <WindowNote window=window.clone() path="/unknown" keep=Vec::new()/>

@@ -73,36 +73,12 @@ pub async fn get_charts(
 ) -> Result<ChartSet, AppError> {
     crate::ssr::serve(async move {
         crate::ssr::require(idem_domain::Role::Viewer)?;
-        let span = span::ChartSpan::parse(range, from, to, chrono::Utc::now())?;
-        let consumer = match consumer.filter(|c| !c.is_empty()) {
-            Some(c) => Some(idem_domain::ConsumerName::parse(c)?.as_str().to_owned()),
-            None => None,
-        };
-        let state = crate::ssr::state()?;
-        let key = format!("overview:{}:{consumer:?}", span.key());
-        let (store, slos) = (crate::ssr::reader(&state).store, state.slos.clone());
-        let mut set = state
-            .per_interval
-            .get_or_load(key, {
-                let (store, slos, consumer) = (store.clone(), slos.clone(), consumer.clone());
-                || overview::overview_charts(store, slos, span, consumer)
-            })
-            .await?;
-        // Open unknown outcomes are about now, not the span: read through the
-        // short cache, so a resolution shows on the next refresh.
-        let open = state
-            .reads
-            .get_or_load(format!("unknown-open:{consumer:?}"), || {
-                overview::open_unknown_chart(store, slos, consumer)
-            })
-            .await?;
-        let at = set
-            .charts
-            .iter()
-            .position(|c| c.id == "unknown-outcomes")
-            .unwrap_or(set.charts.len());
-        set.charts.insert(at, open);
-        Ok(set)
+        let span = ssr::ChartSpan::parse(range, from, to, chrono::Utc::now())?;
+        let consumer = consumer
+            .filter(|c| !c.is_empty())
+            .map(idem_domain::ConsumerName::parse)
+            .transpose()?;
+        ssr::charts(&crate::ssr::state()?, span, consumer).await
     })
     .await
 }
@@ -113,20 +89,7 @@ pub async fn get_charts(
 pub async fn get_slo_charts(name: String) -> Result<Vec<Chart>, AppError> {
     crate::ssr::serve(async move {
         crate::ssr::require(idem_domain::Role::Viewer)?;
-        let state = crate::ssr::state()?;
-        let Some(slo) = state.slos.slos.iter().find(|s| s.name == name).cloned() else {
-            return Err(AppError::NotFound(format!(
-                "There is no SLO named “{name}”."
-            )));
-        };
-        let store = crate::ssr::reader(&state).store;
-        let hour = idem_store::Ts::now().hour();
-        state
-            .per_interval
-            .get_or_load(format!("slo:{name}:{}", hour.micros()), || {
-                slo::slo_charts(store, slo, hour)
-            })
-            .await
+        ssr::slo_charts(&crate::ssr::state()?, &name).await
     })
     .await
 }
@@ -140,3 +103,70 @@ mod span;
 
 #[cfg(feature = "ssr")]
 pub use overview::{CHART_METRICS, chart_reads};
+
+/// The charts' server-only code: the cached reads behind the server
+/// functions. Reading and drawing live in the server-only files beside it
+/// (`overview`, `slo`, `span`).
+#[cfg(feature = "ssr")]
+pub(crate) mod ssr {
+    use idem_domain::ConsumerName;
+    use idem_store::Ts;
+
+    pub(crate) use super::span::ChartSpan;
+    use super::{Chart, ChartSet, overview, slo};
+    use crate::{cache::ReadKey, error::AppError, ssr::AppState};
+
+    /// The overview's charts for `span` and `consumer` (or all), from the
+    /// request's reader: drawn once per interval, with the open unknown
+    /// outcomes (about now, not the span) read through the short cache, so a
+    /// resolution shows on the next refresh.
+    pub async fn charts(
+        state: &AppState,
+        span: ChartSpan,
+        consumer: Option<ConsumerName>,
+    ) -> Result<ChartSet, AppError> {
+        let reader = crate::ssr::reader(state);
+        let who = consumer.as_ref().map(|c| c.as_str().to_owned());
+        let key = ReadKey::OverviewCharts {
+            span: span.clone(),
+            consumer: consumer.clone(),
+        };
+        let (slos, for_span) = (state.slos.clone(), who.clone());
+        let mut set = reader
+            .cached(key, |store| {
+                overview::overview_charts(store, slos, span, for_span)
+            })
+            .await?;
+        let slos = state.slos.clone();
+        let open = reader
+            .cached(ReadKey::OpenUnknownChart { consumer }, |store| {
+                overview::open_unknown_chart(store, slos, who)
+            })
+            .await?;
+        let at = set
+            .charts
+            .iter()
+            .position(|c| c.id == "unknown-outcomes")
+            .unwrap_or(set.charts.len());
+        set.charts.insert(at, open);
+        Ok(set)
+    }
+
+    /// The charts of the SLO named `name`, from the request's reader, drawn
+    /// once per hour.
+    pub async fn slo_charts(state: &AppState, name: &str) -> Result<Vec<Chart>, AppError> {
+        let Some(slo) = state.slos.slos.iter().find(|s| s.name == name).cloned() else {
+            return Err(AppError::NotFound(format!(
+                "There is no SLO named “{name}”."
+            )));
+        };
+        let hour = Ts::now().hour();
+        let key = ReadKey::SloCharts {
+            name: name.to_owned(),
+            hour,
+        };
+        crate::ssr::reader(state)
+            .cached(key, |store| slo::slo_charts(store, slo, hour))
+            .await
+    }
+}

@@ -302,11 +302,7 @@ pub async fn open_unknown_chart(
         .take(cap as usize)
         .map(|at| (now - at.0).num_milliseconds() as f64 / 1000.0)
         .collect();
-    let objective = from_slos(&slos, |slo| match slo.sli {
-        Indicator::UnknownResolved { within_seconds } => Some(within_seconds),
-        _ => None,
-    })
-    .unwrap_or(crate::api::UNKNOWN_RESOLUTION_SLO_SECONDS as f64);
+    let objective = crate::api::ssr::unknown_objective_seconds(&slos);
     let mut chart = charts::open_unknown_outcomes(&ages, since.len() as u64 > cap, objective);
     let consumer = consumer.unwrap_or_default();
     chart.link = Some(ChartLink {

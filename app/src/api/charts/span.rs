@@ -14,8 +14,10 @@ const MAX_INTERVALS: i64 = 120;
 /// per-minute rows): six hours of ten consumers is ~3,600 rows a metric.
 const MINUTES_AT_MOST: i64 = 6 * 3600;
 
-/// The span a set of charts covers, in whole intervals.
-#[derive(Debug, Clone)]
+/// The span a set of charts covers, in whole intervals. The charts drawn
+/// for it are cached under it whole: they depend on its intervals (which
+/// move on when the next one completes) and its words, not on the clock.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct ChartSpan {
     /// The span in words: "last 24h".
     pub(super) label: String,
@@ -62,7 +64,10 @@ impl ChartSpan {
     }
 
     fn between(from: &str, to: &str, now: DateTime<Utc>) -> Result<Self, AppError> {
-        let (from, to) = (super::super::instant(from)?, super::super::instant(to)?);
+        let (from, to) = (
+            crate::api::ssr::instant(from)?,
+            crate::api::ssr::instant(to)?,
+        );
         if from >= to {
             return Err(AppError::BadRequest("from must be before to.".into()));
         }
@@ -82,17 +87,6 @@ impl ChartSpan {
             to: end,
             step,
         })
-    }
-
-    /// What the charts drawn for this span depend on: the intervals
-    /// (which move on when the next one completes), not the clock.
-    pub fn key(&self) -> String {
-        format!(
-            "{}:{}:{}",
-            self.from.timestamp(),
-            self.to.timestamp(),
-            self.step.num_seconds()
-        )
     }
 
     /// The span in a sentence: "Showing the last 24h, in 1 h intervals, up
@@ -170,11 +164,7 @@ mod tests {
 
     #[test]
     fn a_chart_is_redrawn_only_when_its_next_interval_completes() {
-        let key = |now| {
-            ChartSpan::parse(Some("7d".into()), None, None, at(now))
-                .unwrap()
-                .key()
-        };
+        let key = |now| ChartSpan::parse(Some("7d".into()), None, None, at(now)).unwrap();
         // 7d is drawn in two-hour intervals.
         assert_eq!(key("2026-11-30T12:01:00Z"), key("2026-11-30T13:59:00Z"));
         assert_ne!(key("2026-11-30T13:59:00Z"), key("2026-11-30T14:00:00Z"));
