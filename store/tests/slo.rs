@@ -297,7 +297,7 @@ async fn chart_intervals_read_the_same_from_minutes_and_rollups_for_one_consumer
             .unwrap()
     };
     let total =
-        |sums: &[idem_store::BucketSums]| -> Vec<f64> { sums.iter().map(|s| s.total()).collect() };
+        |sums: &[idem_domain::Histogram]| -> Vec<f64> { sums.iter().map(|s| s.total()).collect() };
     let before = read(Metric::Deliveries, None).await;
     assert_eq!(
         total(&before),

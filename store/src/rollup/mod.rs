@@ -18,7 +18,7 @@
 //! no claim write ever touches it, so it adds no hot row to the write path.
 
 use chrono::TimeDelta;
-use idem_domain::{Histogram, Metric, MetricKind, le_label, slo::GAUGE_SLICE_BOUNDS};
+use idem_domain::{Metric, MetricKind, le_label, slo::GAUGE_SLICE_BOUNDS};
 
 mod events;
 mod read;
@@ -140,10 +140,6 @@ fn rollup_sql(hour_of_minute: &str) -> Vec<String> {
     }
     statements
 }
-
-/// Per-bucket sums of one metric over a span (for counters, one `+Inf`
-/// bucket; for gauges, consumer-minutes per slice bound).
-pub type BucketSums = Histogram;
 
 impl Store {
     /// The instant up to which hours are rolled up, if any are.

@@ -5,10 +5,10 @@ use std::{collections::HashMap, sync::Arc};
 
 use chrono::{DateTime, Utc};
 use idem_domain::{
-    Metric,
+    Histogram, Metric,
     slo::{Indicator, Slo, SloSet},
 };
-use idem_store::{BucketSums, Store, Ts};
+use idem_store::{Store, Ts};
 
 use super::{Chart, ChartLink, ChartSet, span::ChartSpan};
 use crate::{
@@ -146,7 +146,7 @@ pub async fn overview_charts(
 /// The metrics read for a span's charts, each taken once by the chart that
 /// draws it, and the deliveries every ratio is over.
 struct Reads<'a> {
-    read: HashMap<Metric, Vec<BucketSums>>,
+    read: HashMap<Metric, Vec<Histogram>>,
     frame: &'a Frame,
     /// Deliveries per interval; `None` where no consumer reported.
     valid: Vec<Option<f64>>,
@@ -154,7 +154,7 @@ struct Reads<'a> {
 
 impl<'a> Reads<'a> {
     /// Takes the deliveries out of `read` at once: every ratio needs them.
-    fn new(mut read: HashMap<Metric, Vec<BucketSums>>, frame: &'a Frame) -> Self {
+    fn new(mut read: HashMap<Metric, Vec<Histogram>>, frame: &'a Frame) -> Self {
         let deliveries = read.remove(&Metric::Deliveries).unwrap_or_default();
         let valid = deliveries
             .iter()
@@ -164,13 +164,13 @@ impl<'a> Reads<'a> {
     }
 
     /// `metric`'s sums per interval (none when it was not read).
-    fn take(&mut self, metric: Metric) -> Vec<BucketSums> {
+    fn take(&mut self, metric: Metric) -> Vec<Histogram> {
         self.read.remove(&metric).unwrap_or_default()
     }
 
     /// `metric`'s count per interval: its buckets added up.
     fn counts(&mut self, metric: Metric) -> Vec<f64> {
-        self.take(metric).iter().map(BucketSums::total).collect()
+        self.take(metric).iter().map(Histogram::total).collect()
     }
 
     /// Which intervals some consumer reported deliveries for.
@@ -197,8 +197,8 @@ fn duplicate_charts(reads: &mut Reads, span_label: &str, slos: &SloSet) -> [Char
 }
 
 /// A distribution over a whole span: its intervals' buckets added up.
-fn summed(intervals: Vec<BucketSums>) -> BucketSums {
-    BucketSums::merged(&intervals)
+fn summed(intervals: Vec<Histogram>) -> Histogram {
+    Histogram::merged(&intervals)
 }
 
 /// The oldest queued message and the oldest unpublished outbox row, the
@@ -337,8 +337,8 @@ mod tests {
 
     #[test]
     fn a_distribution_over_a_span_adds_up_its_intervals() {
-        let interval = |pairs: &[(&str, f64)]| -> BucketSums {
-            let mut h = BucketSums::new();
+        let interval = |pairs: &[(&str, f64)]| -> Histogram {
+            let mut h = Histogram::new();
             for (label, n) in pairs {
                 h.add_label(label, *n);
             }
@@ -346,7 +346,7 @@ mod tests {
         };
         let total = summed(vec![
             interval(&[("10", 2.0), ("300", 1.0)]),
-            BucketSums::new(),
+            Histogram::new(),
             interval(&[("10", 3.0)]),
         ]);
         assert_eq!(total, interval(&[("10", 5.0), ("300", 1.0)]));
