@@ -1,4 +1,4 @@
-//! How times and ages read on screen. Times are stored in UTC and shown in
+//! How times, ages and shares read on screen. Times are stored in UTC and shown in
 //! the viewer's zone (UTC unless they chose another), the zone named beside
 //! them; ages are relative to the moment the data was read on the server, so
 //! the server render and the hydrated page print the same text.
@@ -41,9 +41,35 @@ pub fn duration(seconds: i64) -> String {
     idem_domain::story::span(chrono::TimeDelta::seconds(seconds))
 }
 
+/// A share (0–1) as a percentage, with the decimals that tell it apart
+/// from its nearest end: `0%`, `0.042%`, `0.50%`, `2.50%`, `97.50%`,
+/// `99.950%`, `100.000%`. Small shares (duplicate rates, error budgets)
+/// and shares near the whole (SLO attainment, objectives) both keep the
+/// digits that matter.
+pub fn percent(share: f64) -> String {
+    let p = share * 100.0;
+    match share {
+        0.0 => "0%".to_owned(),
+        s if (0.001..0.99).contains(&s) => format!("{p:.2}%"),
+        _ => format!("{p:.3}%"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_percentage_keeps_the_digits_that_tell_it_from_its_nearest_end() {
+        assert_eq!(percent(0.0), "0%");
+        assert_eq!(percent(0.00042), "0.042%");
+        assert_eq!(percent(0.005), "0.50%");
+        assert_eq!(percent(0.025), "2.50%");
+        assert_eq!(percent(0.95), "95.00%");
+        assert_eq!(percent(0.9995), "99.950%");
+        assert_eq!(percent(0.999), "99.900%");
+        assert_eq!(percent(1.0), "100.000%");
+    }
 
     #[test]
     fn durations_read_in_their_two_largest_units() {

@@ -135,8 +135,8 @@ async fn the_overview_draws_every_chart_with_its_summary() {
     assert_eq!(html.matches("<svg").count(), 8, "eight charts drawn");
     let page = visible(&html);
     for sentence in [
-        "5 of 200 deliveries (2.5%) found their key already claimed in the last 1h. \
-         1 of 1 intervals with 100 deliveries or more were over the objective of 1.0%.",
+        "5 of 200 deliveries (2.50%) found their key already claimed in the last 1h. \
+         1 of 1 intervals with 100 deliveries or more were over the objective of 1.00%.",
         "The oldest queued message was at most 2 min at its worst in the last 1h. \
          1 of 1 intervals with readings went over 1 min.",
         "1 of 200 deliveries (0.50%) were dead-lettered in the last 1h.",
@@ -240,7 +240,7 @@ async fn from_and_to_show_that_span_and_bad_spans_say_why() {
     assert_eq!(status, 200);
     let page = visible(&html);
     assert!(
-        page.contains("5 of 200 deliveries (2.5%) found their key already claimed"),
+        page.contains("5 of 200 deliveries (2.50%) found their key already claimed"),
         "{page}"
     );
     assert!(page.contains(" UTC."), "the span is named: {page}");

@@ -9,6 +9,7 @@ use leptos_router::hooks::use_location;
 use crate::{
     api::{Chart, SloBoard, get_slo, get_slo_charts, get_slos},
     components::{ChartFigure, LiveRefresh, Loaded},
+    format::percent,
     links,
 };
 
@@ -223,15 +224,6 @@ fn alert_class(state: AlertState) -> &'static str {
 }
 
 /// `99.95%`: three decimals near the top, where objectives live.
-fn percent(ratio: f64) -> String {
-    let p = ratio * 100.0;
-    if p >= 99.0 {
-        format!("{p:.3}%")
-    } else {
-        format!("{p:.2}%")
-    }
-}
-
 fn burn(rate: Option<f64>) -> String {
     rate.map_or_else(|| "—".to_owned(), |b| format!("{b:.2}×"))
 }

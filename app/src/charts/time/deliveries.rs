@@ -7,7 +7,11 @@ use super::{
     Frame, chart, gaps_sentence,
     plot::{Breach, Line, Marks, Plot, Threshold, Unit},
 };
-use crate::{api::Chart, charts::WITHIN, format::duration};
+use crate::{
+    api::Chart,
+    charts::WITHIN,
+    format::{duration, percent},
+};
 
 /// Gauge readings above the largest slice bound are drawn at this many seconds.
 const BEYOND_SLICES: f64 = 7200.0;
@@ -198,14 +202,4 @@ pub fn new_unknown_outcomes(frame: &Frame, reported: &[bool], counts: &[f64]) ->
         y_range: None,
     };
     plot.into_chart(id, title, summary)
-}
-
-/// A share (0–1) as a percentage, with more decimals the smaller it is.
-fn percent(share: f64) -> String {
-    match share {
-        0.0 => "0%".to_owned(),
-        s if s < 0.001 => format!("{:.3}%", s * 100.0),
-        s if s < 0.01 => format!("{:.2}%", s * 100.0),
-        s => format!("{:.1}%", s * 100.0),
-    }
 }

@@ -236,13 +236,13 @@ fn the_duplicate_share_marks_its_objective_and_the_intervals_over_it() {
     );
     assert_eq!(
         chart.summary,
-        "41 of 2540 deliveries (1.6%) hit an existing claim in the last 7h. \
-         1 of 3 intervals with 100 deliveries or more were over the objective of 1.0%. \
+        "41 of 2540 deliveries (1.61%) hit an existing claim in the last 7h. \
+         1 of 3 intervals with 100 deliveries or more were over the objective of 1.00%. \
          1 interval had no data and is left blank."
     );
     let svg = chart.svg.expect("a chart");
     assert!(dashes(&svg) > 5, "the objective is a dashed line");
-    assert!(svg.contains("objective ≤ 1.0%"));
+    assert!(svg.contains("objective ≤ 1.00%"));
     assert_eq!(
         fills(&svg, BREACH),
         1,
