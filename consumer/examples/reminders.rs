@@ -14,6 +14,7 @@ use idem_consumer::{
     Backoff, Consumer, ConsumerResult, Decision, Failure, GiveUp, IdempotencyKey, Meter, Metric,
     Next, derive_key, write_metrics,
 };
+use idem_domain::ConsumerName;
 use sqlx::{SqlitePool, sqlite::SqliteConnectOptions};
 
 /// What the provider said to one call.
@@ -181,7 +182,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("flushed {} metric rows", samples.len());
 
     let claim = idem
-        .claim("reminders", "renewal:account-1842:2026-09-30")
+        .claim(
+            &ConsumerName::parse("reminders")?,
+            &IdempotencyKey::parse("renewal:account-1842:2026-09-30")?,
+        )
         .await?;
     if let Some(claim) = claim {
         println!(

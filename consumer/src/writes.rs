@@ -9,11 +9,7 @@
 
 use idem_domain::{ClaimStatus, Metric, MetricKind, OutboxOrigin};
 
-use crate::{
-    ConsumerError, ConsumerResult, Ts,
-    conn::Conn,
-    dispatch,
-};
+use crate::{ConsumerError, ConsumerResult, Ts, conn::Conn, dispatch};
 
 /// One delivery of a message to a consumer.
 #[derive(Debug, Clone, Copy)]

@@ -3,7 +3,10 @@
 
 use chrono::Utc;
 use idem_consumer::{ClaimStatus, Consumer, Decision, derive_key};
-use idem_store::{Store, testing::execute_raw};
+use idem_store::{
+    Store,
+    testing::{self, execute_raw},
+};
 
 idem_store::on_both_backends!(the_claim_commits_and_rolls_back_with_the_callers_own_business_write);
 
@@ -53,14 +56,15 @@ async fn the_claim_commits_and_rolls_back_with_the_callers_own_business_write(st
     };
 
     attempt(false).await;
+    let webhooks = testing::consumer("payment-webhooks");
     assert_eq!(
-        store.claim("payment-webhooks", key.as_str()).await.unwrap(),
+        store.claim(&webhooks, &key).await.unwrap(),
         None,
         "a rolled-back delivery leaves no claim"
     );
     attempt(true).await;
     let claim = store
-        .claim("payment-webhooks", key.as_str())
+        .claim(&webhooks, &key)
         .await
         .unwrap()
         .expect("the committed delivery left its claim");

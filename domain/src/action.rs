@@ -91,6 +91,33 @@ pub enum TextError {
     ProviderRefTooLong(usize),
     #[error("The provider reference holds a control character (a line break, a tab, …).")]
     ProviderRefControl,
+    #[error("The form's action id is missing or malformed; reload the page.")]
+    MalformedActionId,
+}
+
+/// The token a confirmation form carries, so that a resubmission of the
+/// same form is recognised as the same action: 8 to 64 ASCII letters,
+/// digits and hyphens. The store binds it to one action, target and actor.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ActionId(String);
+
+impl ActionId {
+    pub fn parse(text: &str) -> Result<ActionId, TextError> {
+        let ok = (8..=64).contains(&text.len())
+            && text.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-');
+        ok.then(|| ActionId(text.to_owned()))
+            .ok_or(TextError::MalformedActionId)
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Display for ActionId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
 }
 
 /// A reason as typed: trimmed, `None` when empty; refused over
@@ -291,5 +318,27 @@ mod tests {
         assert!(Verdict::AlreadySent.needs_override() && Verdict::OutcomeUnknown.needs_override());
         assert!(!Verdict::Safe.needs_override() && !Verdict::NoClaim.needs_override());
         assert!(!Verdict::BeyondRetention { age_days: 40 }.needs_override());
+    }
+
+    #[test]
+    fn an_action_id_is_a_short_token_and_nothing_else() {
+        assert_eq!(
+            ActionId::parse("3f2a9c1d-replay-42").unwrap().as_str(),
+            "3f2a9c1d-replay-42"
+        );
+        for bad in [
+            "",
+            "short",
+            "has space 123",
+            "semi;colon12",
+            "ünicode-1234",
+            &"a".repeat(65),
+        ] {
+            assert_eq!(
+                ActionId::parse(bad),
+                Err(TextError::MalformedActionId),
+                "{bad:?}"
+            );
+        }
     }
 }

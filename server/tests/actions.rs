@@ -9,7 +9,10 @@ use base64::Engine;
 use common::{Form, TestApp, forms, location, post_as_browser, server_fn, spawn_app, visible};
 use idem_app::links::key_href;
 use idem_domain::{ClaimStatus, DeadLetterState, Role};
-use idem_store::{Delivery, NewDeadLetter, Outcome, Store, Ts, testing::TestDatabase};
+use idem_store::{
+    Delivery, NewDeadLetter, Outcome, Store, Ts,
+    testing::{self, TestDatabase},
+};
 
 const CONSUMER: &str = "order-events";
 /// A key with every character a URL can trip on.
@@ -161,12 +164,17 @@ async fn two_replays_from_one_key_page_each_replay_their_own_dead_letter(db: Tes
         "{said}"
     );
 
-    let letters = app.store.dead_letters_for_key(CONSUMER, KEY).await.unwrap();
+    let (consumer, key) = (testing::consumer(CONSUMER), testing::key(KEY));
+    let letters = app
+        .store
+        .dead_letters_for_key(&consumer, &key)
+        .await
+        .unwrap();
     assert!(
         letters.iter().all(|d| d.state == DeadLetterState::Replayed),
         "both are replayed: {letters:?}"
     );
-    let outbox = app.store.outbox_for_key(CONSUMER, KEY).await.unwrap();
+    let outbox = app.store.outbox_for_key(&consumer, &key).await.unwrap();
     let mut replayed: Vec<_> = outbox.iter().filter_map(|o| o.dead_letter_id).collect();
     replayed.sort();
     assert_eq!(replayed, ids, "one outbox row for each dead letter");
@@ -212,11 +220,12 @@ async fn resolving_then_replaying_from_one_key_page_does_both() {
     );
     assert!(!said.contains("Outcome resolved"), "{said}");
 
-    let claim = app.store.claim(CONSUMER, KEY).await.unwrap().unwrap();
+    let (consumer, key) = (testing::consumer(CONSUMER), testing::key(KEY));
+    let claim = app.store.claim(&consumer, &key).await.unwrap().unwrap();
     assert_eq!(claim.status, ClaimStatus::Failed);
     let letter = app.store.dead_letter(ids[0]).await.unwrap().unwrap();
     assert_eq!(letter.state, DeadLetterState::Replayed);
-    let audit = app.store.audit_for_key(CONSUMER, KEY).await.unwrap();
+    let audit = app.store.audit_for_key(&consumer, &key).await.unwrap();
     let mut actions: Vec<_> = audit.iter().map(|e| e.action.as_str()).collect();
     actions.sort();
     assert_eq!(actions, ["replay", "resolve:failed"]);
@@ -332,9 +341,10 @@ async fn an_overlong_reason_or_reference_is_a_400_that_names_the_bound_and_store
         1,
     )
     .await;
+    let (consumer, key) = (testing::consumer(CONSUMER), testing::key("pay_7f3"));
     let version = app
         .store
-        .claim(CONSUMER, "pay_7f3")
+        .claim(&consumer, &key)
         .await
         .unwrap()
         .unwrap()
@@ -398,14 +408,14 @@ async fn an_overlong_reason_or_reference_is_a_400_that_names_the_bound_and_store
         let body = response.text().await.unwrap();
         assert!(body.contains(says), "{function}: {body}");
     }
-    let claim = app.store.claim(CONSUMER, "pay_7f3").await.unwrap().unwrap();
+    let claim = app.store.claim(&consumer, &key).await.unwrap().unwrap();
     assert_eq!(
         (claim.status, claim.provider_ref),
         (ClaimStatus::Unknown, None)
     );
     assert!(
         app.store
-            .audit_for_key(CONSUMER, "pay_7f3")
+            .audit_for_key(&consumer, &key)
             .await
             .unwrap()
             .is_empty()

@@ -13,7 +13,7 @@ use idem_domain::{
     ClaimStatus, DeadLetterState, Metric,
     slo::{AlertState, Slo, SloSet, SloStatus, default_slos},
 };
-use idem_store::{PageRequest, Store, Ts, Window};
+use idem_store::{PageRequest, Store, Ts, Window, testing};
 
 idem_store::on_both_backends!(
     two_hours_of_demo_history_contain_every_case_of_the_tour,
@@ -83,8 +83,9 @@ async fn two_hours_of_demo_history_contain_every_case_of_the_tour(store: &Store)
     let refund = one(tour::DEAD_LETTERED).await;
     assert_eq!(refund.status, ClaimStatus::Failed);
     assert_eq!(refund.attempts, 3);
+    let order_events = testing::consumer("order-events");
     let letters = store
-        .dead_letters_for_key("order-events", tour::DEAD_LETTERED)
+        .dead_letters_for_key(&order_events, &testing::key(tour::DEAD_LETTERED))
         .await
         .unwrap();
     assert_eq!(letters.len(), 1);
@@ -107,7 +108,7 @@ async fn two_hours_of_demo_history_contain_every_case_of_the_tour(store: &Store)
         "redriven after the dead letter, and sent"
     );
     let open = store
-        .dead_letters_for_key("order-events", tour::DEAD_LETTER_ALREADY_SENT)
+        .dead_letters_for_key(&order_events, &testing::key(tour::DEAD_LETTER_ALREADY_SENT))
         .await
         .unwrap();
     assert_eq!(open.len(), 1);
@@ -116,7 +117,7 @@ async fn two_hours_of_demo_history_contain_every_case_of_the_tour(store: &Store)
     let twice = one(tour::TWO_DEAD_LETTERS).await;
     assert_eq!(twice.status, ClaimStatus::Failed);
     let letters = store
-        .dead_letters_for_key("order-events", tour::TWO_DEAD_LETTERS)
+        .dead_letters_for_key(&order_events, &testing::key(tour::TWO_DEAD_LETTERS))
         .await
         .unwrap();
     assert_eq!(
@@ -132,7 +133,10 @@ async fn two_hours_of_demo_history_contain_every_case_of_the_tour(store: &Store)
         "the redrive lost its response"
     );
     let letters = store
-        .dead_letters_for_key("order-events", tour::UNKNOWN_BESIDE_DEAD_LETTER)
+        .dead_letters_for_key(
+            &order_events,
+            &testing::key(tour::UNKNOWN_BESIDE_DEAD_LETTER),
+        )
         .await
         .unwrap();
     assert_eq!(letters.len(), 1);
@@ -144,7 +148,10 @@ async fn two_hours_of_demo_history_contain_every_case_of_the_tour(store: &Store)
         .await
         .unwrap();
     let published = store
-        .outbox_for_key("payment-webhooks", tour::WEBHOOK_DUPLICATE)
+        .outbox_for_key(
+            &testing::consumer("payment-webhooks"),
+            &testing::key(tour::WEBHOOK_DUPLICATE),
+        )
         .await
         .unwrap();
     assert_eq!(

@@ -37,13 +37,13 @@ pub use error::{StoreError, StoreResult};
 pub use lease::BACKGROUND_LEASE;
 pub use meta::DEMO_DATA;
 pub use metrics::MetricSample;
-#[cfg(feature = "testing")]
-pub use testing::MetricRow;
 pub use reads::{KEY_PAGE_ROWS, KeyRecords, Window};
 pub use rollup::{ROLLUP_SETTLE, ROLLUP_WATERMARK, Recovery};
 pub use search::{ClaimSearch, SEARCH_CANDIDATES, SearchOrder, SearchResult};
 pub use sign_in::{SignInResult, SignInSubject};
 pub use store::{DEFAULT_DATABASE_URL, HealthProbe, Store, StoreConfig, Tx};
+#[cfg(feature = "testing")]
+pub use testing::MetricRow;
 pub use ts::Ts;
 pub use users::{PasswordHash, UserRecord};
 

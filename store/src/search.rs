@@ -10,7 +10,7 @@
 //! - **consumer** (without a prefix or small status): the consumer's activity index;
 //! - nothing (or `sent`): the activity index.
 
-use idem_domain::{CappedCount, Claim, ClaimStatus, Page};
+use idem_domain::{CappedCount, Claim, ClaimStatus, ConsumerName, IdempotencyKey, Page};
 
 use crate::{
     StoreResult,
@@ -229,9 +229,10 @@ impl Store {
     pub async fn claims_with_provider_ref(
         &self,
         provider_ref: &str,
-        except: (&str, &str),
+        except: (&ConsumerName, &IdempotencyKey),
         limit: i64,
     ) -> StoreResult<Vec<(String, String)>> {
+        let except = (except.0.as_str(), except.1.as_str());
         const SQL: &str = "SELECT consumer, idempotency_key FROM claims WHERE provider_ref = $1 \
              AND NOT (consumer = $2 AND idempotency_key = $3) ORDER BY consumer, idempotency_key LIMIT $4";
         let rows: Vec<(String, String)> = dispatch!(&self.pools, pool => {

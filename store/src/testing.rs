@@ -4,6 +4,14 @@
 //!
 //! The Postgres half never skips: without a reachable server, a test fails
 //! and says so. `make test` finds or starts a server before running the suite.
+//!
+//! Also here, for tests only: [`on_both_backends!`] (one body, two tests),
+//! raw-SQL probes that go around Idem's API on purpose (`execute_raw`,
+//! `column_names`, `count_rows`, `occupy_pool`), and reads the pages never
+//! make but tests check (`latest_audit`, `metric_rows`, `lease_holder`, …).
+//! The module exists only with the `testing` feature, which only
+//! dev-dependencies turn on: the shipped binary has neither it nor
+//! `tempfile` (`make embedded` checks).
 
 use std::sync::atomic::{AtomicU32, Ordering};
 
@@ -231,6 +239,21 @@ pub async fn count_rows(store: &Store, from: &str) -> i64 {
         crate::dialect::Backend::Postgres(pool) => sqlx::query_scalar(&sql).fetch_one(pool).await,
     }
     .expect("a count")
+}
+
+/// A consumer name for a test; panics on one the domain refuses.
+pub fn consumer(name: &str) -> idem_domain::ConsumerName {
+    idem_domain::ConsumerName::parse(name).expect("a valid consumer name")
+}
+
+/// An idempotency key for a test; panics on one the domain refuses.
+pub fn key(text: &str) -> idem_domain::IdempotencyKey {
+    idem_domain::IdempotencyKey::parse(text).expect("a valid idempotency key")
+}
+
+/// An action id for a test (8 to 64 letters, digits and hyphens).
+pub fn action_id(text: &str) -> idem_domain::action::ActionId {
+    idem_domain::action::ActionId::parse(text).expect("a valid action id")
 }
 
 /// One stored row of `consumer_metrics`.

@@ -12,7 +12,7 @@ use std::{
     time::Instant,
 };
 
-use idem_domain::{ClaimStatus, DeadLetterState};
+use idem_domain::{ClaimStatus, ConsumerName, DeadLetterState, IdempotencyKey};
 use idem_store::{ClaimSearch, PageRequest, Store, StoreConfig, StoreError, StoreResult};
 use tracing::{Subscriber, field::Visit};
 use tracing_subscriber::{Layer, layer::Context, prelude::*};
@@ -207,15 +207,16 @@ async fn measure_all(store: &Store, notices: &Notices) -> Result<bool, StoreErro
         .page
         .items
         .into_iter()
-        .next();
-    let (consumer, key, provider_ref) = sample
-        .map(|c| (c.consumer, c.key, c.provider_ref.unwrap_or_default()))
-        .unwrap_or_default();
+        .next()
+        .ok_or_else(|| {
+            StoreError::Contract("the database holds no claims: run `idem-tools seed` first".into())
+        })?;
+    let contract = |e: idem_domain::KeyError| StoreError::Contract(e.to_string());
     let key = SampleKey {
-        prefix: key.chars().take(12).collect(),
-        consumer,
-        key,
-        provider_ref,
+        prefix: sample.key.chars().take(12).collect(),
+        consumer: ConsumerName::parse(sample.consumer).map_err(contract)?,
+        key: IdempotencyKey::parse(sample.key).map_err(contract)?,
+        provider_ref: sample.provider_ref.unwrap_or_default(),
     };
     let reads = Reads { store, notices };
     let mut rows = reads.overview().await?;
@@ -227,8 +228,8 @@ async fn measure_all(store: &Store, notices: &Notices) -> Result<bool, StoreErro
 
 /// The newest claim, whose key page and searches are measured.
 struct SampleKey {
-    consumer: String,
-    key: String,
+    consumer: ConsumerName,
+    key: IdempotencyKey,
     provider_ref: String,
     /// The key's first 12 characters, for a prefix search.
     prefix: String,
@@ -344,7 +345,7 @@ impl Reads<'_> {
         let search =
             |prefix: Option<&str>, consumer: bool, status: Option<ClaimStatus>| ClaimSearch {
                 prefix: prefix.map(str::to_owned),
-                consumer: consumer.then(|| sample.consumer.clone()),
+                consumer: consumer.then(|| sample.consumer.to_string()),
                 status,
                 ..Default::default()
             };

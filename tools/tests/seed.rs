@@ -1,7 +1,7 @@
 //! The seeded data set loads on both backends and has the shape it promises.
 
 use idem_domain::{ClaimStatus, DeadLetterState, Role};
-use idem_store::{ClaimSearch, DEMO_DATA, PageRequest, Store};
+use idem_store::{ClaimSearch, DEMO_DATA, PageRequest, Store, testing};
 use idem_tools::seed::{SeedPlan, SeedRefused, check_target, run};
 
 idem_store::on_both_backends!(
@@ -108,13 +108,14 @@ async fn a_seeded_data_set_has_the_promised_mix_and_reads_back(store: &Store) {
         .unwrap();
     assert_eq!(newest.page.items.len(), 5);
     let key = &newest.page.items[0];
+    let (consumer, typed_key) = (testing::consumer(&key.consumer), testing::key(&key.key));
     assert_eq!(
-        store.claim(&key.consumer, &key.key).await.unwrap().as_ref(),
+        store.claim(&consumer, &typed_key).await.unwrap().as_ref(),
         Some(key)
     );
     assert!(
         store
-            .audit_for_key(&key.consumer, &key.key)
+            .audit_for_key(&consumer, &typed_key)
             .await
             .unwrap()
             .len()

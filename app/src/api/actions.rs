@@ -75,14 +75,8 @@ pub(crate) mod ssr {
     }
 
     /// An action id as the form carried it: a short token, nothing else.
-    pub fn action_id(id: &str) -> Result<&str, AppError> {
-        let ok = (8..=64).contains(&id.len())
-            && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-');
-        ok.then_some(id).ok_or_else(|| {
-            AppError::BadRequest(
-                "The form's action id is missing or malformed; reload the page.".into(),
-            )
-        })
+    pub fn action_id(id: &str) -> Result<idem_domain::action::ActionId, AppError> {
+        Ok(idem_domain::action::ActionId::parse(id)?)
     }
 }
 
@@ -103,7 +97,7 @@ pub async fn replay_dead_letter(
             .store
             .replay_dead_letter(&idem_store::ReplayRequest {
                 dead_letter_id: id,
-                action_id: ssr::action_id(&action_id)?,
+                action_id: &ssr::action_id(&action_id)?,
                 actor: acting.actor(),
                 override_verdict: override_verdict.is_some(),
                 reason: Some(&reason),
@@ -130,7 +124,7 @@ pub async fn discard_dead_letter(
             .store
             .discard_dead_letter(&idem_store::DiscardRequest {
                 dead_letter_id: id,
-                action_id: ssr::action_id(&action_id)?,
+                action_id: &ssr::action_id(&action_id)?,
                 actor: acting.actor(),
                 reason: &reason,
             })
@@ -173,11 +167,11 @@ pub async fn resolve_unknown(
         Ok(state
             .store
             .resolve_unknown(&idem_store::ResolveRequest {
-                consumer: consumer.as_str(),
-                key: key.as_str(),
+                consumer: &consumer,
+                key: &key,
                 version,
                 resolution,
-                action_id: ssr::action_id(&action_id)?,
+                action_id: &ssr::action_id(&action_id)?,
                 actor: acting.actor(),
                 reason: Some(&reason),
             })

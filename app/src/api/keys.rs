@@ -83,11 +83,11 @@ pub(crate) mod ssr {
     /// its story; `None` when it holds nothing.
     pub async fn story(
         reader: &crate::ssr::Reader,
-        consumer: String,
-        key: String,
+        consumer: &idem_domain::ConsumerName,
+        key: &idem_domain::IdempotencyKey,
     ) -> Result<Option<KeyStory>, AppError> {
         let store = &reader.store;
-        let records = store.key_records(&consumer, &key).await?;
+        let records = store.key_records(consumer, key).await?;
         if records.is_empty() {
             return Ok(None);
         }
@@ -100,7 +100,7 @@ pub(crate) mod ssr {
         let shared_ref = match claim.as_ref().and_then(|c| c.provider_ref.as_deref()) {
             Some(provider_ref) => {
                 store
-                    .claims_with_provider_ref(provider_ref, (&consumer, &key), SHARED_REF_LIMIT)
+                    .claims_with_provider_ref(provider_ref, (consumer, key), SHARED_REF_LIMIT)
                     .await?
             }
             None => Vec::new(),
@@ -130,11 +130,11 @@ pub(crate) mod ssr {
             clock.as_of,
             &clock.zone,
         );
-        let read_only = crate::ssr::state()?.read_only.reason(&consumer);
+        let read_only = crate::ssr::state()?.read_only.reason(consumer.as_str());
         Ok(Some(KeyStory {
             clock,
-            consumer,
-            key,
+            consumer: consumer.to_string(),
+            key: key.to_string(),
             claim,
             outbox,
             dead_letters,
@@ -159,7 +159,7 @@ pub async fn get_key_story(consumer: String, key: String) -> Result<KeyStory, Ap
         let consumer = ConsumerName::from_segment(&consumer)?;
         let key = IdempotencyKey::from_segment(&key)?;
         let reader = crate::ssr::reader(&crate::ssr::state()?);
-        ssr::story(&reader, consumer.to_string(), key.to_string()).await?.ok_or_else(|| {
+        ssr::story(&reader, &consumer, &key).await?.ok_or_else(|| {
             AppError::NotFound(format!(
                 "No consumer named “{consumer}” has a claim, outbox row or dead letter for the key “{key}”."
             ))
@@ -177,17 +177,15 @@ pub async fn lookup_key(key: String) -> Result<KeyLookup, AppError> {
         crate::ssr::require(idem_domain::Role::Viewer)?;
         let key = IdempotencyKey::from_segment(&key)?;
         let reader = crate::ssr::reader(&crate::ssr::state()?);
-        let mut claims = reader
-            .store
-            .claims_with_key(key.as_str(), ssr::MATCH_LIMIT)
-            .await?;
+        let mut claims = reader.store.claims_with_key(&key, ssr::MATCH_LIMIT).await?;
         match claims.len() {
             0 => Err(AppError::NotFound(format!(
                 "No consumer has claimed the key “{key}”."
             ))),
             1 => {
                 let claim = claims.remove(0);
-                let story = ssr::story(&reader, claim.consumer, claim.key).await?;
+                let consumer = idem_domain::ConsumerName::parse(claim.consumer)?;
+                let story = ssr::story(&reader, &consumer, &key).await?;
                 story.map(|s| KeyLookup::One(Box::new(s))).ok_or_else(|| {
                     AppError::NotFound(format!("The key “{key}” vanished while it was read."))
                 })
@@ -248,7 +246,12 @@ pub async fn search_keys(query: KeyQuery) -> Result<SearchResults, AppError> {
         let found = store
             .search_claims(&search, &PageRequest::new(limit, cursor))
             .await?;
-        let exact = match (&prefix, first_page) {
+        // A prefix that is a whole key (it may not be one: a prefix of a
+        // key is not always a key) also lists that key's exact matches.
+        let whole_key = prefix
+            .as_deref()
+            .and_then(|p| idem_domain::IdempotencyKey::parse(p).ok());
+        let exact = match (&whole_key, first_page) {
             (Some(key), true) => store
                 .claims_with_key(key, ssr::MATCH_LIMIT)
                 .await?

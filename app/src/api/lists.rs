@@ -199,7 +199,14 @@ pub async fn get_dead_letter(id: String) -> Result<DeadLetterDetail, AppError> {
             .dead_letter(id)
             .await?
             .ok_or_else(|| AppError::NotFound(format!("There is no dead letter {id}.")))?;
-        let claim = store.claim(&dead_letter.consumer, &dead_letter.key).await?;
+        // The key as stored; one the domain would refuse has no claim to read.
+        let claim = match (
+            idem_domain::ConsumerName::parse(dead_letter.consumer.as_str()),
+            idem_domain::IdempotencyKey::parse(dead_letter.key.as_str()),
+        ) {
+            (Ok(consumer), Ok(key)) => store.claim(&consumer, &key).await?,
+            _ => None,
+        };
         let clock = crate::ssr::clock(chrono::Utc::now());
         let retention = crate::ssr::state()?.claim_retention;
         let verdict = idem_domain::action::Verdict::of(claim.as_ref(), retention, clock.as_of);

@@ -6,7 +6,7 @@ use std::time::Duration;
 use chrono::TimeDelta;
 use idem_consumer::{ClaimStatus, Consumer, Decision, IdempotencyKey, derive_key};
 use idem_domain::{DeadLetterState, OutboxOrigin, action::ActionOutcome};
-use idem_store::{ReplayRequest, Store, Ts};
+use idem_store::{ReplayRequest, Store, Ts, testing};
 
 use crate::{
     Handled, OLGA, Provider, Reply, at, claim, deliver, redeliver_replay, reminders, renewal_key,
@@ -43,7 +43,7 @@ async fn a_dead_letter_replayed_seven_days_later_under_the_same_key_is_sent_once
     let replayed = store
         .replay_dead_letter(&ReplayRequest {
             dead_letter_id: id,
-            action_id: "replay-renewal-1842",
+            action_id: &testing::action_id("replay-renewal-1842"),
             actor: OLGA,
             override_verdict: false,
             reason: Some("provider outage is over"),
@@ -152,10 +152,8 @@ async fn a_failing_in_transaction_effect_rolls_the_claim_back_with_it(store: &St
     let first = consumer.claim(tx.conn(), &key, None, at(0)).await.unwrap();
     assert_eq!(first.decision, Decision::Proceed);
     tx.rollback().await.unwrap();
-    assert_eq!(
-        store.claim("payment-webhooks", key.as_str()).await.unwrap(),
-        None
-    );
+    let webhooks = testing::consumer("payment-webhooks");
+    assert_eq!(store.claim(&webhooks, &key).await.unwrap(), None);
 
     let mut tx = store.begin().await.unwrap();
     let again = consumer.claim(tx.conn(), &key, None, at(5)).await.unwrap();
@@ -169,16 +167,9 @@ async fn a_failing_in_transaction_effect_rolls_the_claim_back_with_it(store: &St
         .await
         .unwrap();
     tx.commit().await.unwrap();
-    let claim = store
-        .claim("payment-webhooks", key.as_str())
-        .await
-        .unwrap()
-        .unwrap();
+    let claim = store.claim(&webhooks, &key).await.unwrap().unwrap();
     assert_eq!((claim.status, claim.delivery_count), (ClaimStatus::Sent, 1));
-    let outbox = store
-        .outbox_for_key("payment-webhooks", key.as_str())
-        .await
-        .unwrap();
+    let outbox = store.outbox_for_key(&webhooks, &key).await.unwrap();
     assert_eq!(outbox.len(), 1);
     assert_eq!(outbox[0].key, key.as_str());
 }

@@ -205,7 +205,7 @@ async fn deliver_as(
 
 async fn claim(store: &Store, key: &IdempotencyKey) -> Claim {
     store
-        .claim("reminders", key.as_str())
+        .claim(&idem_store::testing::consumer("reminders"), key)
         .await
         .unwrap()
         .expect("the key is claimed")

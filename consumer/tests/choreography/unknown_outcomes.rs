@@ -3,7 +3,7 @@
 
 use idem_consumer::{ClaimStatus, Decision, GiveUp};
 use idem_domain::action::{ActionOutcome, Resolution};
-use idem_store::{ResolveRequest, Store};
+use idem_store::{ResolveRequest, Store, testing};
 
 use crate::{
     Handled, OLGA, Provider, QUEUE, at, claim, deliver, redeliver_replay, reminders, renewal_key,
@@ -46,13 +46,13 @@ async fn a_worker_killed_after_the_provider_accepted_leaves_an_unknown_outcome_t
     // An operator checks the provider's dashboard and resolves it as sent.
     let resolved = store
         .resolve_unknown(&ResolveRequest {
-            consumer: "reminders",
-            key: key.as_str(),
+            consumer: &testing::consumer("reminders"),
+            key: &key,
             version: unknown.version,
             resolution: Resolution::Sent {
                 provider_ref: lost_ref.clone(),
             },
-            action_id: "resolve-renewal-1842",
+            action_id: &testing::action_id("resolve-renewal-1842"),
             actor: OLGA,
             reason: Some("the provider's dashboard shows it delivered"),
         })

@@ -6,6 +6,7 @@
 use std::collections::VecDeque;
 
 use chrono::{DateTime, TimeDelta, Utc};
+use idem_domain::{ConsumerName, IdempotencyKey, action::ActionId};
 use idem_store::{StoreError, Ts};
 use rand::Rng;
 
@@ -54,14 +55,15 @@ impl Simulation {
     }
 
     /// The id of one of the on-call's actions.
-    fn action_id(&mut self) -> String {
-        format!("on-call-{}-{}", self.seq, self.rng.random::<u32>())
+    fn action_id(&mut self) -> Result<ActionId, StoreError> {
+        let id = format!("on-call-{}-{}", self.seq, self.rng.random::<u32>());
+        ActionId::parse(&id).map_err(|e| StoreError::Contract(e.to_string()))
     }
 
     /// The on-call replays a dead letter once the provider is back (a
     /// replay its verdict blocks is left for people).
     pub(super) async fn replay(&mut self, dead_letter_id: i64) -> Result<(), StoreError> {
-        let action_id = self.action_id();
+        let action_id = self.action_id()?;
         let request = idem_store::ReplayRequest {
             dead_letter_id,
             action_id: &action_id,
@@ -80,7 +82,10 @@ impl Simulation {
     /// often that it acted (sent, with its reference), else that it did not
     /// (failed, retried through the outbox with the same key).
     pub(super) async fn settle(&mut self, flow: Flow, key: &str) -> Result<(), StoreError> {
-        let Some(claim) = self.store.claim(flow.consumer(), key).await? else {
+        let contract = |e: idem_domain::KeyError| StoreError::Contract(e.to_string());
+        let consumer = ConsumerName::parse(flow.consumer()).map_err(contract)?;
+        let key = IdempotencyKey::parse(key).map_err(contract)?;
+        let Some(claim) = self.store.claim(&consumer, &key).await? else {
             return Ok(());
         };
         if claim.status != idem_domain::ClaimStatus::Unknown {
@@ -88,7 +93,7 @@ impl Simulation {
         }
         let acted = self.rng.random_bool(0.7);
         let reference = provider::reference(&mut self.rng, "chk");
-        let action_id = self.action_id();
+        let action_id = self.action_id()?;
         let resolution = if acted {
             idem_domain::action::Resolution::Sent {
                 provider_ref: reference,
@@ -97,8 +102,8 @@ impl Simulation {
             idem_domain::action::Resolution::FailedRetry
         };
         let request = idem_store::ResolveRequest {
-            consumer: flow.consumer(),
-            key,
+            consumer: &consumer,
+            key: &key,
             version: claim.version,
             resolution,
             action_id: &action_id,

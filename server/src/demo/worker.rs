@@ -9,7 +9,9 @@
 use std::time::Duration;
 
 use chrono::{DateTime, TimeDelta, Utc};
-use idem_consumer::{Backoff, ClaimDecision, Consumer, ConsumerError, Decision, Failure, GiveUp, Next};
+use idem_consumer::{
+    Backoff, ClaimDecision, Consumer, ConsumerError, Decision, Failure, GiveUp, Next,
+};
 use idem_domain::IdempotencyKey;
 use idem_store::{Store, StoreResult};
 

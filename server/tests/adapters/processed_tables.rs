@@ -2,7 +2,7 @@
 
 use idem_app::links::key_href;
 use idem_domain::ClaimStatus;
-use idem_store::testing::TestDatabase;
+use idem_store::testing::{self, TestDatabase};
 
 use crate::{
     app_url, common::visible, drop_team_role, install, process_job, spawn_read_only, team_pool,
@@ -49,7 +49,7 @@ async fn a_processed_jobs_table_shows_in_idem_through_its_adapter() {
     );
     assert_eq!(
         app.store
-            .claim("billing-jobs", key)
+            .claim(&testing::consumer("billing-jobs"), &testing::key(key))
             .await
             .unwrap()
             .unwrap()

@@ -2,7 +2,7 @@
 
 use idem_app::links::key_href;
 use idem_domain::{ClaimStatus, Role};
-use idem_store::testing::TestDatabase;
+use idem_store::testing::{self, TestDatabase};
 
 use crate::{
     common::{self, visible},
@@ -80,9 +80,10 @@ async fn a_read_only_reminder_store_shows_its_unknown_outcomes_but_refuses_to_re
     assert!(list.contains("renewal:account-2210:2026-09-30"), "{list}");
     assert!(list.contains("no response within 30 s"), "{list}");
 
+    let legacy = testing::consumer("reminders-legacy");
     let sent = app
         .store
-        .claim("reminders-legacy", "renewal:account-1842:2026-09-30")
+        .claim(&legacy, &testing::key("renewal:account-1842:2026-09-30"))
         .await
         .unwrap()
         .unwrap();
@@ -95,7 +96,7 @@ async fn a_read_only_reminder_store_shows_its_unknown_outcomes_but_refuses_to_re
     assert_eq!(sent.duplicate_count, 1);
     let failed = app
         .store
-        .claim("reminders-legacy", "renewal:account-3001:2026-09-30")
+        .claim(&legacy, &testing::key("renewal:account-3001:2026-09-30"))
         .await
         .unwrap()
         .unwrap();
@@ -103,6 +104,7 @@ async fn a_read_only_reminder_store_shows_its_unknown_outcomes_but_refuses_to_re
 
     // The operator sees why there is no resolve form...
     let unknown_key = "renewal:account-2210:2026-09-30";
+    let typed_key = testing::key(unknown_key);
     let (status, html) =
         common::get(&olga, &app.url(&key_href("reminders-legacy", unknown_key))).await;
     assert_eq!(status, 200);
@@ -116,12 +118,7 @@ async fn a_read_only_reminder_store_shows_its_unknown_outcomes_but_refuses_to_re
         "no resolve form is offered"
     );
     // ...and the server refuses the action anyway, changing nothing.
-    let unknown = app
-        .store
-        .claim("reminders-legacy", unknown_key)
-        .await
-        .unwrap()
-        .unwrap();
+    let unknown = app.store.claim(&legacy, &typed_key).await.unwrap().unwrap();
     let refused = olga
         .post(app.url(common::server_fn("resolve_unknown")))
         .header("sec-fetch-site", "same-origin")
@@ -145,16 +142,11 @@ async fn a_read_only_reminder_store_shows_its_unknown_outcomes_but_refuses_to_re
             .unwrap()
             .contains("read through an adapter")
     );
-    let after = app
-        .store
-        .claim("reminders-legacy", unknown_key)
-        .await
-        .unwrap()
-        .unwrap();
+    let after = app.store.claim(&legacy, &typed_key).await.unwrap().unwrap();
     assert_eq!(after, unknown, "the refused action changed nothing");
     assert!(
         app.store
-            .audit_for_key("reminders-legacy", unknown_key)
+            .audit_for_key(&legacy, &typed_key)
             .await
             .unwrap()
             .is_empty(),
@@ -194,12 +186,7 @@ async fn a_read_only_reminder_store_shows_its_unknown_outcomes_but_refuses_to_re
         .execute(&pool)
         .await
         .unwrap();
-    let resolved = app
-        .store
-        .claim("reminders-legacy", unknown_key)
-        .await
-        .unwrap()
-        .unwrap();
+    let resolved = app.store.claim(&legacy, &typed_key).await.unwrap().unwrap();
     assert_eq!(resolved.status, ClaimStatus::Sent);
     assert!(resolved.version > unknown.version);
     // The store did not move updated_at; the change is dated all the same.

@@ -132,7 +132,14 @@ async fn every_server_function_called_properly_answers_its_role_and_refuses_the_
     }
     // The calls did what they say: the operator's replay and resolution
     // reached the database (the admin's came second and found them done).
-    let audit = app.store.audit_for_key("orders", "key-1").await.unwrap();
+    let audit = app
+        .store
+        .audit_for_key(
+            &idem_store::testing::consumer("orders"),
+            &idem_store::testing::key("key-1"),
+        )
+        .await
+        .unwrap();
     assert!(
         audit
             .iter()

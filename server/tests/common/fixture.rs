@@ -1,6 +1,6 @@
 //! Rows to act on: dead letters and a claim whose outcome is unknown.
 
-use idem_store::Store;
+use idem_store::{Store, testing};
 
 /// A dead letter for `key` of `orders`, written as a consumer would; its id.
 pub async fn dead_letter(store: &Store, key: &str) -> i64 {
@@ -68,7 +68,12 @@ impl Fixture {
             tx.record("orders", key, outcome, now).await.unwrap();
         }
         tx.commit().await.unwrap();
-        let unknown_version = store.claim("orders", &key).await.unwrap().unwrap().version;
+        let unknown_version = store
+            .claim(&testing::consumer("orders"), &testing::key(&key))
+            .await
+            .unwrap()
+            .unwrap()
+            .version;
         Fixture {
             unknown_version,
             dead_letter: dead_letter(store, &key).await,

@@ -3,7 +3,7 @@
 use std::time::{Duration, Instant};
 
 use idem_domain::{DeadLetterState, Role};
-use idem_store::testing::{TestDatabase, occupy_pool};
+use idem_store::testing::{self, TestDatabase, occupy_pool};
 
 use crate::{
     common::{self, dead_letter, replay, spawn_with, visible},
@@ -53,7 +53,7 @@ async fn an_action_cut_off_by_the_request_timeout_is_rolled_back_and_says_it_may
     );
     assert!(
         app.store
-            .audit_for_key("orders", "refund:7")
+            .audit_for_key(&testing::consumer("orders"), &testing::key("refund:7"))
             .await
             .unwrap()
             .is_empty()

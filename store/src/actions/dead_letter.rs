@@ -98,7 +98,7 @@ pub(super) async fn replay(
     let audit_id = tx
         .append_audit_at(
             &NewAuditEntry {
-                action_id: Some(req.action_id),
+                action_id: Some(req.action_id.as_str()),
                 actor: req.actor.name,
                 actor_role: req.actor.role,
                 action: "replay",
@@ -168,7 +168,7 @@ pub(super) async fn discard(tx: &mut Tx, req: &DiscardRequest<'_>) -> StoreResul
     let target = format!("dead_letter:{}", dl.id);
     let audit_id = tx
         .append_audit(&NewAuditEntry {
-            action_id: Some(req.action_id),
+            action_id: Some(req.action_id.as_str()),
             actor: req.actor.name,
             actor_role: req.actor.role,
             action: "discard",

@@ -9,7 +9,10 @@
 //! person is `FormReused` (nothing done), never the first action's answer.
 
 use chrono::{TimeDelta, Utc};
-use idem_domain::action::{ActionOutcome, Resolution};
+use idem_domain::{
+    ConsumerName, IdempotencyKey,
+    action::{ActionId, ActionOutcome, Resolution},
+};
 
 use crate::{
     StoreError, StoreResult,
@@ -35,7 +38,7 @@ pub struct Actor<'a> {
 #[derive(Debug, Clone, Copy)]
 pub struct ReplayRequest<'a> {
     pub dead_letter_id: i64,
-    pub action_id: &'a str,
+    pub action_id: &'a ActionId,
     pub actor: Actor<'a>,
     /// The operator ticked "override" for a blocked verdict.
     pub override_verdict: bool,
@@ -47,19 +50,19 @@ pub struct ReplayRequest<'a> {
 #[derive(Debug, Clone, Copy)]
 pub struct DiscardRequest<'a> {
     pub dead_letter_id: i64,
-    pub action_id: &'a str,
+    pub action_id: &'a ActionId,
     pub actor: Actor<'a>,
     pub reason: &'a str,
 }
 
 #[derive(Debug, Clone)]
 pub struct ResolveRequest<'a> {
-    pub consumer: &'a str,
-    pub key: &'a str,
+    pub consumer: &'a ConsumerName,
+    pub key: &'a IdempotencyKey,
     /// The claim version the operator saw.
     pub version: i64,
     pub resolution: Resolution,
-    pub action_id: &'a str,
+    pub action_id: &'a ActionId,
     pub actor: Actor<'a>,
     pub reason: Option<&'a str>,
 }
@@ -148,8 +151,8 @@ impl<'a> ResolveRequest<'a> {
         Binding {
             action: self.resolution.action(),
             target: Target::Claim {
-                consumer: self.consumer,
-                key: self.key,
+                consumer: self.consumer.as_str(),
+                key: self.key.as_str(),
                 version: self.version,
             },
             actor: self.actor.name,
@@ -286,12 +289,13 @@ impl Store {
         at: Ts,
     ) -> StoreResult<ActionOutcome> {
         let binding = req.binding();
-        if let Some(first) = self.outcome_of(req.action_id, &binding).await? {
+        if let Some(first) = self.outcome_of(req.action_id.as_str(), &binding).await? {
             return Ok(first);
         }
         let mut tx = self.begin().await?;
         let result = replay(&mut tx, req, not_after_now(at)).await;
-        self.settle(tx, result, req.action_id, &binding).await
+        self.settle(tx, result, req.action_id.as_str(), &binding)
+            .await
     }
 
     pub async fn discard_dead_letter(
@@ -299,12 +303,13 @@ impl Store {
         req: &DiscardRequest<'_>,
     ) -> StoreResult<ActionOutcome> {
         let binding = req.binding();
-        if let Some(first) = self.outcome_of(req.action_id, &binding).await? {
+        if let Some(first) = self.outcome_of(req.action_id.as_str(), &binding).await? {
             return Ok(first);
         }
         let mut tx = self.begin().await?;
         let result = discard(&mut tx, req).await;
-        self.settle(tx, result, req.action_id, &binding).await
+        self.settle(tx, result, req.action_id.as_str(), &binding)
+            .await
     }
 
     pub async fn resolve_unknown(&self, req: &ResolveRequest<'_>) -> StoreResult<ActionOutcome> {
@@ -319,12 +324,13 @@ impl Store {
         at: Ts,
     ) -> StoreResult<ActionOutcome> {
         let binding = req.binding();
-        if let Some(first) = self.outcome_of(req.action_id, &binding).await? {
+        if let Some(first) = self.outcome_of(req.action_id.as_str(), &binding).await? {
             return Ok(first);
         }
         let mut tx = self.begin().await?;
         let result = resolve(&mut tx, req, not_after_now(at)).await;
-        self.settle(tx, result, req.action_id, &binding).await
+        self.settle(tx, result, req.action_id.as_str(), &binding)
+            .await
     }
 }
 

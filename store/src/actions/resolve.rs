@@ -23,10 +23,14 @@ pub(super) async fn resolve(
         Ok(input) => input,
         Err(refusal) => return Ok(refusal),
     };
-    let Some(claim) = tx.read_claim(req.consumer, req.key).await? else {
+    let Some(claim) = tx
+        .read_claim(req.consumer.as_str(), req.key.as_str())
+        .await?
+    else {
         return Ok(refused(format!(
             "No consumer named “{}” has a claim for “{}”.",
-            req.consumer, req.key
+            req.consumer.as_str(),
+            req.key.as_str()
         )));
     };
     if claim.status != ClaimStatus::Unknown || claim.version != req.version {
@@ -50,12 +54,12 @@ pub(super) async fn resolve(
     let audit_id = tx
         .append_audit_at(
             &NewAuditEntry {
-                action_id: Some(req.action_id),
+                action_id: Some(req.action_id.as_str()),
                 actor: req.actor.name,
                 actor_role: req.actor.role,
                 action: req.resolution.action(),
-                consumer: Some(req.consumer),
-                key: Some(req.key),
+                consumer: Some(req.consumer.as_str()),
+                key: Some(req.key.as_str()),
                 target: None,
                 state_before: Some(&unknown_at(claim.version)),
                 state_after: Some(&after),
@@ -134,12 +138,14 @@ async fn retry_through_outbox(
 ) -> StoreResult<Option<i64>> {
     Ok(match req.resolution {
         Resolution::FailedRetry => {
-            let (topic, payload) = tx.last_known_message(req.consumer, req.key).await?;
+            let (topic, payload) = tx
+                .last_known_message(req.consumer.as_str(), req.key.as_str())
+                .await?;
             Some(
                 tx.enqueue(&NewOutboxRow {
-                    consumer: req.consumer,
+                    consumer: req.consumer.as_str(),
                     topic: &topic,
-                    key: req.key,
+                    key: req.key.as_str(),
                     payload: &payload,
                     origin: OutboxOrigin::Resolution,
                     dead_letter_id: None,
@@ -156,8 +162,12 @@ async fn retry_through_outbox(
 /// Who changed the claim first, and to what: the latest audit entry about
 /// the key when it is no older than the claim's change, else the consumer.
 async fn conflict_on_claim(tx: &mut Tx, req: &ResolveRequest<'_>) -> StoreResult<ActionOutcome> {
-    let claim = tx.read_claim(req.consumer, req.key).await?;
-    let latest = tx.latest_audit_for_key(req.consumer, req.key).await?;
+    let claim = tx
+        .read_claim(req.consumer.as_str(), req.key.as_str())
+        .await?;
+    let latest = tx
+        .latest_audit_for_key(req.consumer.as_str(), req.key.as_str())
+        .await?;
     Ok(match claim {
         None => refused("The claim no longer exists."),
         Some(claim) => {
@@ -259,15 +269,24 @@ impl Tx {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::LazyLock;
+
+    use idem_domain::{ConsumerName, IdempotencyKey, action::ActionId};
+
     use crate::Actor;
 
     fn request(resolution: Resolution, reason: Option<&str>) -> ResolveRequest<'_> {
+        static CONSUMER: LazyLock<ConsumerName> =
+            LazyLock::new(|| ConsumerName::parse("reminders").unwrap());
+        static KEY: LazyLock<IdempotencyKey> =
+            LazyLock::new(|| IdempotencyKey::parse("k").unwrap());
+        static ACTION: LazyLock<ActionId> = LazyLock::new(|| ActionId::parse("action-1").unwrap());
         ResolveRequest {
-            consumer: "reminders",
-            key: "k",
+            consumer: &CONSUMER,
+            key: &KEY,
             version: 3,
             resolution,
-            action_id: "a-1",
+            action_id: &ACTION,
             actor: Actor {
                 name: "olga",
                 role: "operator",

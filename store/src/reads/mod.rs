@@ -7,7 +7,8 @@
 //! match a partial index's predicate against literal text.
 
 use idem_domain::{
-    AuditEntry, CappedCount, Claim, ClaimStatus, DeadLetter, DeadLetterState, OutboxRow,
+    AuditEntry, CappedCount, Claim, ClaimStatus, ConsumerName, DeadLetter, DeadLetterState,
+    IdempotencyKey, OutboxRow,
 };
 
 use crate::{
@@ -89,7 +90,12 @@ macro_rules! capped_count_sql {
 
 impl Store {
     /// One claim, by its primary key.
-    pub async fn claim(&self, consumer: &str, key: &str) -> StoreResult<Option<Claim>> {
+    pub async fn claim(
+        &self,
+        consumer: &ConsumerName,
+        key: &IdempotencyKey,
+    ) -> StoreResult<Option<Claim>> {
+        let (consumer, key) = (consumer.as_str(), key.as_str());
         let row: Option<ClaimRow> = dispatch!(&self.pools, pool => {
             sqlx::query_as(CLAIM_SQL).bind(consumer).bind(key).fetch_optional(pool).await?
         });
@@ -101,7 +107,12 @@ impl Store {
     /// [`Store::dead_letters_for_key`] and [`Store::audit_for_key`], on one
     /// connection. Each trip through the pool costs sqlx a ping when the
     /// connection goes back; the key page pays it once instead of four times.
-    pub async fn key_records(&self, consumer: &str, key: &str) -> StoreResult<KeyRecords> {
+    pub async fn key_records(
+        &self,
+        consumer: &ConsumerName,
+        key: &IdempotencyKey,
+    ) -> StoreResult<KeyRecords> {
+        let (consumer, key) = (consumer.as_str(), key.as_str());
         let (claim, outbox, dead_letters, audit): (
             Option<ClaimRow>,
             Vec<OutboxDbRow>,
@@ -129,7 +140,12 @@ impl Store {
 
     /// Every consumer's claim of one key (for links that carry only the key),
     /// at most `limit`.
-    pub async fn claims_with_key(&self, key: &str, limit: i64) -> StoreResult<Vec<Claim>> {
+    pub async fn claims_with_key(
+        &self,
+        key: &IdempotencyKey,
+        limit: i64,
+    ) -> StoreResult<Vec<Claim>> {
+        let key = key.as_str();
         const SQL: &str = concat!(
             "SELECT ",
             claim_columns!(),
@@ -142,7 +158,12 @@ impl Store {
     }
 
     /// The outbox rows of one key, oldest first.
-    pub async fn outbox_for_key(&self, consumer: &str, key: &str) -> StoreResult<Vec<OutboxRow>> {
+    pub async fn outbox_for_key(
+        &self,
+        consumer: &ConsumerName,
+        key: &IdempotencyKey,
+    ) -> StoreResult<Vec<OutboxRow>> {
+        let (consumer, key) = (consumer.as_str(), key.as_str());
         let rows: Vec<OutboxDbRow> = dispatch!(&self.pools, pool => {
             sqlx::query_as(OUTBOX_FOR_KEY_SQL).bind(consumer).bind(key).bind(KEY_PAGE_ROWS).fetch_all(pool).await?
         });
@@ -152,9 +173,10 @@ impl Store {
     /// The dead letters of one key, oldest first.
     pub async fn dead_letters_for_key(
         &self,
-        consumer: &str,
-        key: &str,
+        consumer: &ConsumerName,
+        key: &IdempotencyKey,
     ) -> StoreResult<Vec<DeadLetter>> {
+        let (consumer, key) = (consumer.as_str(), key.as_str());
         let rows: Vec<DeadLetterRow> = dispatch!(&self.pools, pool => {
             sqlx::query_as(DEAD_LETTERS_FOR_KEY_SQL).bind(consumer).bind(key).bind(KEY_PAGE_ROWS).fetch_all(pool).await?
         });
@@ -162,7 +184,12 @@ impl Store {
     }
 
     /// The audit entries about one key, oldest first.
-    pub async fn audit_for_key(&self, consumer: &str, key: &str) -> StoreResult<Vec<AuditEntry>> {
+    pub async fn audit_for_key(
+        &self,
+        consumer: &ConsumerName,
+        key: &IdempotencyKey,
+    ) -> StoreResult<Vec<AuditEntry>> {
+        let (consumer, key) = (consumer.as_str(), key.as_str());
         let rows: Vec<AuditRow> = dispatch!(&self.pools, pool => {
             sqlx::query_as(AUDIT_FOR_KEY_SQL).bind(consumer).bind(key).bind(KEY_PAGE_ROWS).fetch_all(pool).await?
         });

@@ -5,7 +5,9 @@ use idem_domain::{
     ClaimStatus, DeadLetterState,
     action::{ActionOutcome, Resolution},
 };
-use idem_store::{DiscardRequest, NewDeadLetter, Outcome, ReplayRequest, ResolveRequest, Store};
+use idem_store::{
+    DiscardRequest, NewDeadLetter, Outcome, ReplayRequest, ResolveRequest, Store, testing,
+};
 
 use crate::{OLGA, PETE, ago, dead_lettered, replay, unknown_claim};
 
@@ -25,12 +27,13 @@ async fn a_repeated_action_id_returns_the_first_outcome_and_has_one_effect(store
         },
     )
     .await;
+    let same_id = testing::action_id("same-id-form");
     let first = store
-        .replay_dead_letter(&replay(id, "same-id"))
+        .replay_dead_letter(&replay(id, &same_id))
         .await
         .unwrap();
     let again = store
-        .replay_dead_letter(&replay(id, "same-id"))
+        .replay_dead_letter(&replay(id, &same_id))
         .await
         .unwrap();
     assert_eq!(first, again);
@@ -50,7 +53,8 @@ async fn a_repeated_action_id_returns_the_first_outcome_and_has_one_effect(store
         },
     )
     .await;
-    let twin = replay(id2, "double");
+    let double = testing::action_id("double-click");
+    let twin = replay(id2, &double);
     let (x, y) = tokio::join!(
         store.replay_dead_letter(&twin),
         store.replay_dead_letter(&twin)
@@ -60,22 +64,9 @@ async fn a_repeated_action_id_returns_the_first_outcome_and_has_one_effect(store
         matches!(x, ActionOutcome::Done { .. }) || matches!(y, ActionOutcome::Done { .. }),
         "{x:?} {y:?}"
     );
-    assert_eq!(
-        store
-            .outbox_for_key("orders", "refund:44")
-            .await
-            .unwrap()
-            .len(),
-        1
-    );
-    assert_eq!(
-        store
-            .audit_for_key("orders", "refund:44")
-            .await
-            .unwrap()
-            .len(),
-        1
-    );
+    let (orders, key) = (testing::consumer("orders"), testing::key("refund:44"));
+    assert_eq!(store.outbox_for_key(&orders, &key).await.unwrap().len(), 1);
+    assert_eq!(store.audit_for_key(&orders, &key).await.unwrap().len(), 1);
 }
 
 /// Two open dead letters of one key, as a key page shows them.
@@ -118,13 +109,14 @@ async fn an_action_id_used_for_one_dead_letter_is_refused_for_another_and_does_n
     store: &Store,
 ) {
     let (first, second) = two_dead_letters(store, "refund:45").await;
+    let page_form = testing::action_id("page-form");
     let done = store
-        .replay_dead_letter(&replay(first, "page-form"))
+        .replay_dead_letter(&replay(first, &page_form))
         .await
         .unwrap();
     assert!(done.is_done(), "{done:?}");
     let again = store
-        .replay_dead_letter(&replay(second, "page-form"))
+        .replay_dead_letter(&replay(second, &page_form))
         .await
         .unwrap();
     let said = reused(&again);
@@ -136,7 +128,7 @@ async fn an_action_id_used_for_one_dead_letter_is_refused_for_another_and_does_n
     let discard = store
         .discard_dead_letter(&DiscardRequest {
             dead_letter_id: first,
-            action_id: "page-form",
+            action_id: &page_form,
             actor: OLGA,
             reason: "already sent",
         })
@@ -144,10 +136,8 @@ async fn an_action_id_used_for_one_dead_letter_is_refused_for_another_and_does_n
         .unwrap();
     reused(&discard);
 
-    let letters = store
-        .dead_letters_for_key("orders", "refund:45")
-        .await
-        .unwrap();
+    let (orders, key) = (testing::consumer("orders"), testing::key("refund:45"));
+    let letters = store.dead_letters_for_key(&orders, &key).await.unwrap();
     let state = |id| letters.iter().find(|d| d.id == id).unwrap().state;
     assert_eq!(state(first), DeadLetterState::Replayed);
     assert_eq!(
@@ -155,32 +145,18 @@ async fn an_action_id_used_for_one_dead_letter_is_refused_for_another_and_does_n
         DeadLetterState::Open,
         "the second dead letter is untouched"
     );
-    assert_eq!(
-        store
-            .outbox_for_key("orders", "refund:45")
-            .await
-            .unwrap()
-            .len(),
-        1
-    );
-    assert_eq!(
-        store
-            .audit_for_key("orders", "refund:45")
-            .await
-            .unwrap()
-            .len(),
-        1
-    );
+    assert_eq!(store.outbox_for_key(&orders, &key).await.unwrap().len(), 1);
+    assert_eq!(store.audit_for_key(&orders, &key).await.unwrap().len(), 1);
 
     // Its own id replays it, and the first id still answers for the first.
     let own = store
-        .replay_dead_letter(&replay(second, "second-form"))
+        .replay_dead_letter(&replay(second, &testing::action_id("second-form")))
         .await
         .unwrap();
     assert!(own.is_done(), "{own:?}");
     assert_eq!(
         store
-            .replay_dead_letter(&replay(first, "page-form"))
+            .replay_dead_letter(&replay(first, &page_form))
             .await
             .unwrap(),
         done,
@@ -192,12 +168,15 @@ async fn an_action_id_used_to_resolve_a_key_is_refused_for_a_replay_and_another_
     store: &Store,
 ) {
     let version = unknown_claim(store, "pay_9").await;
+    let orders = testing::consumer("orders");
+    let resolve_form = testing::action_id("resolve-form");
+    let (pay_9, pay_10) = (testing::key("pay_9"), testing::key("pay_10"));
     let resolve = |key, resolution| ResolveRequest {
-        consumer: "orders",
+        consumer: &orders,
         key,
         version,
         resolution,
-        action_id: "resolve-form",
+        action_id: &resolve_form,
         actor: OLGA,
         reason: Some("checked with the provider"),
     };
@@ -205,13 +184,13 @@ async fn an_action_id_used_to_resolve_a_key_is_refused_for_a_replay_and_another_
         provider_ref: "pi_9".into(),
     };
     let done = store
-        .resolve_unknown(&resolve("pay_9", sent.clone()))
+        .resolve_unknown(&resolve(&pay_9, sent.clone()))
         .await
         .unwrap();
     assert!(done.is_done(), "{done:?}");
     assert_eq!(
         store
-            .resolve_unknown(&resolve("pay_9", sent.clone()))
+            .resolve_unknown(&resolve(&pay_9, sent.clone()))
             .await
             .unwrap(),
         done,
@@ -219,7 +198,7 @@ async fn an_action_id_used_to_resolve_a_key_is_refused_for_a_replay_and_another_
     );
     reused(
         &store
-            .resolve_unknown(&resolve("pay_9", Resolution::FailedRetry))
+            .resolve_unknown(&resolve(&pay_9, Resolution::FailedRetry))
             .await
             .unwrap(),
     );
@@ -229,7 +208,7 @@ async fn an_action_id_used_to_resolve_a_key_is_refused_for_a_replay_and_another_
         &store
             .resolve_unknown(&ResolveRequest {
                 version: version + 2,
-                ..resolve("pay_9", sent.clone())
+                ..resolve(&pay_9, sent.clone())
             })
             .await
             .unwrap(),
@@ -238,12 +217,12 @@ async fn an_action_id_used_to_resolve_a_key_is_refused_for_a_replay_and_another_
     let other = store
         .resolve_unknown(&ResolveRequest {
             version: other_version,
-            ..resolve("pay_10", sent)
+            ..resolve(&pay_10, sent)
         })
         .await
         .unwrap();
     reused(&other);
-    let claim = store.claim("orders", "pay_10").await.unwrap().unwrap();
+    let claim = store.claim(&orders, &pay_10).await.unwrap().unwrap();
     assert_eq!(
         claim.status,
         ClaimStatus::Unknown,
@@ -260,7 +239,7 @@ async fn an_action_id_used_to_resolve_a_key_is_refused_for_a_replay_and_another_
     .await;
     let said = reused(
         &store
-            .replay_dead_letter(&replay(dead_letter, "resolve-form"))
+            .replay_dead_letter(&replay(dead_letter, &resolve_form))
             .await
             .unwrap(),
     )
@@ -269,7 +248,7 @@ async fn an_action_id_used_to_resolve_a_key_is_refused_for_a_replay_and_another_
     assert!(said.contains("pay_9"), "{said}");
     assert!(
         store
-            .outbox_for_key("orders", "pay_11")
+            .outbox_for_key(&orders, &testing::key("pay_11"))
             .await
             .unwrap()
             .is_empty()
@@ -285,15 +264,16 @@ async fn an_action_id_is_bound_to_the_person_who_used_it(store: &Store) {
         },
     )
     .await;
+    let olgas_form = testing::action_id("olgas-form");
     let done = store
-        .replay_dead_letter(&replay(id, "olgas-form"))
+        .replay_dead_letter(&replay(id, &olgas_form))
         .await
         .unwrap();
     assert!(done.is_done());
     let by_pete = store
         .replay_dead_letter(&ReplayRequest {
             actor: PETE,
-            ..replay(id, "olgas-form")
+            ..replay(id, &olgas_form)
         })
         .await
         .unwrap();

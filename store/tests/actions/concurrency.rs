@@ -7,7 +7,7 @@ use idem_domain::{
     ClaimStatus, DeadLetterState,
     action::{ActionOutcome, Resolution},
 };
-use idem_store::{Actor, Outcome, ResolveRequest, Store};
+use idem_store::{Actor, Outcome, ResolveRequest, Store, testing};
 use tokio::sync::Barrier;
 
 use crate::{OLGA, PETE, dead_lettered, replay, unknown_claim};
@@ -35,7 +35,7 @@ async fn fifty_concurrent_replays_of_one_dead_letter_make_one_outbox_row_and_one
             let (store, barrier) = (store.clone(), barrier.clone());
             tokio::spawn(async move {
                 barrier.wait().await;
-                let action_id = format!("replay-{i}");
+                let action_id = testing::action_id(&format!("replay-{i}"));
                 store
                     .replay_dead_letter(&replay(id, &action_id))
                     .await
@@ -52,13 +52,14 @@ async fn fifty_concurrent_replays_of_one_dead_letter_make_one_outbox_row_and_one
         }
     }
     assert_eq!(done, 1);
-    let outbox = store.outbox_for_key("orders", "refund:42").await.unwrap();
+    let (orders, key) = (testing::consumer("orders"), testing::key("refund:42"));
+    let outbox = store.outbox_for_key(&orders, &key).await.unwrap();
     assert_eq!(outbox.len(), 1);
     assert_eq!(
         (outbox[0].dead_letter_id, outbox[0].origin.as_str()),
         (Some(id), "replay")
     );
-    let audit = store.audit_for_key("orders", "refund:42").await.unwrap();
+    let audit = store.audit_for_key(&orders, &key).await.unwrap();
     assert_eq!(audit.len(), 1);
     assert_eq!(
         (audit[0].action.as_str(), audit[0].result.as_str()),
@@ -83,11 +84,11 @@ async fn two_operators_resolving_one_key_at_once_get_one_success_and_one_conflic
             barrier.wait().await;
             store
                 .resolve_unknown(&ResolveRequest {
-                    consumer: "orders",
-                    key: "pay_7f3",
+                    consumer: &testing::consumer("orders"),
+                    key: &testing::key("pay_7f3"),
                     version,
                     resolution,
-                    action_id,
+                    action_id: &testing::action_id(action_id),
                     actor,
                     reason: Some("checked the provider's dashboard"),
                 })
@@ -100,16 +101,17 @@ async fn two_operators_resolving_one_key_at_once_get_one_success_and_one_conflic
         Resolution::Sent {
             provider_ref: "ch_1".into(),
         },
-        "a",
+        "action-a",
     );
-    let b = run(PETE, Resolution::FailedPermanently, "b");
+    let b = run(PETE, Resolution::FailedPermanently, "action-b");
     let outcomes = [a.await.unwrap(), b.await.unwrap()];
     let winners: Vec<_> = outcomes
         .iter()
         .filter(|o| matches!(o, ActionOutcome::Done { .. }))
         .collect();
     assert_eq!(winners.len(), 1, "{outcomes:?}");
-    let claim = store.claim("orders", "pay_7f3").await.unwrap().unwrap();
+    let (orders, key) = (testing::consumer("orders"), testing::key("pay_7f3"));
+    let claim = store.claim(&orders, &key).await.unwrap().unwrap();
     assert_eq!(claim.version, version + 1, "one change, one version");
     let (winner, loser_sees) = match claim.status {
         ClaimStatus::Sent => ("olga", &outcomes[1]),
@@ -125,11 +127,7 @@ async fn two_operators_resolving_one_key_at_once_get_one_success_and_one_conflic
         other => panic!("{other:?}"),
     }
     assert_eq!(
-        store
-            .audit_for_key("orders", "pay_7f3")
-            .await
-            .unwrap()
-            .len(),
+        store.audit_for_key(&orders, &key).await.unwrap().len(),
         1,
         "only the winner is audited"
     );
@@ -137,14 +135,16 @@ async fn two_operators_resolving_one_key_at_once_get_one_success_and_one_conflic
 
 async fn a_stale_version_is_refused_with_the_current_state(store: &Store) {
     let version = unknown_claim(store, "pay_8").await;
+    let (orders, key) = (testing::consumer("orders"), testing::key("pay_8"));
+    let stale_form = testing::action_id("stale-form");
     let stale = ResolveRequest {
-        consumer: "orders",
-        key: "pay_8",
+        consumer: &orders,
+        key: &key,
         version: version - 1,
         resolution: Resolution::Sent {
             provider_ref: "ch_8".into(),
         },
-        action_id: "stale",
+        action_id: &stale_form,
         actor: OLGA,
         reason: None,
     };
@@ -155,19 +155,8 @@ async fn a_stale_version_is_refused_with_the_current_state(store: &Store) {
         other => panic!("{other:?}"),
     }
     assert_eq!(
-        store
-            .claim("orders", "pay_8")
-            .await
-            .unwrap()
-            .unwrap()
-            .status,
+        store.claim(&orders, &key).await.unwrap().unwrap().status,
         ClaimStatus::Unknown
     );
-    assert!(
-        store
-            .audit_for_key("orders", "pay_8")
-            .await
-            .unwrap()
-            .is_empty()
-    );
+    assert!(store.audit_for_key(&orders, &key).await.unwrap().is_empty());
 }

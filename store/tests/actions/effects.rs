@@ -6,7 +6,7 @@ use idem_domain::{
     ClaimStatus, DeadLetterState,
     action::{ActionOutcome, Resolution},
 };
-use idem_store::{DiscardRequest, Outcome, ReplayRequest, ResolveRequest, Store};
+use idem_store::{DiscardRequest, Outcome, ReplayRequest, ResolveRequest, Store, testing};
 
 use crate::{OLGA, dead_lettered, replay, unknown_claim};
 
@@ -27,29 +27,37 @@ async fn each_replay_verdict_is_applied(store: &Store) {
         },
     )
     .await;
-    let blocked = store.replay_dead_letter(&replay(sent, "v1")).await.unwrap();
+    let blocked = store
+        .replay_dead_letter(&replay(sent, &testing::action_id("verdict-1")))
+        .await
+        .unwrap();
     assert!(
         matches!(&blocked, ActionOutcome::Refused { reason } if reason.starts_with("Blocked: the effect already happened")),
         "{blocked:?}"
     );
+    let verdict_2 = testing::action_id("verdict-2");
     let no_reason = ReplayRequest {
         override_verdict: true,
-        ..replay(sent, "v2")
+        ..replay(sent, &verdict_2)
     };
     assert!(matches!(
         store.replay_dead_letter(&no_reason).await.unwrap(),
         ActionOutcome::Refused { .. }
     ));
+    let verdict_3 = testing::action_id("verdict-3");
     let overridden = ReplayRequest {
         override_verdict: true,
         reason: Some("the consumer lost its claims table"),
-        ..replay(sent, "v3")
+        ..replay(sent, &verdict_3)
     };
     assert!(matches!(
         store.replay_dead_letter(&overridden).await.unwrap(),
         ActionOutcome::Done { .. }
     ));
-    let audit = store.audit_for_key("orders", "v:sent").await.unwrap();
+    let audit = store
+        .audit_for_key(&testing::consumer("orders"), &testing::key("v:sent"))
+        .await
+        .unwrap();
     assert!(
         audit[0]
             .reason
@@ -61,22 +69,23 @@ async fn each_replay_verdict_is_applied(store: &Store) {
     // Unknown: blocked likewise.
     let unknown = dead_lettered(store, "v:unknown", Outcome::Unknown { error: "timeout" }).await;
     assert!(
-        matches!(store.replay_dead_letter(&replay(unknown, "v4")).await.unwrap(), ActionOutcome::Refused { reason } if reason.contains("outcome is unknown"))
+        matches!(store.replay_dead_letter(&replay(unknown, &testing::action_id("verdict-4"))).await.unwrap(), ActionOutcome::Refused { reason } if reason.contains("outcome is unknown"))
     );
 
     // Failed: safe. Beyond retention: allowed (with the warning shown before).
     let failed = dead_lettered(store, "v:failed", Outcome::Permanent { error: "x" }).await;
     assert!(matches!(
         store
-            .replay_dead_letter(&replay(failed, "v5"))
+            .replay_dead_letter(&replay(failed, &testing::action_id("verdict-5")))
             .await
             .unwrap(),
         ActionOutcome::Done { .. }
     ));
     let old = dead_lettered(store, "v:old", Outcome::Permanent { error: "x" }).await;
+    let verdict_6 = testing::action_id("verdict-6");
     let short_retention = ReplayRequest {
         retention: TimeDelta::minutes(1),
-        ..replay(old, "v6")
+        ..replay(old, &verdict_6)
     };
     assert!(matches!(
         store.replay_dead_letter(&short_retention).await.unwrap(),
@@ -86,6 +95,8 @@ async fn each_replay_verdict_is_applied(store: &Store) {
 
 async fn only_a_dead_letter_whose_key_is_sent_can_be_discarded(store: &Store) {
     let failed = dead_lettered(store, "d:failed", Outcome::Permanent { error: "x" }).await;
+    let [discard_1, discard_2, discard_3] =
+        ["discard-1", "discard-2", "discard-3"].map(testing::action_id);
     let discard = |id, action_id, reason| DiscardRequest {
         dead_letter_id: id,
         action_id,
@@ -94,7 +105,7 @@ async fn only_a_dead_letter_whose_key_is_sent_can_be_discarded(store: &Store) {
     };
     assert!(matches!(
         store
-            .discard_dead_letter(&discard(failed, "d1", "dup"))
+            .discard_dead_letter(&discard(failed, &discard_1, "dup"))
             .await
             .unwrap(),
         ActionOutcome::Refused { .. }
@@ -110,7 +121,7 @@ async fn only_a_dead_letter_whose_key_is_sent_can_be_discarded(store: &Store) {
     assert!(
         matches!(
             store
-                .discard_dead_letter(&discard(sent, "d2", " "))
+                .discard_dead_letter(&discard(sent, &discard_2, " "))
                 .await
                 .unwrap(),
             ActionOutcome::Refused { .. }
@@ -119,7 +130,7 @@ async fn only_a_dead_letter_whose_key_is_sent_can_be_discarded(store: &Store) {
     );
     assert!(matches!(
         store
-            .discard_dead_letter(&discard(sent, "d3", "effect happened"))
+            .discard_dead_letter(&discard(sent, &discard_3, "effect happened"))
             .await
             .unwrap(),
         ActionOutcome::Done {
@@ -131,7 +142,10 @@ async fn only_a_dead_letter_whose_key_is_sent_can_be_discarded(store: &Store) {
         store.dead_letter(sent).await.unwrap().unwrap().state,
         DeadLetterState::Discarded
     );
-    let late = store.replay_dead_letter(&replay(sent, "d4")).await.unwrap();
+    let late = store
+        .replay_dead_letter(&replay(sent, &testing::action_id("discard-4")))
+        .await
+        .unwrap();
     assert!(
         matches!(late, ActionOutcome::Conflict { ref by, ref now, .. } if by == "olga" && now == "discarded"),
         "{late:?}"
@@ -140,12 +154,14 @@ async fn only_a_dead_letter_whose_key_is_sent_can_be_discarded(store: &Store) {
 
 async fn resolving_failed_with_a_retry_queues_the_same_key_through_the_outbox(store: &Store) {
     let version = unknown_claim(store, "pay_9").await;
+    let (orders, pay_9) = (testing::consumer("orders"), testing::key("pay_9"));
+    let resolve_1 = testing::action_id("resolve-1");
     let retry = ResolveRequest {
-        consumer: "orders",
-        key: "pay_9",
+        consumer: &orders,
+        key: &pay_9,
         version,
         resolution: Resolution::FailedRetry,
-        action_id: "r1",
+        action_id: &resolve_1,
         actor: OLGA,
         reason: Some("provider says it never arrived"),
     };
@@ -156,7 +172,7 @@ async fn resolving_failed_with_a_retry_queues_the_same_key_through_the_outbox(st
     else {
         panic!("a retry writes an outbox row");
     };
-    let outbox = store.outbox_for_key("orders", "pay_9").await.unwrap();
+    let outbox = store.outbox_for_key(&orders, &pay_9).await.unwrap();
     assert_eq!(
         (
             outbox[0].id,
@@ -166,21 +182,17 @@ async fn resolving_failed_with_a_retry_queues_the_same_key_through_the_outbox(st
         (outbox_id, "resolution", "pay_9")
     );
     assert_eq!(
-        store
-            .claim("orders", "pay_9")
-            .await
-            .unwrap()
-            .unwrap()
-            .status,
+        store.claim(&orders, &pay_9).await.unwrap().unwrap().status,
         ClaimStatus::Failed
     );
 
     // Sent needs a reference; failed for good needs a reason.
     let v2 = unknown_claim(store, "pay_10").await;
+    let (pay_10, resolve_2) = (testing::key("pay_10"), testing::action_id("resolve-2"));
     let base = ResolveRequest {
-        key: "pay_10",
+        key: &pay_10,
         version: v2,
-        action_id: "r2",
+        action_id: &resolve_2,
         reason: None,
         ..retry.clone()
     };
@@ -194,9 +206,10 @@ async fn resolving_failed_with_a_retry_queues_the_same_key_through_the_outbox(st
         store.resolve_unknown(&no_ref).await.unwrap(),
         ActionOutcome::Refused { .. }
     ));
+    let resolve_3 = testing::action_id("resolve-3");
     let no_reason = ResolveRequest {
         resolution: Resolution::FailedPermanently,
-        action_id: "r3",
+        action_id: &resolve_3,
         ..base
     };
     assert!(matches!(
@@ -216,11 +229,12 @@ async fn a_replayed_key_s_records_read_together_equal_each_read_alone(store: &St
     )
     .await;
     store
-        .replay_dead_letter(&replay(id, "replay-records"))
+        .replay_dead_letter(&replay(id, &testing::action_id("replay-records")))
         .await
         .unwrap();
 
-    let records = store.key_records("orders", key).await.unwrap();
+    let (orders, typed_key) = (testing::consumer("orders"), testing::key(key));
+    let records = store.key_records(&orders, &typed_key).await.unwrap();
     assert!(!records.is_empty());
     let claim = records.claim.as_ref().expect("the key's claim");
     assert_eq!(
@@ -236,22 +250,37 @@ async fn a_replayed_key_s_records_read_together_equal_each_read_alone(store: &St
         (1, 1, 1),
         "one replay row, one dead letter, one audit entry"
     );
-    assert_eq!(records.claim, store.claim("orders", key).await.unwrap());
+    assert_eq!(
+        records.claim,
+        store.claim(&orders, &typed_key).await.unwrap()
+    );
     assert_eq!(
         records.outbox,
-        store.outbox_for_key("orders", key).await.unwrap()
+        store.outbox_for_key(&orders, &typed_key).await.unwrap()
     );
     assert_eq!(
         records.dead_letters,
-        store.dead_letters_for_key("orders", key).await.unwrap()
+        store
+            .dead_letters_for_key(&orders, &typed_key)
+            .await
+            .unwrap()
     );
     assert_eq!(
         records.audit,
-        store.audit_for_key("orders", key).await.unwrap()
+        store.audit_for_key(&orders, &typed_key).await.unwrap()
     );
 
-    let nothing = store.key_records("orders", "refund:never").await.unwrap();
+    let nothing = store
+        .key_records(&orders, &testing::key("refund:never"))
+        .await
+        .unwrap();
     assert!(nothing.is_empty());
     // Another consumer's records of the same key are not this key's.
-    assert!(store.key_records("payments", key).await.unwrap().is_empty());
+    assert!(
+        store
+            .key_records(&testing::consumer("payments"), &typed_key)
+            .await
+            .unwrap()
+            .is_empty()
+    );
 }

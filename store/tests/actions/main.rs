@@ -10,6 +10,7 @@ mod effects;
 mod records;
 
 use chrono::TimeDelta;
+use idem_domain::action::ActionId;
 use idem_store::{Actor, Delivery, NewDeadLetter, Outcome, ReplayRequest, Store, Ts, Tx};
 
 const OLGA: Actor<'static> = Actor {
@@ -71,7 +72,7 @@ async fn unknown_claim(store: &Store, key: &str) -> i64 {
     claim.version
 }
 
-fn replay(id: i64, action_id: &str) -> ReplayRequest<'_> {
+fn replay(id: i64, action_id: &ActionId) -> ReplayRequest<'_> {
     ReplayRequest {
         dead_letter_id: id,
         action_id,

@@ -3,7 +3,10 @@
 
 use chrono::TimeDelta;
 use idem_domain::{DeadLetterState, action::Resolution};
-use idem_store::{Outcome, ResolveRequest, Store, testing::execute_raw};
+use idem_store::{
+    Outcome, ResolveRequest, Store,
+    testing::{self, execute_raw},
+};
 
 use crate::{OLGA, ago, dead_lettered, replay, unknown_claim};
 
@@ -34,13 +37,13 @@ async fn a_rolled_back_action_leaves_no_audit_row(store: &Store) {
     .unwrap();
     assert!(
         store
-            .replay_dead_letter(&replay(id, "doomed"))
+            .replay_dead_letter(&replay(id, &testing::action_id("doomed-form")))
             .await
             .is_err()
     );
     assert!(
         store
-            .audit_for_key("orders", "refund:45")
+            .audit_for_key(&testing::consumer("orders"), &testing::key("refund:45"))
             .await
             .unwrap()
             .is_empty(),
@@ -62,7 +65,10 @@ async fn the_audit_log_refuses_updates_and_deletes(store: &Store) {
         },
     )
     .await;
-    store.replay_dead_letter(&replay(id, "kept")).await.unwrap();
+    store
+        .replay_dead_letter(&replay(id, &testing::action_id("kept-form")))
+        .await
+        .unwrap();
     let update = execute_raw(
         store,
         "UPDATE audit_log SET actor = 'mallory'",
@@ -73,15 +79,25 @@ async fn the_audit_log_refuses_updates_and_deletes(store: &Store) {
     let delete = execute_raw(store, "DELETE FROM audit_log", "DELETE FROM audit_log").await;
     assert!(delete.unwrap_err().to_string().contains("append-only"));
     assert_eq!(
-        store.audit_for_key("orders", "refund:46").await.unwrap()[0].actor,
+        store
+            .audit_for_key(&testing::consumer("orders"), &testing::key("refund:46"))
+            .await
+            .unwrap()[0]
+            .actor,
         "olga"
     );
 }
 
 async fn actions_record_how_long_recovery_took(store: &Store) {
     let id = dead_lettered(store, "rec:1", Outcome::Permanent { error: "x" }).await;
-    store.replay_dead_letter(&replay(id, "rec")).await.unwrap();
-    let seconds = store.audit_for_key("orders", "rec:1").await.unwrap()[0]
+    store
+        .replay_dead_letter(&replay(id, &testing::action_id("recovery")))
+        .await
+        .unwrap();
+    let seconds = store
+        .audit_for_key(&testing::consumer("orders"), &testing::key("rec:1"))
+        .await
+        .unwrap()[0]
         .recovery_seconds
         .unwrap();
     assert!(
@@ -95,10 +111,14 @@ async fn an_action_dated_ahead_happens_now_and_none_recovers_in_negative_time(st
     let id = dead_lettered(store, "ahead:1", Outcome::Permanent { error: "x" }).await;
     let before = chrono::Utc::now();
     store
-        .replay_dead_letter_at(&replay(id, "ahead"), ago(-60))
+        .replay_dead_letter_at(&replay(id, &testing::action_id("ahead-form")), ago(-60))
         .await
         .unwrap();
-    let replayed = &store.audit_for_key("orders", "ahead:1").await.unwrap()[0];
+    let orders = testing::consumer("orders");
+    let replayed = &store
+        .audit_for_key(&orders, &testing::key("ahead:1"))
+        .await
+        .unwrap()[0];
     assert!(
         replayed.at >= before - TimeDelta::seconds(1) && replayed.at <= chrono::Utc::now(),
         "recorded at {}, not an hour ahead",
@@ -113,14 +133,15 @@ async fn an_action_dated_ahead_happens_now_and_none_recovers_in_negative_time(st
     // A resolution dated before the outcome went unknown (29 minutes ago)
     // keeps its date but took no time, not minus eleven minutes.
     let version = unknown_claim(store, "behind:1").await;
+    let behind = testing::key("behind:1");
     let done = store
         .resolve_unknown_at(
             &ResolveRequest {
-                consumer: "orders",
-                key: "behind:1",
+                consumer: &orders,
+                key: &behind,
                 version,
                 resolution: Resolution::FailedRetry,
-                action_id: "behind",
+                action_id: &testing::action_id("behind-form"),
                 actor: OLGA,
                 reason: None,
             },
@@ -129,7 +150,7 @@ async fn an_action_dated_ahead_happens_now_and_none_recovers_in_negative_time(st
         .await
         .unwrap();
     assert!(done.is_done(), "{done:?}");
-    let resolved = &store.audit_for_key("orders", "behind:1").await.unwrap()[0];
+    let resolved = &store.audit_for_key(&orders, &behind).await.unwrap()[0];
     assert!(resolved.at < ago(39).0, "kept its date: {}", resolved.at);
     assert_eq!(resolved.recovery_seconds, Some(0.0));
 }

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use idem_domain::{ClaimStatus, OutboxOrigin};
-use idem_store::{Claimed, Delivery, NewOutboxRow, Outcome, Store, StoreError};
+use idem_store::{Claimed, Delivery, NewOutboxRow, Outcome, Store, StoreError, testing};
 use tokio::sync::Barrier;
 
 use crate::{at, claim_once, delivery, settle};
@@ -44,7 +44,11 @@ async fn concurrent_deliveries_of_one_key_make_exactly_one_claim(store: &Store) 
         }
     }
     assert_eq!(new, 1, "exactly one worker wins the claim");
-    let claim = store.claim("payments", "pay_7f3").await.unwrap().unwrap();
+    let claim = store
+        .claim(&testing::consumer("payments"), &testing::key("pay_7f3"))
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(claim.delivery_count, WORKERS as i64);
     assert_eq!(claim.duplicate_count, WORKERS as i64 - 1);
     assert_eq!(claim.status, ClaimStatus::Pending);
@@ -97,7 +101,10 @@ async fn a_claim_moves_from_pending_to_sent_with_its_provider_reference(store: &
     assert_eq!(sent.version, 3);
     assert_eq!(
         store
-            .claim("reminders", "renewal:account-1842:2026-09-30")
+            .claim(
+                &testing::consumer("reminders"),
+                &testing::key("renewal:account-1842:2026-09-30")
+            )
             .await
             .unwrap(),
         Some(sent)
@@ -116,7 +123,11 @@ async fn a_retryable_failure_keeps_the_claim_pending_and_releases_the_lease(stor
         1,
     )
     .await;
-    let claim = store.claim("orders", "ship:42").await.unwrap().unwrap();
+    let claim = store
+        .claim(&testing::consumer("orders"), &testing::key("ship:42"))
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(claim.status, ClaimStatus::Pending);
     assert_eq!(claim.status_at, at(0).0, "the status did not change");
     assert_eq!(claim.lease_until, None);
@@ -152,12 +163,21 @@ async fn permanent_and_unknown_outcomes_record_when_the_status_changed(store: &S
     )
     .await;
 
-    let failed = store.claim("orders", "ship:1").await.unwrap().unwrap();
+    let orders = testing::consumer("orders");
+    let failed = store
+        .claim(&orders, &testing::key("ship:1"))
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(
         (failed.status, failed.status_at),
         (ClaimStatus::Failed, at(11).0)
     );
-    let unknown = store.claim("orders", "ship:2").await.unwrap().unwrap();
+    let unknown = store
+        .claim(&orders, &testing::key("ship:2"))
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(
         (unknown.status, unknown.status_at),
         (ClaimStatus::Unknown, at(21).0)
@@ -182,7 +202,11 @@ async fn a_duplicate_delivery_is_counted_without_changing_the_version(store: &St
     assert_eq!(dup.last_delivery_at, at(360).0);
     // A late, out-of-order redelivery does not move last delivery backwards.
     claim_once(store, delivery("payments", "evt_1", 100)).await;
-    let claim = store.claim("payments", "evt_1").await.unwrap().unwrap();
+    let claim = store
+        .claim(&testing::consumer("payments"), &testing::key("evt_1"))
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(claim.last_delivery_at, at(360).0);
     assert_eq!(claim.last_payload_hash, None, "same payload, no drift");
 }
@@ -218,10 +242,11 @@ async fn a_rolled_back_claim_leaves_no_trace(store: &Store) {
     .await
     .unwrap();
     tx.rollback().await.unwrap();
-    assert_eq!(store.claim("payments", "evt_rollback").await.unwrap(), None);
+    let (payments, evt_rollback) = (testing::consumer("payments"), testing::key("evt_rollback"));
+    assert_eq!(store.claim(&payments, &evt_rollback).await.unwrap(), None);
     assert!(
         store
-            .outbox_for_key("payments", "evt_rollback")
+            .outbox_for_key(&payments, &evt_rollback)
             .await
             .unwrap()
             .is_empty()
@@ -245,14 +270,16 @@ async fn keys_with_any_unicode_are_stored_and_found_byte_exactly(store: &Store) 
     for (i, key) in keys.iter().enumerate() {
         claim_once(store, delivery("orders", key, i as i64)).await;
     }
+    let orders = testing::consumer("orders");
     for key in keys {
+        let typed = testing::key(key);
         let claim = store
-            .claim("orders", key)
+            .claim(&orders, &typed)
             .await
             .unwrap()
             .unwrap_or_else(|| panic!("{key:?} is found"));
         assert_eq!(claim.key.as_bytes(), key.as_bytes());
-        let found = store.claims_with_key(key, 10).await.unwrap();
+        let found = store.claims_with_key(&typed, 10).await.unwrap();
         assert_eq!(found.len(), 1, "{key:?} matches only itself");
     }
 }

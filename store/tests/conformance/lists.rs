@@ -2,7 +2,7 @@
 //! and behind cursors that cannot be forged.
 
 use idem_domain::{CappedCount, DeadLetterState};
-use idem_store::{Outcome, PageRequest, Store, StoreError, Window};
+use idem_store::{Outcome, PageRequest, Store, StoreError, Window, testing};
 
 use crate::{at, claim_once, dead_letter, delivery, outbox_row, settle};
 
@@ -94,7 +94,10 @@ async fn a_relay_publishes_the_oldest_rows_and_they_leave_the_backlog(store: &St
     );
     assert_eq!(backlog[0].attempts, 1);
     assert_eq!(backlog[0].last_error.as_deref(), Some("broker unavailable"));
-    let published = &store.outbox_for_key("orders", "k0").await.unwrap()[0];
+    let published = &store
+        .outbox_for_key(&testing::consumer("orders"), &testing::key("k0"))
+        .await
+        .unwrap()[0];
     assert_eq!(
         (published.published_at, published.attempts),
         (Some(at(10).0), 1)

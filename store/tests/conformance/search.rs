@@ -2,7 +2,7 @@
 //! provider references.
 
 use idem_domain::{CappedCount, ClaimStatus};
-use idem_store::{ClaimSearch, Outcome, PageRequest, Store};
+use idem_store::{ClaimSearch, Outcome, PageRequest, Store, testing};
 
 use crate::{claim_once, dead_letter, delivery, outbox_row, settle};
 
@@ -25,7 +25,8 @@ async fn the_key_page_reads_find_every_row_of_one_key(store: &Store) {
     let dl = tx.dead_letter(&dead_letter(key, 9)).await.unwrap();
     tx.commit().await.unwrap();
 
-    let claims = store.claims_with_key(key, 10).await.unwrap();
+    let (orders, typed_key) = (testing::consumer("orders"), testing::key(key));
+    let claims = store.claims_with_key(&typed_key, 10).await.unwrap();
     assert_eq!(
         claims
             .iter()
@@ -33,14 +34,17 @@ async fn the_key_page_reads_find_every_row_of_one_key(store: &Store) {
             .collect::<Vec<_>>(),
         ["billing", "orders"]
     );
-    let outbox = store.outbox_for_key("orders", key).await.unwrap();
+    let outbox = store.outbox_for_key(&orders, &typed_key).await.unwrap();
     assert_eq!(outbox.len(), 1);
     assert_eq!(outbox[0].key, key);
-    let dead = store.dead_letters_for_key("orders", key).await.unwrap();
+    let dead = store
+        .dead_letters_for_key(&orders, &typed_key)
+        .await
+        .unwrap();
     assert_eq!(dead.iter().map(|d| d.id).collect::<Vec<_>>(), [dl]);
     assert!(
         store
-            .dead_letters_for_key("billing", key)
+            .dead_letters_for_key(&testing::consumer("billing"), &typed_key)
             .await
             .unwrap()
             .is_empty()
@@ -290,14 +294,15 @@ async fn a_provider_reference_on_two_keys_is_found_from_either(store: &Store) {
         3,
     )
     .await;
+    let reminders = testing::consumer("reminders");
     let others = store
-        .claims_with_provider_ref("msg_same", ("reminders", "renewal:a"), 5)
+        .claims_with_provider_ref("msg_same", (&reminders, &testing::key("renewal:a")), 5)
         .await
         .unwrap();
     assert_eq!(others, [("reminders".to_owned(), "renewal:b".to_owned())]);
     assert!(
         store
-            .claims_with_provider_ref("msg_other", ("reminders", "renewal:c"), 5)
+            .claims_with_provider_ref("msg_other", (&reminders, &testing::key("renewal:c")), 5)
             .await
             .unwrap()
             .is_empty()

@@ -20,7 +20,7 @@ use std::{
 };
 
 use chrono::Utc;
-use idem_domain::DeadLetterState;
+use idem_domain::{ConsumerName, DeadLetterState, IdempotencyKey};
 use idem_store::{ClaimSearch, PageRequest, Store, StoreConfig};
 use sqlx::{
     Executor, PgPool,
@@ -354,7 +354,9 @@ impl Reads<'_> {
     async fn key_page(&self) -> Result<Row, String> {
         eprintln!("  key page");
         let Target { store, sample, .. } = self.target;
-        let (consumer, key) = (&sample.consumer, &sample.key);
+        let consumer = ConsumerName::parse(sample.consumer.as_str()).map_err(|e| e.to_string())?;
+        let key = IdempotencyKey::parse(sample.key.as_str()).map_err(|e| e.to_string())?;
+        let (consumer, key) = (&consumer, &key);
         Ok(Row {
             name: "key page (all its reads)",
             idem: time_idem(self.options.runs, || async {
