@@ -1,3 +1,9 @@
+//! The `idem` command line: `serve` (the default), `rules` and `user …`.
+//! It reads the settings file and the environment and calls the library
+//! (`Application`, `accounts`, `rules`), so tests run the same server on
+//! port 0. The team's tooling (`seed`, `plans`, `bench`) is not here: it is
+//! `idem-tools`, which the shipped binary does not depend on.
+
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};

@@ -1,4 +1,15 @@
 //! Connecting, migrating and transactions.
+//!
+//! The pool is bounded (`max_connections`, an acquire timeout of seconds)
+//! and opened lazily, so Idem starts while its database is down. On
+//! Postgres every statement of Idem's runs under a `statement_timeout`
+//! (migrations excepted, on a connection of their own), an open
+//! transaction left idle is ended, and every execution is planned with its
+//! real parameters. On SQLite the file is in WAL mode with a busy timeout,
+//! and write transactions begin `IMMEDIATE`. The migrations of
+//! `migrations/` are compiled in. The two pool accessors exist for the
+//! session store only; [`HealthProbe`] is the health check's own
+//! connection, never one of the pool's.
 
 use std::{str::FromStr, time::Duration};
 

@@ -101,7 +101,7 @@ pub(crate) mod ssr {
             .await
     }
 
-    /// The overview's reads themselves, uncached (what `idem bench` times).
+    /// The overview's reads themselves, uncached (what `idem-tools bench` times).
     pub async fn read_overview(store: &idem_store::Store) -> Result<Overview, AppError> {
         let first = PageRequest::first(ATTENTION_ROWS);
         let count = |status: ClaimStatus| async move {

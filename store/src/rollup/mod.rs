@@ -197,7 +197,7 @@ impl Store {
     }
 
     /// Forgets how far the rollup got, so its next run rolls every hour up
-    /// again (after history was written behind the watermark, e.g. by `idem seed`).
+    /// again (after history was written behind the watermark, e.g. by `idem-tools seed`).
     pub async fn reset_rollups(&self) -> StoreResult<()> {
         const SQL: &str = "DELETE FROM idem_meta WHERE name = $1";
         dispatch!(&self.pools, pool => {

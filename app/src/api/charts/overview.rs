@@ -81,7 +81,7 @@ pub const CHART_METRICS: &[Metric] = &[
 ];
 
 /// The database read behind the overview's charts for a named range
-/// ending `now`, across all consumers (what `idem bench` times); returns
+/// ending `now`, across all consumers (what `idem-tools bench` times); returns
 /// how many metrics came back.
 pub async fn chart_reads(
     store: &Store,
