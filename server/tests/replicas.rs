@@ -147,3 +147,58 @@ async fn pages_read_the_replica_actions_write_the_primary_and_their_author_reads
         "{page:.300}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_operator_who_resolved_an_unknown_outcome_does_not_see_it_open_in_a_chart_a_viewer_loaded_from_the_replica()
+ {
+    let primary = TestDatabase::postgres().await;
+    // A replica that stopped following the primary, holding the same
+    // unknown outcome.
+    let replica = TestDatabase::postgres().await;
+    let fixture = common::Fixture::write(&primary.store).await;
+    common::Fixture::write(&replica.store).await;
+    let replica_url = replica.url.clone();
+    let app = common::spawn_with(
+        |config| {
+            config.read_database = Some(idem_store::StoreConfig::new(&replica_url));
+            // Long enough that a cached chart outlives the whole test.
+            config.read_cache_ttl = Duration::from_secs(60);
+        },
+        primary,
+    )
+    .await;
+    app.create_user("operator", Role::Operator).await;
+    let operator = app.sign_in("operator").await;
+    const OPEN: &str = "1 unknown outcomes are open";
+
+    // A viewer loads the overview first: its chart reads the replica.
+    let (status, html) = app.get("/?range=1h").await;
+    assert_eq!(status, 200);
+    assert!(visible(&html).contains(OPEN), "the viewer sees it open");
+
+    let resolved = common::call(
+        &app,
+        &operator,
+        "resolve_unknown",
+        &[
+            ("consumer", "orders".to_owned()),
+            ("key", fixture.key.clone()),
+            ("version", fixture.unknown_version.to_string()),
+            ("action_id", "replica-chart-resolve".to_owned()),
+            ("outcome", "sent".to_owned()),
+            ("provider_ref", "pi_checked".to_owned()),
+        ],
+    )
+    .await;
+    assert_eq!(resolved.status().as_u16(), 200);
+
+    // Its author reads the primary, and no chart cached from the replica
+    // answers for it.
+    let (status, html) = common::get(&operator, &app.url("/?range=1h")).await;
+    assert_eq!(status, 200);
+    let page = visible(&html);
+    assert!(
+        page.contains("No unknown outcomes are open.") && !page.contains(OPEN),
+        "{page:.600}"
+    );
+}
