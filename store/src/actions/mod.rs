@@ -288,28 +288,14 @@ impl Store {
         req: &ReplayRequest<'_>,
         at: Ts,
     ) -> StoreResult<ActionOutcome> {
-        let binding = req.binding();
-        if let Some(first) = self.outcome_of(req.action_id.as_str(), &binding).await? {
-            return Ok(first);
-        }
-        let mut tx = self.begin().await?;
-        let result = replay(&mut tx, req, not_after_now(at)).await;
-        self.settle(tx, result, req.action_id.as_str(), &binding)
-            .await
+        self.once(Act::Replay(req, at)).await
     }
 
     pub async fn discard_dead_letter(
         &self,
         req: &DiscardRequest<'_>,
     ) -> StoreResult<ActionOutcome> {
-        let binding = req.binding();
-        if let Some(first) = self.outcome_of(req.action_id.as_str(), &binding).await? {
-            return Ok(first);
-        }
-        let mut tx = self.begin().await?;
-        let result = discard(&mut tx, req).await;
-        self.settle(tx, result, req.action_id.as_str(), &binding)
-            .await
+        self.once(Act::Discard(req)).await
     }
 
     pub async fn resolve_unknown(&self, req: &ResolveRequest<'_>) -> StoreResult<ActionOutcome> {
@@ -323,14 +309,50 @@ impl Store {
         req: &ResolveRequest<'_>,
         at: Ts,
     ) -> StoreResult<ActionOutcome> {
-        let binding = req.binding();
-        if let Some(first) = self.outcome_of(req.action_id.as_str(), &binding).await? {
+        self.once(Act::Resolve(req, at)).await
+    }
+
+    /// Runs an action once: a resubmission of its action id returns the
+    /// first outcome; otherwise it runs in a transaction of its own, which
+    /// [`Store::settle`] commits (done) or rolls back (anything else).
+    async fn once(&self, act: Act<'_, '_>) -> StoreResult<ActionOutcome> {
+        let (action_id, binding) = (act.action_id(), act.binding());
+        if let Some(first) = self.outcome_of(action_id, &binding).await? {
             return Ok(first);
         }
         let mut tx = self.begin().await?;
-        let result = resolve(&mut tx, req, not_after_now(at)).await;
-        self.settle(tx, result, req.action_id.as_str(), &binding)
-            .await
+        let result = match act {
+            Act::Replay(req, at) => replay(&mut tx, req, not_after_now(at)).await,
+            Act::Discard(req) => discard(&mut tx, req).await,
+            Act::Resolve(req, at) => resolve(&mut tx, req, not_after_now(at)).await,
+        };
+        self.settle(tx, result, action_id, &binding).await
+    }
+}
+
+/// One operator action, and when it was taken.
+#[derive(Clone, Copy)]
+enum Act<'r, 'a> {
+    Replay(&'r ReplayRequest<'a>, Ts),
+    Discard(&'r DiscardRequest<'a>),
+    Resolve(&'r ResolveRequest<'a>, Ts),
+}
+
+impl<'r, 'a> Act<'r, 'a> {
+    fn action_id(self) -> &'r str {
+        match self {
+            Act::Replay(req, _) => req.action_id.as_str(),
+            Act::Discard(req) => req.action_id.as_str(),
+            Act::Resolve(req, _) => req.action_id.as_str(),
+        }
+    }
+
+    fn binding(self) -> Binding<'a> {
+        match self {
+            Act::Replay(req, _) => req.binding(),
+            Act::Discard(req) => req.binding(),
+            Act::Resolve(req, _) => req.binding(),
+        }
     }
 }
 
