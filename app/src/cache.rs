@@ -80,7 +80,7 @@ impl ReadKey {
 pub(crate) struct ListWindow {
     pub from: Option<Ts>,
     pub to: Option<Ts>,
-    pub consumer: Option<String>,
+    pub consumer: Option<ConsumerName>,
 }
 
 impl From<&idem_store::Window> for ListWindow {

@@ -357,7 +357,7 @@ async fn a_day_of_demo_history_ending_at(store: &Store, end: chrono::DateTime<Ut
             &Window {
                 from: Some(Ts(from)),
                 to: Some(Ts(end)),
-                consumer: Some("reminders".into()),
+                consumer: Some(idem_store::testing::consumer("reminders")),
             },
         )
         .await

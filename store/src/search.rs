@@ -30,7 +30,7 @@ pub const SEARCH_CANDIDATES: u64 = 10_000;
 pub struct ClaimSearch {
     /// Keys starting with this text, matched literally and byte for byte.
     pub prefix: Option<String>,
-    pub consumer: Option<String>,
+    pub consumer: Option<ConsumerName>,
     pub status: Option<ClaimStatus>,
     /// How many prefix matches are considered ([`SEARCH_CANDIDATES`]).
     pub candidates: u64,
@@ -80,7 +80,7 @@ impl Sql {
             }
         }
         if let Some(consumer) = &search.consumer {
-            let p = self.param(Bind::Text(consumer.clone()));
+            let p = self.param(consumer.as_str());
             filters.push(format!("consumer = {p}"));
         }
         if let Some(status) = search.status {
@@ -273,7 +273,7 @@ mod tests {
     fn a_prefix_search_reads_its_candidates_then_orders_them_by_activity() {
         let search = ClaimSearch {
             prefix: Some("renewal:".into()),
-            consumer: Some("reminders".into()),
+            consumer: Some(ConsumerName::parse("reminders").unwrap()),
             candidates: 50,
             ..ClaimSearch::default()
         };

@@ -6,7 +6,7 @@ use idem_domain::{
     Metric,
     slo::{Events, Indicator},
 };
-use idem_store::{MetricSample, NewAuditEntry, Store, Ts};
+use idem_store::{MetricSample, NewAuditEntry, Store, Ts, testing};
 
 idem_store::on_both_backends!(
     hourly_rollups_give_the_same_answer_as_minutes,
@@ -288,9 +288,11 @@ async fn chart_intervals_read_the_same_from_minutes_and_rollups_for_one_consumer
     three_hours_of_metrics(store).await;
     // Quarter hours: every hour is cut, so the read mixes rollups and minutes.
     let starts: Vec<Ts> = (0..12).map(|q| at(q * 15)).collect();
-    let read = async |metric, consumer| {
+    let orders = testing::consumer("orders");
+    let read = async |metric, consumer: Option<&str>| {
+        let consumer = consumer.map(testing::consumer);
         store
-            .metric_buckets(&[metric], &starts, at(180), consumer)
+            .metric_buckets(&[metric], &starts, at(180), consumer.as_ref())
             .await
             .unwrap()
             .remove(&metric)
@@ -322,14 +324,19 @@ async fn chart_intervals_read_the_same_from_minutes_and_rollups_for_one_consumer
     // Whole hours come from the rollup and still split by consumer.
     let hours: Vec<Ts> = (0..3).map(|h| at(h * 60)).collect();
     let hourly = store
-        .metric_buckets(&[Metric::DeadLetters], &hours, at(180), Some("reminders"))
+        .metric_buckets(
+            &[Metric::DeadLetters],
+            &hours,
+            at(180),
+            Some(&testing::consumer("reminders")),
+        )
         .await
         .unwrap()
         .remove(&Metric::DeadLetters)
         .unwrap();
     assert!(hourly.iter().all(|h| h.is_empty()), "reminders had none");
     let hourly = store
-        .metric_buckets(&[Metric::DeadLetters], &hours, at(180), Some("orders"))
+        .metric_buckets(&[Metric::DeadLetters], &hours, at(180), Some(&orders))
         .await
         .unwrap()
         .remove(&Metric::DeadLetters)
@@ -400,8 +407,9 @@ async fn long_chart_intervals_read_the_same_from_minutes_hours_and_six_hour_bloc
     let six_hours: Vec<Ts> = (0..5).map(|i| at(i * 6 * 60)).collect();
     let two_hours: Vec<Ts> = (0..15).map(|i| at(i * 2 * 60)).collect();
     let read = async |starts: &[Ts], consumer: Option<&str>| {
+        let consumer = consumer.map(testing::consumer);
         let mut read = store
-            .metric_buckets(&metrics, starts, at(30 * 60), consumer)
+            .metric_buckets(&metrics, starts, at(30 * 60), consumer.as_ref())
             .await
             .unwrap();
         metrics.map(|m| read.remove(&m).unwrap())

@@ -345,7 +345,7 @@ impl Reads<'_> {
         let search =
             |prefix: Option<&str>, consumer: bool, status: Option<ClaimStatus>| ClaimSearch {
                 prefix: prefix.map(str::to_owned),
-                consumer: consumer.then(|| sample.consumer.to_string()),
+                consumer: consumer.then(|| sample.consumer.clone()),
                 status,
                 ..Default::default()
             };

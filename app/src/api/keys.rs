@@ -210,13 +210,16 @@ pub async fn search_keys(query: KeyQuery) -> Result<SearchResults, AppError> {
 
     crate::ssr::serve(async move {
         crate::ssr::require(idem_domain::Role::Viewer)?;
-        let prefix = match query.q.as_str() {
+        // A prefix is checked as a key would be; a whole key also lists
+        // that key's exact matches.
+        let whole_key = match query.q.as_str() {
             "" => None,
-            q => Some(IdempotencyKey::parse(q)?.to_string()),
+            q => Some(IdempotencyKey::parse(q)?),
         };
+        let prefix = whole_key.as_ref().map(IdempotencyKey::to_string);
         let consumer = match query.consumer.as_str() {
             "" => None,
-            c => Some(ConsumerName::parse(c)?.to_string()),
+            c => Some(ConsumerName::parse(c)?),
         };
         let status = match query.status.as_str() {
             "" => None,
@@ -246,17 +249,16 @@ pub async fn search_keys(query: KeyQuery) -> Result<SearchResults, AppError> {
         let found = store
             .search_claims(&search, &PageRequest::new(limit, cursor))
             .await?;
-        // A prefix that is a whole key (it may not be one: a prefix of a
-        // key is not always a key) also lists that key's exact matches.
-        let whole_key = prefix
-            .as_deref()
-            .and_then(|p| idem_domain::IdempotencyKey::parse(p).ok());
         let exact = match (&whole_key, first_page) {
             (Some(key), true) => store
                 .claims_with_key(key, ssr::MATCH_LIMIT)
                 .await?
                 .into_iter()
-                .filter(|c| consumer.as_ref().is_none_or(|want| &c.consumer == want))
+                .filter(|c| {
+                    consumer
+                        .as_ref()
+                        .is_none_or(|want| c.consumer == want.as_str())
+                })
                 .filter(|c| status.is_none_or(|want| c.status == want))
                 .collect(),
             _ => Vec::new(),

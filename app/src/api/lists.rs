@@ -85,7 +85,7 @@ pub(crate) mod ssr {
             }
         };
         let consumer = match consumer.filter(|c| !c.is_empty()) {
-            Some(c) => Some(idem_domain::ConsumerName::parse(c)?.as_str().to_owned()),
+            Some(c) => Some(idem_domain::ConsumerName::parse(c)?),
             None => None,
         };
         Ok(idem_store::Window {

@@ -1,7 +1,7 @@
 //! The console's work lists — unknown outcomes, dead letters, unpublished
 //! outbox rows — a page at a time, and the [`Window`] that narrows them.
 
-use idem_domain::{CappedCount, Claim, DeadLetter, DeadLetterState, OutboxRow, Page};
+use idem_domain::{CappedCount, Claim, ConsumerName, DeadLetter, DeadLetterState, OutboxRow, Page};
 
 use crate::{
     StoreResult,
@@ -69,9 +69,13 @@ impl Store {
 
     /// When each open unknown outcome became unknown, oldest first, at most
     /// `limit`, for one consumer or all: the partial index alone.
-    pub async fn unknown_since(&self, consumer: Option<&str>, limit: i64) -> StoreResult<Vec<Ts>> {
+    pub async fn unknown_since(
+        &self,
+        consumer: Option<&ConsumerName>,
+        limit: i64,
+    ) -> StoreResult<Vec<Ts>> {
         let window = Window {
-            consumer: consumer.map(str::to_owned),
+            consumer: consumer.cloned(),
             ..Window::default()
         };
         let mut sql = Sql::default();
@@ -217,7 +221,7 @@ fn dead_letter_state(state: DeadLetterState) -> &'static str {
 pub struct Window {
     pub from: Option<Ts>,
     pub to: Option<Ts>,
-    pub consumer: Option<String>,
+    pub consumer: Option<ConsumerName>,
 }
 
 impl Window {

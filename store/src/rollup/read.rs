@@ -4,7 +4,7 @@ use std::collections::HashMap;
 
 use chrono::TimeDelta;
 use idem_domain::{
-    Histogram, Metric,
+    ConsumerName, Histogram, Metric,
     slo::{Events, Indicator},
 };
 
@@ -34,9 +34,10 @@ impl Store {
         metrics: &[Metric],
         starts: &[Ts],
         to: Ts,
-        consumer: Option<&str>,
+        consumer: Option<&ConsumerName>,
     ) -> StoreResult<HashMap<Metric, Vec<Histogram>>> {
         let watermark = self.rollup_watermark().await?;
+        let consumer = consumer.map(ConsumerName::as_str);
         let series = self
             .metric_series(metrics, starts, to, watermark, consumer, hour_bins(starts))
             .await?;
@@ -53,7 +54,7 @@ impl Store {
         &self,
         from: Ts,
         to: Ts,
-        consumer: Option<&str>,
+        consumer: Option<&ConsumerName>,
     ) -> StoreResult<Vec<Recovery>> {
         let mut sql = Sql::default();
         let (from, to) = (sql.param(from), sql.param(to));
@@ -62,7 +63,7 @@ impl Store {
              AND result = 'ok' AND recovery_seconds IS NOT NULL"
         ));
         if let Some(consumer) = consumer {
-            let consumer = sql.param(consumer);
+            let consumer = sql.param(consumer.as_str());
             sql.push(&format!(" AND consumer = {consumer}"));
         }
         let limit = sql.param(RECOVERY_ROWS);

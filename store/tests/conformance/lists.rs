@@ -247,7 +247,7 @@ async fn a_window_narrows_unknown_outcomes_and_dead_letters_by_time_and_consumer
     let window = Window {
         from: Some(at(150)),
         to: Some(at(301)),
-        consumer: Some("payments".into()),
+        consumer: Some(testing::consumer("payments")),
     };
     let page = store
         .unknown_claims_in(&PageRequest::first(1), &window)
@@ -279,7 +279,10 @@ async fn a_window_narrows_unknown_outcomes_and_dead_letters_by_time_and_consumer
     );
 
     // When each open one became unknown, oldest first, for the age chart.
-    let since = store.unknown_since(Some("payments"), 10).await.unwrap();
+    let since = store
+        .unknown_since(Some(&testing::consumer("payments")), 10)
+        .await
+        .unwrap();
     assert_eq!(since, [at(100), at(200), at(300)]);
     assert_eq!(store.unknown_since(None, 10).await.unwrap().len(), 4);
     assert_eq!(store.unknown_since(None, 1).await.unwrap(), [at(100)]);
@@ -292,7 +295,7 @@ async fn a_window_narrows_unknown_outcomes_and_dead_letters_by_time_and_consumer
     let window = Window {
         from: Some(at(150)),
         to: None,
-        consumer: Some("orders".into()),
+        consumer: Some(testing::consumer("orders")),
     };
     let letters = store
         .dead_letters_in(DeadLetterState::Open, &PageRequest::first(10), &window)
@@ -308,7 +311,7 @@ async fn a_window_narrows_unknown_outcomes_and_dead_letters_by_time_and_consumer
         CappedCount::from_limited(2, 100)
     );
     let elsewhere = Window {
-        consumer: Some("payments".into()),
+        consumer: Some(testing::consumer("payments")),
         ..window
     };
     assert!(

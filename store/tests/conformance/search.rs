@@ -175,7 +175,7 @@ async fn key_search_filters_by_prefix_consumer_and_status(store: &Store) {
     );
 
     let reminders = ClaimSearch {
-        consumer: Some("reminders".into()),
+        consumer: Some(testing::consumer("reminders")),
         ..prefix("renewal:")
     };
     assert_eq!(
@@ -186,7 +186,7 @@ async fn key_search_filters_by_prefix_consumer_and_status(store: &Store) {
         search_keys_page(
             store,
             &ClaimSearch {
-                consumer: Some("billing".into()),
+                consumer: Some(testing::consumer("billing")),
                 ..Default::default()
             },
             10
@@ -211,7 +211,7 @@ async fn key_search_filters_by_prefix_consumer_and_status(store: &Store) {
     );
     let pending = ClaimSearch {
         status: Some(ClaimStatus::Pending),
-        consumer: Some("reminders".into()),
+        consumer: Some(testing::consumer("reminders")),
         ..Default::default()
     };
     assert_eq!(

@@ -126,12 +126,11 @@ pub(crate) mod ssr {
         consumer: Option<ConsumerName>,
     ) -> Result<ChartSet, AppError> {
         let reader = crate::ssr::reader(state);
-        let who = consumer.as_ref().map(|c| c.as_str().to_owned());
         let key = ReadKey::OverviewCharts {
             span: span.clone(),
             consumer: consumer.clone(),
         };
-        let (slos, for_span) = (state.slos.clone(), who.clone());
+        let (slos, for_span, who) = (state.slos.clone(), consumer.clone(), consumer.clone());
         let mut set = reader
             .cached(key, |store| {
                 overview::overview_charts(store, slos, span, for_span)

@@ -5,7 +5,7 @@ use std::{collections::HashMap, sync::Arc};
 
 use chrono::{DateTime, Utc};
 use idem_domain::{
-    Histogram, Metric,
+    ConsumerName, Histogram, Metric,
     slo::{Indicator, Slo, SloSet},
 };
 use idem_store::{Store, Ts};
@@ -101,12 +101,12 @@ pub async fn overview_charts(
     store: Store,
     slos: Arc<SloSet>,
     span: ChartSpan,
-    consumer: Option<String>,
+    consumer: Option<ConsumerName>,
 ) -> Result<ChartSet, AppError> {
     let frame = span.frame();
     let starts: Vec<Ts> = frame.starts.iter().copied().map(Ts::from).collect();
     let (from, to) = (Ts::from(span.from), Ts::from(span.to));
-    let who = consumer.as_deref();
+    let who = consumer.as_ref();
     // Every metric the charts draw, the rollup watermark read once.
     let read = store
         .metric_buckets(CHART_METRICS, &starts, to, who)
@@ -267,7 +267,7 @@ fn loss_charts(
 /// A link to the list at `path` narrowed to the same span and consumer.
 fn keys_link(
     span: &ChartSpan,
-    consumer: Option<&str>,
+    consumer: Option<&ConsumerName>,
     path: &str,
     text: &str,
 ) -> Option<ChartLink> {
@@ -276,7 +276,7 @@ fn keys_link(
         ("to", span.to.format("%Y-%m-%dT%H:%MZ").to_string()),
     ];
     if let Some(c) = consumer {
-        pairs.push(("consumer", c.to_owned()));
+        pairs.push(("consumer", c.to_string()));
     }
     let pairs: Vec<(&str, &str)> = pairs.iter().map(|(k, v)| (*k, v.as_str())).collect();
     Some(ChartLink {
@@ -290,11 +290,11 @@ fn keys_link(
 pub async fn open_unknown_chart(
     store: Store,
     slos: Arc<SloSet>,
-    consumer: Option<String>,
+    consumer: Option<ConsumerName>,
 ) -> Result<Chart, AppError> {
     let cap = crate::api::COUNT_CAP;
     let since = store
-        .unknown_since(consumer.as_deref(), cap as i64 + 1)
+        .unknown_since(consumer.as_ref(), cap as i64 + 1)
         .await?;
     let now = Utc::now();
     let ages: Vec<f64> = since
@@ -304,7 +304,7 @@ pub async fn open_unknown_chart(
         .collect();
     let objective = crate::api::ssr::unknown_objective_seconds(&slos);
     let mut chart = charts::open_unknown_outcomes(&ages, since.len() as u64 > cap, objective);
-    let consumer = consumer.unwrap_or_default();
+    let consumer = consumer.map(String::from).unwrap_or_default();
     chart.link = Some(ChartLink {
         href: links::with_query("/unknown", &[("consumer", &consumer)]),
         text: "Every open unknown outcome, oldest first".into(),
@@ -331,7 +331,8 @@ mod tests {
             "/unknown?from=2026-11-29T14%3A00Z&to=2026-11-30T14%3A00Z"
         );
         assert_eq!(all.text, "Unknown outcomes");
-        let one = keys_link(&span(), Some("billing"), "/dead-letters", "Dead").unwrap();
+        let billing = ConsumerName::parse("billing").unwrap();
+        let one = keys_link(&span(), Some(&billing), "/dead-letters", "Dead").unwrap();
         assert!(one.href.ends_with("&consumer=billing"), "{}", one.href);
     }
 
