@@ -205,7 +205,7 @@ pub async fn lookup_key(key: String) -> Result<KeyLookup, AppError> {
 /// keyset-paginated.
 #[server(prefix = "/api/read", input = server_fn::codec::GetUrl)]
 pub async fn search_keys(query: KeyQuery) -> Result<SearchResults, AppError> {
-    use idem_domain::{ClaimStatus, ConsumerName, IdempotencyKey};
+    use idem_domain::{ClaimStatus, IdempotencyKey};
     use idem_store::{ClaimSearch, PageRequest, SearchOrder};
 
     crate::ssr::serve(async move {
@@ -217,10 +217,7 @@ pub async fn search_keys(query: KeyQuery) -> Result<SearchResults, AppError> {
             q => Some(IdempotencyKey::parse(q)?),
         };
         let prefix = whole_key.as_ref().map(IdempotencyKey::to_string);
-        let consumer = match query.consumer.as_str() {
-            "" => None,
-            c => Some(ConsumerName::parse(c)?),
-        };
+        let consumer = crate::api::ssr::consumer_filter(Some(&query.consumer))?;
         let status = match query.status.as_str() {
             "" => None,
             s => Some(

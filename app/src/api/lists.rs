@@ -84,14 +84,10 @@ pub(crate) mod ssr {
                 None => Ok(None),
             }
         };
-        let consumer = match consumer.filter(|c| !c.is_empty()) {
-            Some(c) => Some(idem_domain::ConsumerName::parse(c)?),
-            None => None,
-        };
         Ok(idem_store::Window {
             from: at(from)?,
             to: at(to)?,
-            consumer,
+            consumer: crate::api::ssr::consumer_filter(consumer.as_deref())?,
         })
     }
 

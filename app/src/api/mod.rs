@@ -50,7 +50,10 @@ pub use slo::{SloBoard, get_slo, get_slos};
 pub(crate) mod ssr {
     use chrono::{DateTime, NaiveDateTime, Utc};
 
-    use idem_domain::slo::{Indicator, SloSet};
+    use idem_domain::{
+        ConsumerName,
+        slo::{Indicator, SloSet},
+    };
 
     use crate::error::AppError;
 
@@ -68,6 +71,15 @@ pub(crate) mod ssr {
         within(slos)
             .or_else(|| within(&SloSet::default()))
             .expect("the built-in SLOs include an unknown-outcome one")
+    }
+
+    /// A consumer filter from the address: none when empty, else a valid
+    /// consumer name (400 otherwise).
+    pub fn consumer_filter(text: Option<&str>) -> Result<Option<ConsumerName>, AppError> {
+        match text.filter(|c| !c.is_empty()) {
+            Some(name) => Ok(Some(ConsumerName::parse(name)?)),
+            None => Ok(None),
+        }
     }
 
     /// An instant in the address: RFC 3339, or `YYYY-MM-DDTHH:MM` in UTC
@@ -124,7 +136,18 @@ pub const ATTENTION_ROWS: u32 = 10;
 mod tests {
     use idem_domain::slo::{Indicator, SloSet};
 
-    use super::ssr::unknown_objective_seconds;
+    use super::ssr::{consumer_filter, unknown_objective_seconds};
+
+    #[test]
+    fn an_empty_consumer_filter_is_none_and_a_bad_one_is_refused() {
+        assert_eq!(consumer_filter(None).unwrap(), None);
+        assert_eq!(consumer_filter(Some("")).unwrap(), None);
+        assert_eq!(
+            consumer_filter(Some("orders")).unwrap().unwrap().as_str(),
+            "orders"
+        );
+        assert!(consumer_filter(Some("bad\u{0}name")).is_err());
+    }
 
     #[test]
     fn the_unknown_outcome_objective_comes_from_the_slos_in_force() {

@@ -74,10 +74,7 @@ pub async fn get_charts(
     crate::ssr::serve(async move {
         crate::ssr::require(idem_domain::Role::Viewer)?;
         let span = ssr::ChartSpan::parse(range, from, to, chrono::Utc::now())?;
-        let consumer = consumer
-            .filter(|c| !c.is_empty())
-            .map(idem_domain::ConsumerName::parse)
-            .transpose()?;
+        let consumer = crate::api::ssr::consumer_filter(consumer.as_deref())?;
         ssr::charts(&crate::ssr::state()?, span, consumer).await
     })
     .await
