@@ -39,13 +39,13 @@ pub(crate) enum ReadKey {
     /// One page of unknown outcomes.
     Unknown {
         cursor: Option<String>,
-        window: ListWindow,
+        window: idem_store::Window,
     },
     /// One page of dead letters in one state.
     DeadLetters {
         state: DeadLetterState,
         cursor: Option<String>,
-        window: ListWindow,
+        window: idem_store::Window,
     },
     /// One page of the outbox backlog.
     Outbox { cursor: Option<String> },
@@ -71,25 +71,6 @@ impl ReadKey {
             self,
             Self::OverviewCharts { .. } | Self::SloCharts { .. } | Self::SloBoard { .. }
         )
-    }
-}
-
-/// The part of a work list a page shows (an [`idem_store::Window`]), as
-/// part of a [`ReadKey`].
-#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
-pub(crate) struct ListWindow {
-    pub from: Option<Ts>,
-    pub to: Option<Ts>,
-    pub consumer: Option<ConsumerName>,
-}
-
-impl From<&idem_store::Window> for ListWindow {
-    fn from(window: &idem_store::Window) -> Self {
-        Self {
-            from: window.from,
-            to: window.to,
-            consumer: window.consumer.clone(),
-        }
     }
 }
 
@@ -233,7 +214,7 @@ mod tests {
     fn first_unknown() -> ReadKey {
         ReadKey::Unknown {
             cursor: None,
-            window: ListWindow::default(),
+            window: idem_store::Window::default(),
         }
     }
 

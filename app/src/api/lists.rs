@@ -112,7 +112,7 @@ pub async fn list_unknown(
         let window = ssr::window(from, to, consumer)?;
         let key = crate::cache::ReadKey::Unknown {
             cursor: cursor.clone(),
-            window: (&window).into(),
+            window: window.clone(),
         };
         let list = ssr::cached_page(key, |store| async move {
             let page = store
@@ -161,7 +161,7 @@ pub async fn list_dead_letters(
         let key = crate::cache::ReadKey::DeadLetters {
             state,
             cursor: cursor.clone(),
-            window: (&window).into(),
+            window: window.clone(),
         };
         ssr::cached_page(key, |store| async move {
             let page = store

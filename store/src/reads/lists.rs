@@ -217,7 +217,7 @@ fn dead_letter_state(state: DeadLetterState) -> &'static str {
 
 /// Which part of a work list to show: since and until when (by the list's
 /// own time column) and for which consumer. The default is all of it.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 pub struct Window {
     pub from: Option<Ts>,
     pub to: Option<Ts>,
