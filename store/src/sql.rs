@@ -48,6 +48,16 @@ pub(crate) struct Sql {
     pub binds: Vec<Bind>,
 }
 
+impl From<String> for Sql {
+    /// SQL text without parameters (yet).
+    fn from(text: String) -> Self {
+        Sql {
+            text,
+            binds: Vec::new(),
+        }
+    }
+}
+
 impl Sql {
     /// Adds a parameter; returns its placeholder (`$3`) for the text.
     pub fn param(&mut self, value: impl Into<Bind>) -> String {

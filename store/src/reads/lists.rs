@@ -95,7 +95,7 @@ impl Store {
         let mut sql = Sql::default();
         sql.push("SELECT 1 FROM claims WHERE status = 'unknown'");
         window.conditions(&mut sql, "status_at");
-        self.capped_count_of(sql, cap).await
+        self.capped_count(sql, cap).await
     }
 
     /// Dead letters in `state`, oldest first.
@@ -152,24 +152,7 @@ impl Store {
         sql.push("SELECT 1 FROM dead_letters WHERE ");
         sql.push(dead_letter_state(state));
         window.conditions(&mut sql, "dead_lettered_at");
-        self.capped_count_of(sql, cap).await
-    }
-
-    /// Counts the rows `rows` (a `SELECT 1 …`) yields, no further than `cap`.
-    async fn capped_count_of(&self, rows: Sql, cap: u64) -> StoreResult<CappedCount> {
-        let mut sql = rows;
-        let limit = sql.param(i64::try_from(cap.saturating_add(1)).unwrap_or(i64::MAX));
-        sql.text = format!(
-            "SELECT COUNT(*) FROM ({} LIMIT {limit}) AS capped",
-            sql.text
-        );
-        let counted: i64 = dispatch!(&self.pools, pool => {
-            bind_all!(sqlx::query_scalar(&sql.text), &sql.binds).fetch_one(pool).await?
-        });
-        Ok(CappedCount::from_limited(
-            u64::try_from(counted).unwrap_or(0),
-            cap,
-        ))
+        self.capped_count(sql, cap).await
     }
 
     /// Unpublished outbox rows, oldest first.
@@ -207,7 +190,7 @@ impl Store {
 
 /// The state of a dead letter as literal SQL, so the partial index on open
 /// letters matches.
-fn dead_letter_state(state: DeadLetterState) -> &'static str {
+pub(super) fn dead_letter_state(state: DeadLetterState) -> &'static str {
     match state {
         DeadLetterState::Open => "state = 'open'",
         DeadLetterState::Replayed => "state = 'replayed'",

@@ -18,6 +18,7 @@ use crate::{
         AuditRow, ClaimRow, DeadLetterRow, OutboxDbRow, audit_columns, claim_columns, convert,
         dead_letter_columns, outbox_columns,
     },
+    sql::{Sql, bind_all},
     store::Store,
 };
 
@@ -75,17 +76,6 @@ impl KeyRecords {
             && self.dead_letters.is_empty()
             && self.audit.is_empty()
     }
-}
-
-/// `count(*)` over at most `cap + 1` rows of a selection, as a capped count.
-macro_rules! capped_count_sql {
-    ($from_where:literal) => {
-        concat!(
-            "SELECT COUNT(*) FROM (SELECT 1 FROM ",
-            $from_where,
-            " LIMIT $1) AS capped"
-        )
-    };
 }
 
 impl Store {
@@ -201,19 +191,15 @@ impl Store {
     /// indexes; `sent` is the bulk of the table, so its first `cap + 1` rows
     /// are found at once by any scan.
     pub async fn count_claims(&self, status: ClaimStatus, cap: u64) -> StoreResult<CappedCount> {
-        let sql = match status {
-            ClaimStatus::Pending => capped_count_sql!("claims WHERE status = 'pending'"),
-            ClaimStatus::Sent => capped_count_sql!("claims WHERE status = 'sent'"),
-            ClaimStatus::Failed => capped_count_sql!("claims WHERE status = 'failed'"),
-            ClaimStatus::Unknown => capped_count_sql!("claims WHERE status = 'unknown'"),
-        };
-        self.capped_count(sql, cap).await
+        // The status is an enum: spelled as a literal, so a partial index serves it.
+        let rows = format!("SELECT 1 FROM claims WHERE status = '{}'", status.as_str());
+        self.capped_count(Sql::from(rows), cap).await
     }
 
     /// Unpublished outbox rows, counting no further than `cap`.
     pub async fn count_unpublished_outbox(&self, cap: u64) -> StoreResult<CappedCount> {
-        self.capped_count(capped_count_sql!("outbox WHERE published_at IS NULL"), cap)
-            .await
+        let rows = "SELECT 1 FROM outbox WHERE published_at IS NULL";
+        self.capped_count(Sql::from(rows.to_owned()), cap).await
     }
 
     /// Dead letters in `state`, counting no further than `cap`.
@@ -222,20 +208,23 @@ impl Store {
         state: DeadLetterState,
         cap: u64,
     ) -> StoreResult<CappedCount> {
-        let sql = match state {
-            DeadLetterState::Open => capped_count_sql!("dead_letters WHERE state = 'open'"),
-            DeadLetterState::Replayed => capped_count_sql!("dead_letters WHERE state = 'replayed'"),
-            DeadLetterState::Discarded => {
-                capped_count_sql!("dead_letters WHERE state = 'discarded'")
-            }
-        };
-        self.capped_count(sql, cap).await
+        let rows = format!(
+            "SELECT 1 FROM dead_letters WHERE {}",
+            lists::dead_letter_state(state)
+        );
+        self.capped_count(Sql::from(rows), cap).await
     }
 
-    async fn capped_count(&self, sql: &'static str, cap: u64) -> StoreResult<CappedCount> {
-        let limit = i64::try_from(cap.saturating_add(1)).unwrap_or(i64::MAX);
+    /// Counts the rows `rows` (a `SELECT 1 …`) yields, no further than `cap`.
+    pub(super) async fn capped_count(&self, rows: Sql, cap: u64) -> StoreResult<CappedCount> {
+        let mut sql = rows;
+        let limit = sql.param(i64::try_from(cap.saturating_add(1)).unwrap_or(i64::MAX));
+        sql.text = format!(
+            "SELECT COUNT(*) FROM ({} LIMIT {limit}) AS capped",
+            sql.text
+        );
         let counted: i64 = dispatch!(&self.pools, pool => {
-            sqlx::query_scalar(sql).bind(limit).fetch_one(pool).await?
+            bind_all!(sqlx::query_scalar(&sql.text), &sql.binds).fetch_one(pool).await?
         });
         Ok(CappedCount::from_limited(
             u64::try_from(counted).unwrap_or(0),
