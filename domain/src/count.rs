@@ -31,6 +31,14 @@ impl CappedCount {
         }
     }
 
+    /// A count that was not capped (a sum, say), shown the same way.
+    pub fn exact(value: u64) -> Self {
+        Self {
+            value,
+            capped: false,
+        }
+    }
+
     pub fn is_zero(&self) -> bool {
         self.value == 0 && !self.capped
     }

@@ -218,7 +218,7 @@ fn work_counts(out: &mut Exposition, overview: &Overview) {
     out.family(
         "idem_claims",
         "gauge",
-        "Claims per status, counted up to a cap (10000); see idem_claims_capped.",
+        "Claims per status that needs a person (pending, failed, unknown), counted up to a cap (10000); see idem_claims_capped.",
     );
     for s in &overview.statuses {
         out.sample(

@@ -37,7 +37,7 @@ pub use error::{StoreError, StoreResult};
 pub use lease::BACKGROUND_LEASE;
 pub use meta::DEMO_DATA;
 pub use metrics::MetricSample;
-pub use reads::{KEY_PAGE_ROWS, KeyRecords, Window};
+pub use reads::{KEY_PAGE_ROWS, KEY_PAGE_SHARED_REFS, KeyRecords, OverviewRecords, Window};
 pub use rollup::{ROLLUP_SETTLE, ROLLUP_WATERMARK, Recovery};
 pub use search::{ClaimSearch, SEARCH_CANDIDATES, SearchOrder, SearchResult};
 pub use sign_in::{SignInResult, SignInSubject};

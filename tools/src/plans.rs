@@ -13,7 +13,7 @@ use std::{
 };
 
 use idem_domain::{ClaimStatus, ConsumerName, DeadLetterState, IdempotencyKey};
-use idem_store::{ClaimSearch, PageRequest, Store, StoreConfig, StoreError, StoreResult};
+use idem_store::{ClaimSearch, PageRequest, Store, StoreConfig, StoreError, StoreResult, Ts};
 use tracing::{Subscriber, field::Visit};
 use tracing_subscriber::{Layer, layer::Context, prelude::*};
 
@@ -244,24 +244,14 @@ struct Reads<'a> {
 impl Reads<'_> {
     async fn overview(&self) -> StoreResult<Vec<Measured>> {
         let (store, notices) = (self.store, self.notices);
-        let mut rows = Vec::new();
-        for status in ClaimStatus::ALL {
-            let name = format!("overview: count {status} (capped)");
-            rows.push(measure(notices, &name, || store.count_claims(*status, 10_000)).await?);
-        }
-        rows.push(
-            measure(notices, "overview: count open dead letters", || {
-                store.count_dead_letters(DeadLetterState::Open, 10_000)
-            })
+        Ok(vec![
+            measure(
+                notices,
+                "overview: every count and list (one connection)",
+                || store.overview(5, 10_000, Ts::now()),
+            )
             .await?,
-        );
-        rows.push(
-            measure(notices, "overview: count outbox backlog", || {
-                store.count_unpublished_outbox(10_000)
-            })
-            .await?,
-        );
-        Ok(rows)
+        ])
     }
 
     /// The work lists' first pages, and pages as deep as a person could go.
@@ -310,6 +300,10 @@ impl Reads<'_> {
             ..
         } = sample;
         Ok(vec![
+            measure(notices, "key page: every read (one connection)", || {
+                store.key_records(consumer, key)
+            })
+            .await?,
             measure(notices, "key page: claim", || store.claim(consumer, key)).await?,
             measure(notices, "key page: outbox rows", || {
                 store.outbox_for_key(consumer, key)

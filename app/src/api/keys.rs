@@ -76,8 +76,6 @@ pub(crate) mod ssr {
 
     /// How many claims a key-only link lists.
     pub const MATCH_LIMIT: i64 = 50;
-    /// How many other keys sharing a provider reference the key page names.
-    const SHARED_REF_LIMIT: i64 = 5;
 
     /// Everything `reader`'s database holds about `key` of `consumer`, and
     /// its story; `None` when it holds nothing.
@@ -93,18 +91,11 @@ pub(crate) mod ssr {
         }
         let idem_store::KeyRecords {
             claim,
+            shared_ref,
             outbox,
             dead_letters,
             audit,
         } = records;
-        let shared_ref = match claim.as_ref().and_then(|c| c.provider_ref.as_deref()) {
-            Some(provider_ref) => {
-                store
-                    .claims_with_provider_ref(provider_ref, (consumer, key), SHARED_REF_LIMIT)
-                    .await?
-            }
-            None => Vec::new(),
-        };
         let clock = crate::ssr::clock(chrono::Utc::now());
         let retention = crate::ssr::state()?.claim_retention;
         let verdicts = dead_letters

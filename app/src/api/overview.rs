@@ -5,11 +5,17 @@ use serde::{Deserialize, Serialize};
 use super::ConsoleInfo;
 use crate::{error::AppError, format::Clock};
 
-/// Counts per claim status and the oldest items that need a person.
+/// Counts per claim status that needs a person (pending, failed, unknown),
+/// what the providers confirmed in the last hour, and the oldest items that
+/// need a person.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Overview {
     pub clock: Clock,
     pub statuses: Vec<StatusCount>,
+    /// Effects the providers confirmed in the hour before `clock` (the
+    /// consumers' `sends` metric). `sent` claims are not counted: they are
+    /// nearly the whole table.
+    pub sends_last_hour: u64,
     pub unknown: Vec<Claim>,
     pub unknown_count: CappedCount,
     pub dead_letters: Vec<DeadLetter>,
@@ -80,8 +86,7 @@ pub use ssr::{load_overview, read_overview};
 #[cfg(feature = "ssr")]
 pub(crate) mod ssr {
     use chrono::Utc;
-    use idem_domain::{CappedCount, ClaimStatus, DeadLetterState};
-    use idem_store::PageRequest;
+    use idem_domain::ClaimStatus;
 
     use super::{Overview, StatusCount};
     use crate::{
@@ -103,63 +108,28 @@ pub(crate) mod ssr {
 
     /// The overview's reads themselves, uncached (what `idem-tools bench` times).
     pub async fn read_overview(store: &idem_store::Store) -> Result<Overview, AppError> {
-        let first = PageRequest::first(ATTENTION_ROWS);
-        let count = |status: ClaimStatus| async move {
-            let count = store.count_claims(status, COUNT_CAP).await?;
-            Ok::<_, AppError>(StatusCount { status, count })
-        };
-        // Three connections at once, each with about a third of the work: the
-        // capped counts dominate, and Postgres runs them on separate cores.
-        let (counts_a, counts_b, lists) = tokio::try_join!(
-            async {
-                Ok::<_, AppError>([
-                    count(ClaimStatus::Pending).await?,
-                    count(ClaimStatus::Sent).await?,
-                ])
-            },
-            async {
-                Ok::<_, AppError>([
-                    count(ClaimStatus::Failed).await?,
-                    count(ClaimStatus::Unknown).await?,
-                ])
-            },
-            async {
-                Ok::<_, AppError>((
-                    store.unknown_claims(&first).await?.items,
-                    store
-                        .dead_letters(DeadLetterState::Open, &first)
-                        .await?
-                        .items,
-                    store
-                        .count_dead_letters(DeadLetterState::Open, COUNT_CAP)
-                        .await?,
-                    store.unpublished_outbox(&first).await?.items,
-                    store.count_unpublished_outbox(COUNT_CAP).await?,
-                ))
-            },
-        )?;
-        let mut statuses: Vec<StatusCount> = counts_a.into_iter().chain(counts_b).collect();
-        statuses.sort_by_key(|s| ClaimStatus::ALL.iter().position(|x| *x == s.status));
-        let unknown_count = statuses
-            .iter()
-            .find(|s| s.status == ClaimStatus::Unknown)
-            .map_or(
-                CappedCount {
-                    value: 0,
-                    capped: false,
-                },
-                |s| s.count,
-            );
-        let (unknown, dead_letters, dead_letter_count, outbox, outbox_count) = lists;
+        let now = Utc::now();
+        let o = store
+            .overview(ATTENTION_ROWS, COUNT_CAP, now.into())
+            .await?;
+        let statuses = [
+            (ClaimStatus::Pending, o.pending),
+            (ClaimStatus::Failed, o.failed),
+            (ClaimStatus::Unknown, o.unknown),
+        ]
+        .into_iter()
+        .map(|(status, count)| StatusCount { status, count })
+        .collect();
         Ok(Overview {
-            clock: Clock::utc(Utc::now()),
+            clock: Clock::utc(now),
             statuses,
-            unknown,
-            unknown_count,
-            dead_letters,
-            dead_letter_count,
-            outbox,
-            outbox_count,
+            sends_last_hour: o.sends_last_hour,
+            unknown: o.oldest_unknown,
+            unknown_count: o.unknown,
+            dead_letters: o.oldest_dead_letters,
+            dead_letter_count: o.open_dead_letters,
+            outbox: o.oldest_outbox,
+            outbox_count: o.unpublished_outbox,
         })
     }
 }

@@ -30,7 +30,7 @@ pub fn OverviewPage() -> impl IntoView {
 fn OverviewBody(o: Overview) -> impl IntoView {
     let as_of = o.clock.as_of;
     provide_clock(o.clock);
-    let tiles = status_tiles(o.statuses);
+    let tiles = status_tiles(o.statuses, o.sends_last_hour);
     let unknown_rows = unknown_rows(o.unknown);
     let dead_rows = dead_rows(o.dead_letters);
     let outbox_rows = outbox_rows(o.outbox);
@@ -76,9 +76,17 @@ fn OverviewBody(o: Overview) -> impl IntoView {
     }
 }
 
-/// A tile per claim status with its count; unknown outcomes link to their list.
-fn status_tiles(statuses: Vec<StatusCount>) -> impl IntoView {
-    statuses
+/// A tile per claim status that needs a person, with its count (unknown
+/// outcomes link to their list), and the sends the providers confirmed in
+/// the last hour: a count of `sent` claims would be the whole table.
+fn status_tiles(statuses: Vec<StatusCount>, sends_last_hour: u64) -> impl IntoView {
+    let sends = view! {
+        <li class="tile status-sent">
+            <span class="tile-count">{idem_domain::CappedCount::exact(sends_last_hour).to_string()}</span>
+            " " <StatusBadge status=ClaimStatus::Sent/> " " <span class="tile-note">"in the last hour"</span>
+        </li>
+    };
+    let counts = statuses
         .into_iter()
         .map(|s| {
             let body = view! {
@@ -94,7 +102,8 @@ fn status_tiles(statuses: Vec<StatusCount>) -> impl IntoView {
             };
             view! { <li class=format!("tile status-{}", s.status.as_str())>{body}</li> }
         })
-        .collect_view()
+        .collect_view();
+    (counts, sends)
 }
 
 /// A row per oldest unknown outcome.

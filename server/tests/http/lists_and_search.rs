@@ -2,7 +2,8 @@
 //! that cannot be forged.
 
 use idem_app::links::key_href;
-use idem_store::{Outcome, testing::TestDatabase};
+use idem_domain::Metric;
+use idem_store::{MetricSample, Outcome, Ts, testing::TestDatabase};
 
 use crate::{
     claim,
@@ -10,7 +11,7 @@ use crate::{
 };
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_overview_counts_claims_and_links_each_unknown_outcome_to_its_key_page() {
+async fn the_overview_counts_claims_and_the_last_hour_s_sends_and_links_each_unknown_outcome() {
     let app = spawn_app(TestDatabase::sqlite().await).await;
     claim(
         &app.store,
@@ -39,6 +40,19 @@ async fn the_overview_counts_claims_and_links_each_unknown_outcome_to_its_key_pa
         }),
     )
     .await;
+    // The consumers' own count of confirmed sends: 1,250 in the last hour
+    // (the two sent claims above are not what the tile counts).
+    let sends = |minutes_ago: i64, value: f64| MetricSample {
+        consumer: "reminders".into(),
+        metric: Metric::Sends,
+        at: Ts::now() - chrono::TimeDelta::minutes(minutes_ago),
+        bucket: String::new(),
+        value,
+    };
+    app.store
+        .record_metrics(&[sends(5, 1000.0), sends(50, 250.0), sends(90, 7.0)])
+        .await
+        .unwrap();
 
     let (status, html) = app.get("/").await;
     assert_eq!(status, 200);
@@ -49,7 +63,7 @@ async fn the_overview_counts_claims_and_links_each_unknown_outcome_to_its_key_pa
     );
     let page = visible(&html);
     assert!(
-        page.contains("Claims by status 0 pending 2 sent 0 failed 1 unknown"),
+        page.contains("Claims by status 0 pending 0 failed 1 unknown 1,250 sent in the last hour"),
         "{page}"
     );
     let (status, key_page) = app.get(&href).await;

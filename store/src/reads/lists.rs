@@ -29,42 +29,16 @@ impl Store {
         page: &PageRequest,
         window: &Window,
     ) -> StoreResult<Page<Claim>> {
-        const LIST: &str = "unknown";
-        let after = match &page.after {
-            None => None,
-            Some(after) => {
-                let (at, consumer, key): (i64, String, String) = cursor::decode(LIST, after)?;
-                let at = cursor::instant(at)?;
-                Some((at, consumer, key))
-            }
-        };
-        let mut sql = Sql::default();
-        sql.push(concat!(
-            "SELECT ",
-            claim_columns!(),
-            " FROM claims WHERE status = 'unknown'"
-        ));
-        if let Some((at, consumer, key)) = after {
-            let (a, c, k) = (sql.param(at), sql.param(consumer), sql.param(key));
-            sql.push(&format!(
-                " AND (status_at, consumer, idempotency_key) > ({a}, {c}, {k})"
-            ));
-        }
-        window.conditions(&mut sql, "status_at");
-        let limit = sql.param(page.limit + 1);
-        sql.push(&format!(
-            " ORDER BY status_at, consumer, idempotency_key LIMIT {limit}"
-        ));
+        let sql = unknown_page(page, window)?;
         let rows: Vec<ClaimRow> = dispatch!(&self.pools, pool => {
             bind_all!(sqlx::query_as(&sql.text), &sql.binds).fetch_all(pool).await?
         });
-        Ok(paginate(convert(rows)?, page.limit, LIST, |c: &Claim| {
-            (
-                c.status_at.timestamp_micros(),
-                c.consumer.clone(),
-                c.key.clone(),
-            )
-        }))
+        Ok(paginate(
+            convert(rows)?,
+            page.limit,
+            UNKNOWN,
+            unknown_position,
+        ))
     }
 
     /// When each open unknown outcome became unknown, oldest first, at most
@@ -114,29 +88,15 @@ impl Store {
         page: &PageRequest,
         window: &Window,
     ) -> StoreResult<Page<DeadLetter>> {
-        let list = &format!("dead_letters/{state}");
-        let after = cursor::time_and_id(list, page)?;
-        let mut sql = Sql::default();
-        sql.push(&format!(
-            "SELECT {} FROM dead_letters WHERE {}",
-            dead_letter_columns!(),
-            dead_letter_state(state)
-        ));
-        if let Some((at, id)) = after {
-            let (a, i) = (sql.param(at), sql.param(id));
-            sql.push(&format!(" AND (dead_lettered_at, id) > ({a}, {i})"));
-        }
-        window.conditions(&mut sql, "dead_lettered_at");
-        let limit = sql.param(page.limit + 1);
-        sql.push(&format!(" ORDER BY dead_lettered_at, id LIMIT {limit}"));
+        let sql = dead_letter_page(state, page, window)?;
         let rows: Vec<DeadLetterRow> = dispatch!(&self.pools, pool => {
             bind_all!(sqlx::query_as(&sql.text), &sql.binds).fetch_all(pool).await?
         });
         Ok(paginate(
             convert(rows)?,
             page.limit,
-            list,
-            |d: &DeadLetter| (d.dead_lettered_at.timestamp_micros(), d.id),
+            &dead_letter_list(state),
+            dead_letter_position,
         ))
     }
 
@@ -157,35 +117,112 @@ impl Store {
 
     /// Unpublished outbox rows, oldest first.
     pub async fn unpublished_outbox(&self, page: &PageRequest) -> StoreResult<Page<OutboxRow>> {
-        const LIST: &str = "outbox";
-        const FIRST: &str = concat!(
-            "SELECT ",
-            outbox_columns!(),
-            " FROM outbox WHERE published_at IS NULL \
-             ORDER BY created_at, id LIMIT $1"
-        );
-        const AFTER: &str = concat!(
-            "SELECT ",
-            outbox_columns!(),
-            " FROM outbox WHERE published_at IS NULL \
-             AND (created_at, id) > ($2, $3) ORDER BY created_at, id LIMIT $1"
-        );
-        let fetch = page.limit + 1;
-        let rows: Vec<OutboxDbRow> = match cursor::time_and_id(LIST, page)? {
-            None => dispatch!(&self.pools, pool => {
-                sqlx::query_as(FIRST).bind(fetch).fetch_all(pool).await?
-            }),
-            Some((at, id)) => dispatch!(&self.pools, pool => {
-                sqlx::query_as(AFTER).bind(fetch).bind(at).bind(id).fetch_all(pool).await?
-            }),
-        };
+        let sql = outbox_page(page)?;
+        let rows: Vec<OutboxDbRow> = dispatch!(&self.pools, pool => {
+            bind_all!(sqlx::query_as(&sql.text), &sql.binds).fetch_all(pool).await?
+        });
         Ok(paginate(
             convert(rows)?,
             page.limit,
-            LIST,
-            |o: &OutboxRow| (o.created_at.timestamp_micros(), o.id),
+            OUTBOX,
+            outbox_position,
         ))
     }
+}
+
+/// The lists' names in their cursors.
+const UNKNOWN: &str = "unknown";
+const OUTBOX: &str = "outbox";
+
+fn dead_letter_list(state: DeadLetterState) -> String {
+    format!("dead_letters/{state}")
+}
+
+/// A page (`limit + 1` rows) of unknown outcomes inside `window`, oldest first.
+pub(super) fn unknown_page(page: &PageRequest, window: &Window) -> StoreResult<Sql> {
+    let after = match &page.after {
+        None => None,
+        Some(after) => {
+            let (at, consumer, key): (i64, String, String) = cursor::decode(UNKNOWN, after)?;
+            Some((cursor::instant(at)?, consumer, key))
+        }
+    };
+    let mut sql = Sql::default();
+    sql.push(concat!(
+        "SELECT ",
+        claim_columns!(),
+        " FROM claims WHERE status = 'unknown'"
+    ));
+    if let Some((at, consumer, key)) = after {
+        let (a, c, k) = (sql.param(at), sql.param(consumer), sql.param(key));
+        sql.push(&format!(
+            " AND (status_at, consumer, idempotency_key) > ({a}, {c}, {k})"
+        ));
+    }
+    window.conditions(&mut sql, "status_at");
+    let limit = sql.param(page.limit + 1);
+    sql.push(&format!(
+        " ORDER BY status_at, consumer, idempotency_key LIMIT {limit}"
+    ));
+    Ok(sql)
+}
+
+fn unknown_position(c: &Claim) -> (i64, String, String) {
+    (
+        c.status_at.timestamp_micros(),
+        c.consumer.clone(),
+        c.key.clone(),
+    )
+}
+
+/// A page (`limit + 1` rows) of dead letters in `state` inside `window`,
+/// oldest first.
+pub(super) fn dead_letter_page(
+    state: DeadLetterState,
+    page: &PageRequest,
+    window: &Window,
+) -> StoreResult<Sql> {
+    let after = cursor::time_and_id(&dead_letter_list(state), page)?;
+    let mut sql = Sql::default();
+    sql.push(&format!(
+        "SELECT {} FROM dead_letters WHERE {}",
+        dead_letter_columns!(),
+        dead_letter_state(state)
+    ));
+    if let Some((at, id)) = after {
+        let (a, i) = (sql.param(at), sql.param(id));
+        sql.push(&format!(" AND (dead_lettered_at, id) > ({a}, {i})"));
+    }
+    window.conditions(&mut sql, "dead_lettered_at");
+    let limit = sql.param(page.limit + 1);
+    sql.push(&format!(" ORDER BY dead_lettered_at, id LIMIT {limit}"));
+    Ok(sql)
+}
+
+fn dead_letter_position(d: &DeadLetter) -> (i64, i64) {
+    (d.dead_lettered_at.timestamp_micros(), d.id)
+}
+
+/// A page (`limit + 1` rows) of unpublished outbox rows, oldest first.
+pub(super) fn outbox_page(page: &PageRequest) -> StoreResult<Sql> {
+    let after = cursor::time_and_id(OUTBOX, page)?;
+    let mut sql = Sql::default();
+    sql.push(concat!(
+        "SELECT ",
+        outbox_columns!(),
+        " FROM outbox WHERE published_at IS NULL"
+    ));
+    if let Some((at, id)) = after {
+        let (a, i) = (sql.param(at), sql.param(id));
+        sql.push(&format!(" AND (created_at, id) > ({a}, {i})"));
+    }
+    let limit = sql.param(page.limit + 1);
+    sql.push(&format!(" ORDER BY created_at, id LIMIT {limit}"));
+    Ok(sql)
+}
+
+fn outbox_position(o: &OutboxRow) -> (i64, i64) {
+    (o.created_at.timestamp_micros(), o.id)
 }
 
 /// The state of a dead letter as literal SQL, so the partial index on open

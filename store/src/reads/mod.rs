@@ -23,18 +23,37 @@ use crate::{
 };
 
 mod lists;
+mod overview;
 
 pub use lists::Window;
+pub use overview::OverviewRecords;
 
 /// How many rows a key page shows of each kind (a key with more is a bug in
 /// a consumer, and the page says there are more).
 pub const KEY_PAGE_ROWS: i64 = 200;
+
+/// How many other keys sharing a key's provider reference its page names.
+pub const KEY_PAGE_SHARED_REFS: i64 = 5;
 
 /// One claim, by its primary key (`$1` consumer, `$2` key).
 const CLAIM_SQL: &str = concat!(
     "SELECT ",
     claim_columns!(),
     " FROM claims WHERE consumer = $1 AND idempotency_key = $2"
+);
+/// One claim (`$1` consumer, `$2` key) and, after it, at most `$5` other
+/// claims with the same provider reference (`$3`, `$4` the same consumer and
+/// key again), in one statement: the key page's first read.
+const CLAIM_AND_SHARED_REF_SQL: &str = concat!(
+    "SELECT ",
+    claim_columns!(),
+    " FROM claims WHERE consumer = $1 AND idempotency_key = $2 \
+     UNION ALL SELECT * FROM (SELECT ",
+    claim_columns!(),
+    " FROM claims WHERE provider_ref = \
+     (SELECT provider_ref FROM claims WHERE consumer = $3 AND idempotency_key = $4) \
+     AND NOT (consumer = $3 AND idempotency_key = $4) \
+     ORDER BY consumer, idempotency_key LIMIT $5) AS shared"
 );
 /// One key's outbox rows, oldest first, at most `$3`.
 const OUTBOX_FOR_KEY_SQL: &str = concat!(
@@ -63,6 +82,9 @@ const AUDIT_FOR_KEY_SQL: &str = concat!(
 #[derive(Debug, Clone, PartialEq)]
 pub struct KeyRecords {
     pub claim: Option<Claim>,
+    /// Other claims (consumer, key) with the claim's provider reference, at
+    /// most [`KEY_PAGE_SHARED_REFS`], in order.
+    pub shared_ref: Vec<(String, String)>,
     pub outbox: Vec<OutboxRow>,
     pub dead_letters: Vec<DeadLetter>,
     pub audit: Vec<AuditEntry>,
@@ -92,36 +114,44 @@ impl Store {
         row.map(Claim::try_from).transpose()
     }
 
-    /// Everything stored about one key, for its page: the same four reads
-    /// as [`Store::claim`], [`Store::outbox_for_key`],
-    /// [`Store::dead_letters_for_key`] and [`Store::audit_for_key`], on one
-    /// connection. Each trip through the pool costs sqlx a ping when the
-    /// connection goes back; the key page pays it once instead of four times.
+    /// Everything stored about one key, for its page: the same reads as
+    /// [`Store::claim`], [`Store::claims_with_provider_ref`],
+    /// [`Store::outbox_for_key`], [`Store::dead_letters_for_key`] and
+    /// [`Store::audit_for_key`], in four statements on one connection (the
+    /// claim and its shared provider reference in one). Each trip through
+    /// the pool costs sqlx a ping when the connection goes back; the key
+    /// page pays it once.
     pub async fn key_records(
         &self,
         consumer: &ConsumerName,
         key: &IdempotencyKey,
     ) -> StoreResult<KeyRecords> {
         let (consumer, key) = (consumer.as_str(), key.as_str());
-        let (claim, outbox, dead_letters, audit): (
-            Option<ClaimRow>,
+        let (claims, outbox, dead_letters, audit): (
+            Vec<ClaimRow>,
             Vec<OutboxDbRow>,
             Vec<DeadLetterRow>,
             Vec<AuditRow>,
         ) = dispatch!(&self.pools, pool => {
             let mut conn = pool.acquire().await?;
-            let claim = sqlx::query_as(CLAIM_SQL).bind(consumer).bind(key)
-                .fetch_optional(&mut *conn).await?;
+            let claims = sqlx::query_as(CLAIM_AND_SHARED_REF_SQL).bind(consumer).bind(key)
+                .bind(consumer).bind(key).bind(KEY_PAGE_SHARED_REFS)
+                .fetch_all(&mut *conn).await?;
             let outbox = sqlx::query_as(OUTBOX_FOR_KEY_SQL).bind(consumer).bind(key)
                 .bind(KEY_PAGE_ROWS).fetch_all(&mut *conn).await?;
             let dead_letters = sqlx::query_as(DEAD_LETTERS_FOR_KEY_SQL).bind(consumer).bind(key)
                 .bind(KEY_PAGE_ROWS).fetch_all(&mut *conn).await?;
             let audit = sqlx::query_as(AUDIT_FOR_KEY_SQL).bind(consumer).bind(key)
                 .bind(KEY_PAGE_ROWS).fetch_all(&mut *conn).await?;
-            (claim, outbox, dead_letters, audit)
+            (claims, outbox, dead_letters, audit)
         });
+        // The key's own claim is the one row with its consumer and key.
+        let (own, shared): (Vec<Claim>, Vec<Claim>) = convert::<ClaimRow, Claim>(claims)?
+            .into_iter()
+            .partition(|c| c.consumer == consumer && c.key == key);
         Ok(KeyRecords {
-            claim: claim.map(Claim::try_from).transpose()?,
+            claim: own.into_iter().next(),
+            shared_ref: shared.into_iter().map(|c| (c.consumer, c.key)).collect(),
             outbox: convert(outbox)?,
             dead_letters: convert(dead_letters)?,
             audit: convert(audit)?,

@@ -4,10 +4,11 @@ use chrono::TimeDelta;
 use idem_domain::{ClaimStatus, Metric};
 use idem_store::{MetricSample, Outcome, Store, Ts};
 
-use crate::{at, claim_once, delivery, settle};
+use crate::{at, claim_once, dead_letter, delivery, outbox_row, settle};
 
 idem_store::on_both_backends!(
     counts_are_exact_when_small_and_capped_when_large,
+    the_overview_counts_what_needs_a_person_and_the_sends_of_the_last_hour,
     metric_upserts_add_counters_and_buckets_and_keep_the_largest_gauge,
 );
 
@@ -41,6 +42,58 @@ async fn counts_are_exact_when_small_and_capped_when_large(store: &Store) {
             .to_string(),
         "9"
     );
+}
+
+async fn the_overview_counts_what_needs_a_person_and_the_sends_of_the_last_hour(store: &Store) {
+    // One pending, two failed, three unknown (the oldest first), six sent.
+    for i in 0..12 {
+        let key = format!("r{i:02}");
+        claim_once(store, delivery("reminders", &key, i)).await;
+        let outcome = match i {
+            0 => continue,
+            1 | 2 => Outcome::Permanent { error: "400" },
+            3..=5 => Outcome::Unknown { error: "timeout" },
+            _ => Outcome::Sent { provider_ref: None },
+        };
+        settle(store, "reminders", &key, outcome, i).await;
+    }
+    let mut tx = store.begin().await.unwrap();
+    tx.dead_letter(&dead_letter("dl-1", 5)).await.unwrap();
+    tx.enqueue(&outbox_row("ob-1", 6)).await.unwrap();
+    tx.commit().await.unwrap();
+    // Sends 10 and 30 minutes ago count; two hours ago does not.
+    let now = Ts::now();
+    let sends = |minutes_ago: i64, value: f64| MetricSample {
+        consumer: "reminders".into(),
+        metric: Metric::Sends,
+        at: now - TimeDelta::minutes(minutes_ago),
+        bucket: String::new(),
+        value,
+    };
+    store
+        .record_metrics(&[sends(10, 4.0), sends(30, 3.0), sends(120, 100.0)])
+        .await
+        .unwrap();
+
+    let overview = store.overview(2, 2, now).await.unwrap();
+    let counts = [
+        overview.pending,
+        overview.failed,
+        overview.unknown,
+        overview.open_dead_letters,
+        overview.unpublished_outbox,
+    ]
+    .map(|c| c.to_string());
+    assert_eq!(counts, ["1", "2", "2+", "1", "1"]);
+    assert_eq!(overview.sends_last_hour, 7);
+    let oldest: Vec<_> = overview
+        .oldest_unknown
+        .iter()
+        .map(|c| c.key.as_str())
+        .collect();
+    assert_eq!(oldest, ["r03", "r04"], "the two oldest unknown outcomes");
+    assert_eq!(overview.oldest_dead_letters[0].key, "dl-1");
+    assert_eq!(overview.oldest_outbox[0].key, "ob-1");
 }
 
 async fn metric_upserts_add_counters_and_buckets_and_keep_the_largest_gauge(store: &Store) {

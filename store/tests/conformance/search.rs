@@ -307,4 +307,20 @@ async fn a_provider_reference_on_two_keys_is_found_from_either(store: &Store) {
             .unwrap()
             .is_empty()
     );
+    // The key page reads the same with the claim, in one statement.
+    let page = store
+        .key_records(&reminders, &testing::key("renewal:b"))
+        .await
+        .unwrap();
+    assert_eq!(page.claim.map(|c| c.key).as_deref(), Some("renewal:b"));
+    assert_eq!(
+        page.shared_ref,
+        [("reminders".to_owned(), "renewal:a".to_owned())]
+    );
+    let alone = store
+        .key_records(&reminders, &testing::key("renewal:c"))
+        .await
+        .unwrap();
+    assert_eq!(alone.claim.map(|c| c.key).as_deref(), Some("renewal:c"));
+    assert!(alone.shared_ref.is_empty());
 }

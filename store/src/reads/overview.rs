@@ -1,0 +1,120 @@
+//! The overview's reads, on one connection in four statements: every count
+//! in one, then the first page of each work list. Each trip through the
+//! pool costs a round trip when the connection goes back (sqlx pings it);
+//! the landing page pays that once.
+
+use idem_domain::{CappedCount, Claim, DeadLetter, DeadLetterState, Metric, OutboxRow};
+
+use super::{
+    Window,
+    lists::{dead_letter_page, dead_letter_state, outbox_page, unknown_page},
+};
+use crate::{
+    StoreResult,
+    cursor::PageRequest,
+    dialect::dispatch,
+    rows::{ClaimRow, DeadLetterRow, OutboxDbRow, convert},
+    sql::{Sql, bind_all},
+    store::Store,
+    ts::Ts,
+};
+
+/// What the overview shows: capped counts of what needs a person, what the
+/// providers confirmed in the last hour, and the oldest items of each list.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OverviewRecords {
+    pub pending: CappedCount,
+    pub failed: CappedCount,
+    pub unknown: CappedCount,
+    pub open_dead_letters: CappedCount,
+    pub unpublished_outbox: CappedCount,
+    /// Effects the providers confirmed (the consumers' `sends` metric) in
+    /// the hour before `now`. Not a count of `sent` claims: that is nearly
+    /// the whole table, so a capped count of it always read "10,000+".
+    pub sends_last_hour: u64,
+    pub oldest_unknown: Vec<Claim>,
+    pub oldest_dead_letters: Vec<DeadLetter>,
+    pub oldest_outbox: Vec<OutboxRow>,
+}
+
+impl Store {
+    /// The overview's reads: counts up to `cap`, `rows` of each list, the
+    /// sends of the hour before `now`.
+    pub async fn overview(&self, rows: u32, cap: u64, now: Ts) -> StoreResult<OverviewRecords> {
+        let counts = counts(cap, now);
+        let page = PageRequest::first(rows);
+        let all = Window::default();
+        let unknown = unknown_page(&page, &all)?;
+        let dead = dead_letter_page(DeadLetterState::Open, &page, &all)?;
+        let outbox = outbox_page(&page)?;
+        let (counted, unknown, dead, outbox): (
+            Counts,
+            Vec<ClaimRow>,
+            Vec<DeadLetterRow>,
+            Vec<OutboxDbRow>,
+        ) = dispatch!(&self.pools, pool => {
+            let mut conn = pool.acquire().await?;
+            let counted = bind_all!(sqlx::query_as(&counts.text), &counts.binds)
+                .fetch_one(&mut *conn).await?;
+            let unknown = bind_all!(sqlx::query_as(&unknown.text), &unknown.binds)
+                .fetch_all(&mut *conn).await?;
+            let dead = bind_all!(sqlx::query_as(&dead.text), &dead.binds)
+                .fetch_all(&mut *conn).await?;
+            let outbox = bind_all!(sqlx::query_as(&outbox.text), &outbox.binds)
+                .fetch_all(&mut *conn).await?;
+            (counted, unknown, dead, outbox)
+        });
+        let capped = |n: i64| CappedCount::from_limited(u64::try_from(n).unwrap_or(0), cap);
+        Ok(OverviewRecords {
+            pending: capped(counted.0),
+            failed: capped(counted.1),
+            unknown: capped(counted.2),
+            open_dead_letters: capped(counted.3),
+            unpublished_outbox: capped(counted.4),
+            // A sum of per-minute counters: whole, never negative.
+            sends_last_hour: counted.5.max(0.0).round() as u64,
+            oldest_unknown: oldest(convert(unknown)?, rows),
+            oldest_dead_letters: oldest(convert(dead)?, rows),
+            oldest_outbox: oldest(convert(outbox)?, rows),
+        })
+    }
+}
+
+/// The first `rows` of a page fetched with one more.
+fn oldest<T>(mut items: Vec<T>, rows: u32) -> Vec<T> {
+    items.truncate(rows as usize);
+    items
+}
+
+/// Pending, failed, unknown, open dead letters, unpublished outbox, sends.
+type Counts = (i64, i64, i64, i64, i64, f64);
+
+/// Every count of the overview in one statement: each capped count stops
+/// after `cap + 1` entries of its partial index; the sends are at most 60
+/// per-minute rows per consumer.
+fn counts(cap: u64, now: Ts) -> Sql {
+    let mut sql = Sql::default();
+    let limit = i64::try_from(cap.saturating_add(1)).unwrap_or(i64::MAX);
+    let mut capped = |rows: &str| {
+        let limit = sql.param(limit);
+        format!("(SELECT COUNT(*) FROM ({rows} LIMIT {limit}) AS capped)")
+    };
+    let columns = [
+        capped("SELECT 1 FROM claims WHERE status = 'pending'"),
+        capped("SELECT 1 FROM claims WHERE status = 'failed'"),
+        capped("SELECT 1 FROM claims WHERE status = 'unknown'"),
+        capped(&format!(
+            "SELECT 1 FROM dead_letters WHERE {}",
+            dead_letter_state(DeadLetterState::Open)
+        )),
+        capped("SELECT 1 FROM outbox WHERE published_at IS NULL"),
+    ];
+    let metric = sql.param(Metric::Sends.name());
+    let since = sql.param(now - chrono::TimeDelta::hours(1));
+    sql.push(&format!(
+        "SELECT {}, (SELECT COALESCE(SUM(value), 0.0) FROM consumer_metrics \
+         WHERE metric = {metric} AND minute >= {since}) AS sends",
+        columns.join(", ")
+    ));
+    sql
+}
