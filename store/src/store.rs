@@ -16,7 +16,7 @@ use std::{str::FromStr, time::Duration};
 use sqlx::{
     PgPool, Postgres, Sqlite, SqlitePool, Transaction,
     postgres::{PgConnectOptions, PgPoolOptions},
-    sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous},
+    sqlite::{SqliteConnectOptions, SqliteJournalMode, SqliteSynchronous},
 };
 
 use crate::{
@@ -90,6 +90,29 @@ impl std::fmt::Debug for StoreConfig {
     }
 }
 
+/// A pooled connection idle this long is pinged before it is handed out
+/// (one that sat in the pool through a database restart is then replaced,
+/// not handed to a request to fail on); one used a moment ago is not.
+const PING_WHEN_IDLE_FOR: Duration = Duration::from_secs(1);
+
+/// The pool: bounded, and without sqlx's ping on every acquire (a round trip
+/// per use; the health check watches the database, and sqlx pings every
+/// connection anyway when it goes back to the pool).
+fn pool_options<DB: sqlx::Database>(config: &StoreConfig) -> sqlx::pool::PoolOptions<DB> {
+    sqlx::pool::PoolOptions::new()
+        .max_connections(config.max_connections)
+        .acquire_timeout(config.acquire_timeout)
+        .test_before_acquire(false)
+        .before_acquire(|conn, meta| {
+            Box::pin(async move {
+                if meta.idle_for >= PING_WHEN_IDLE_FOR {
+                    sqlx::Connection::ping(conn).await?;
+                }
+                Ok(true)
+            })
+        })
+}
+
 /// Idem's storage: one handle over either SQLite or Postgres. Cheap to clone
 /// (it is a pool). Its `Debug` names the backend and pool size only: the
 /// connect options hold the database password.
@@ -149,11 +172,7 @@ impl Store {
                 )]),
                 None => options,
             };
-            let pool = PgPoolOptions::new()
-                .max_connections(config.max_connections)
-                .acquire_timeout(config.acquire_timeout)
-                .connect_lazy_with(options);
-            Backend::Postgres(pool)
+            Backend::Postgres(pool_options(config).connect_lazy_with(options))
         } else if url.starts_with("sqlite:") {
             let options = SqliteConnectOptions::from_str(url)
                 .map_err(|e| StoreError::BadUrl(e.to_string()))?
@@ -164,11 +183,7 @@ impl Store {
                 .foreign_keys(true)
                 // A writer waits this long for the lock instead of failing with SQLITE_BUSY.
                 .busy_timeout(Duration::from_secs(10));
-            let pool = SqlitePoolOptions::new()
-                .max_connections(config.max_connections)
-                .acquire_timeout(config.acquire_timeout)
-                .connect_lazy_with(options);
-            Backend::Sqlite(pool)
+            Backend::Sqlite(pool_options(config).connect_lazy_with(options))
         } else {
             return Err(StoreError::BadUrl(format!(
                 "expected a postgres:// or sqlite: URL, got {}",

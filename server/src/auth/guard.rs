@@ -30,7 +30,8 @@ fn is_public(method: &Method, path: &str) -> bool {
 /// Where the guard's answer about a person came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Source {
-    /// The database answered just now.
+    /// The database answered just now (for a request that only reads:
+    /// within [`super::REUSE_FOR_READS`]).
     Database,
     /// The database is known to be down (the health check declared an
     /// outage): the account as last confirmed, for reading pages only.
@@ -39,7 +40,9 @@ enum Source {
 
 /// The session's user, if the session is valid: the user exists, is enabled,
 /// has not changed standing since sign-in, and the session is younger than
-/// the absolute timeout. An invalid session is destroyed.
+/// the absolute timeout. An invalid session is destroyed. A request that
+/// only reads may take the session and the user as this replica read them
+/// within [`super::REUSE_FOR_READS`].
 ///
 /// Memory stands in for the database only while the health check has
 /// declared an outage. A database that is merely slow (a busy pool, a
@@ -61,6 +64,14 @@ async fn authenticate(
     let (user, source) = if ctx.database.down_since().is_some() {
         let remembered = ctx.known_users.recall(&user_id).ok_or(())?;
         (Some(remembered), Source::Remembered)
+    } else if let Some(user) = super::reading()
+        .then(|| {
+            ctx.known_users
+                .recall_within(&user_id, super::REUSE_FOR_READS)
+        })
+        .flatten()
+    {
+        (Some(user), Source::Database)
     } else {
         match ctx.store.user_by_id(user_id).await {
             Ok(Some(user)) => {
@@ -258,6 +269,12 @@ pub async fn guard(
     let signed_in = match from_proxy(&ctx, peer, req.headers(), &client).await {
         Some(Ok(user)) => Some(user),
         Some(Err(refusal)) => return refusal,
+        None if matches!(*req.method(), Method::GET | Method::HEAD) => {
+            match super::while_reading(authenticate(&ctx, &session)).await {
+                Ok(user) => user,
+                Err(()) => return lookup_failed(&ctx, &back),
+            }
+        }
         None => match authenticate(&ctx, &session).await {
             Ok(user) => user,
             Err(()) => return lookup_failed(&ctx, &back),

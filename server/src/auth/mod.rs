@@ -30,6 +30,30 @@ pub use login::{login, logout};
 pub use password::Passwords;
 pub use sessions::DbSessionStore;
 
+/// How long a request that only reads (GET or HEAD) may reuse the session
+/// and the account this replica last read from the database, instead of
+/// reading them again (two round trips of every page). A change made
+/// elsewhere (another replica, `idem user`, SQL) reaches pages within this;
+/// a request that changes anything always asks the database, so a demoted
+/// operator never acts on what was true before.
+pub const REUSE_FOR_READS: Duration = Duration::from_secs(1);
+
+tokio::task_local! {
+    /// Set while the guard authenticates a request that only reads.
+    static READING: ();
+}
+
+/// Runs `authenticate` (of a GET or HEAD) letting it reuse what was read
+/// within [`REUSE_FOR_READS`].
+async fn while_reading<F: std::future::Future>(authenticate: F) -> F::Output {
+    READING.scope((), authenticate).await
+}
+
+/// Whether the running task authenticates a request that only reads.
+fn reading() -> bool {
+    READING.try_with(|_| ()).is_ok()
+}
+
 /// Session keys.
 const USER_ID: &str = "user_id";
 const EPOCH: &str = "epoch";

@@ -59,6 +59,17 @@ impl<K: Eq + Hash, V: Clone> Recent<K, V> {
             .map(|(_, value)| value.clone())
     }
 
+    /// The value confirmed within `max_age` (at most [`OUTAGE_GRACE`]), if
+    /// there is one: what a request that only reads may reuse while the
+    /// database answers (see [`super::reading`]).
+    pub fn recall_within(&self, key: &K, max_age: Duration) -> Option<V> {
+        let entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        entries
+            .get(key)
+            .filter(|(at, _)| at.elapsed() < max_age.min(OUTAGE_GRACE))
+            .map(|(_, value)| value.clone())
+    }
+
     /// Forgets `key` (a session ended, an account changed).
     pub fn forget(&self, key: &K) {
         let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
@@ -78,6 +89,26 @@ mod tests {
         assert_eq!(recent.recall(&"session-b"), None);
         recent.forget(&"session-a");
         assert_eq!(recent.recall(&"session-a"), None);
+    }
+
+    #[test]
+    fn a_value_is_reused_only_within_the_age_asked_for() {
+        let recent = Recent::default();
+        recent.confirm("session-a", 1);
+        assert_eq!(
+            recent.recall_within(&"session-a", Duration::from_secs(1)),
+            Some(1)
+        );
+        std::thread::sleep(Duration::from_millis(30));
+        assert_eq!(
+            recent.recall_within(&"session-a", Duration::from_millis(20)),
+            None
+        );
+        assert_eq!(
+            recent.recall(&"session-a"),
+            Some(1),
+            "still there for an outage"
+        );
     }
 
     #[test]

@@ -188,7 +188,9 @@ impl SessionStore for DbSessionStore {
         }
     }
 
-    /// A session is read from the database. Only while the health check
+    /// A session is read from the database, unless this replica read it
+    /// within [`super::REUSE_FOR_READS`] and the request only reads. Only
+    /// while the health check
     /// has declared an outage (and the database is then not asked), one it
     /// returned within the outage grace (and not expired since) is served
     /// from memory; a database that is merely slow gets its error passed on,
@@ -204,6 +206,12 @@ impl SessionStore for DbSessionStore {
                 }
                 _ => Err(down()),
             };
+        }
+        if super::reading()
+            && let Some(record) = self.recent.recall_within(id, super::REUSE_FOR_READS)
+            && record.expiry_date > time::OffsetDateTime::now_utc()
+        {
+            return Ok(Some(record));
         }
         let loaded = match &self.backend {
             Backend::Sqlite(s) => s.load(id).await,

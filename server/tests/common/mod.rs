@@ -7,12 +7,14 @@ mod fixture;
 mod forms;
 mod gate;
 mod process;
+mod wiretap;
 
 pub use calls::{call, replay, replay_at, server_fn};
 pub use fixture::{Fixture, dead_letter};
 pub use forms::{Form, answer_shown, forms, location, post_as_browser};
 pub use gate::Gate;
 pub use process::{Process, lease_holder};
+pub use wiretap::Wiretap;
 
 use idem::{Application, Config};
 use idem_domain::Role;

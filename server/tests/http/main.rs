@@ -9,6 +9,7 @@ mod common;
 
 mod key_pages;
 mod lists_and_search;
+mod round_trips;
 mod zones_and_audit;
 
 use common::spawn_app;
