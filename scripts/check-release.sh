@@ -2,7 +2,7 @@
 # Runs an Idem binary the way a deployment does — copied into an empty
 # directory, given nothing but a database URL — and checks that it serves
 # every page and the assets those pages load from inside itself, with long
-# cache lifetimes and gzip.
+# cache lifetimes, gzip and brotli.
 #
 #   scripts/check-release.sh path/to/idem
 set -euo pipefail
@@ -56,8 +56,14 @@ for asset in $assets; do
   headers=$(curl -fsS -D - -o /dev/null -H 'Accept-Encoding: gzip' "$base$asset") || fail "$asset"
   grep -qi '^cache-control: public, max-age=31536000, immutable' <<<"$headers" || fail "$asset is not cached for long"
   grep -qi '^content-encoding: gzip' <<<"$headers" || fail "$asset is not served compressed"
+  headers=$(curl -fsS -D - -o /dev/null -H 'Accept-Encoding: gzip, deflate, br' "$base$asset") || fail "$asset"
+  grep -qi '^content-encoding: br' <<<"$headers" || fail "$asset is not served as brotli to a browser that accepts it"
   raw=$(curl -fsS "$base$asset" | wc -c)
   gz=$(curl -fsS -H 'Accept-Encoding: gzip' "$base$asset" | wc -c)
-  echo "check-release: $asset $raw bytes, $gz gzip"
+  br=$(curl -fsS -H 'Accept-Encoding: br' "$base$asset" | wc -c)
+  # What a browser unpacks is the file itself (brotli: scripts/tools.sh).
+  cmp -s <(curl -fsS -H 'Accept-Encoding: br' "$base$asset" | brotli -d) <(curl -fsS "$base$asset") \
+    || fail "$asset: its brotli copy does not unpack to the file"
+  echo "check-release: $asset $raw bytes, $gz gzip, $br brotli"
 done
 echo "check-release: ok — every page and its assets served from the binary alone"

@@ -79,6 +79,8 @@ done
 command -v npm >/dev/null || apt_install nodejs npm
 [ -x /usr/bin/chromium ] || apt_install chromium
 command -v psql >/dev/null || apt_install postgresql-client
+# scripts/check-release.sh unpacks the brotli copies of the embedded assets.
+command -v brotli >/dev/null || apt_install brotli
 
 # promtool checks the generated alerting rules. It comes from Debian's
 # `prometheus` package, unpacked into .tools/ rather than installed, so no

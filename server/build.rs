@@ -55,7 +55,9 @@ fn build_data() {
     }
 }
 
-/// The files of `site/pkg` as Rust source: each file's bytes and a gzip copy.
+/// The files of `site/pkg` as Rust source: each file's bytes, a gzip copy
+/// and a brotli copy (compressed once here at the highest settings, so
+/// serving costs nothing).
 fn embed(site: &Path, out: &Path) -> String {
     let pkg = site.join("pkg");
     let mut files: Vec<PathBuf> = fs::read_dir(&pkg)
@@ -84,16 +86,32 @@ fn embed(site: &Path, out: &Path) -> String {
         encoder.write_all(&bytes).expect("gzip in memory");
         fs::write(&gzipped, encoder.finish().expect("gzip in memory"))
             .expect("OUT_DIR is writable");
+        let brotli = out.join(format!("{name}.br"));
+        fs::write(&brotli, brotli_of(&bytes)).expect("OUT_DIR is writable");
         entries.push_str(&format!(
-            "    Asset {{ name: {name:?}, raw: include_bytes!({raw:?}), gzip: include_bytes!({gz:?}) }},\n",
+            "    Asset {{ name: {name:?}, raw: include_bytes!({raw:?}), gzip: include_bytes!({gz:?}), brotli: include_bytes!({br:?}) }},\n",
             raw = file.canonicalize().expect("an asset path").display().to_string(),
             gz = gzipped.display().to_string(),
+            br = brotli.display().to_string(),
         ));
     }
     format!(
         "pub const ASSET_HASH: &str = \"{:016x}\";\npub static ASSETS: &[Asset] = &[\n{entries}];\n",
         hash.0
     )
+}
+
+/// `bytes` compressed with brotli at quality 11 and a 4 MiB window (what
+/// `brotli -q 11` does).
+fn brotli_of(bytes: &[u8]) -> Vec<u8> {
+    let params = brotli::enc::BrotliEncoderParams {
+        quality: 11,
+        lgwin: 22,
+        ..Default::default()
+    };
+    let mut compressed = Vec::new();
+    brotli::BrotliCompress(&mut &bytes[..], &mut compressed, &params).expect("brotli in memory");
+    compressed
 }
 
 /// FNV-1a, 64 bits: enough to tell one build's assets from another's.
