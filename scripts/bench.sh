@@ -6,9 +6,13 @@
 #   1. seeds Postgres databases with BENCH_SIZES claims (skipped when a
 #      database already holds that many) and times the load;
 #   2. `idem-tools bench`: every dashboard read beside its naive form, and growth;
-#   3. HTTP load with wrk (the server pinned to core 0, wrk to core 1) on the
-#      largest database: Idem's key page, /unknown, the overview and one
-#      chart, and the bare axum+sqlx key lookup (the floor);
+#   3. HTTP load on the largest database, Idem pinned to core 0, Postgres
+#      and the load generators to core 1: throughput with wrk (closed loop,
+#      ROUNDS rounds, median and range) on key pages rotating over 1,000
+#      sampled keys, /unknown, the overview and one chart, and the bare
+#      axum+sqlx key lookup (the floor); then latency at a fixed 200 and
+#      1,000 req/s (`idem-tools load`, measured from when each request was
+#      due: corrected for coordinated omission);
 #   4. ingest: claims/s through idem-consumer with Idem's indexes and rollup
 #      running, without them, and with the dashboard under load;
 #   5. the release WASM bundle's size, raw, gzip and brotli.
@@ -64,38 +68,76 @@ key=${key_row#*|}
 enc() { python3 -c 'import sys, urllib.parse; print(urllib.parse.quote(sys.argv[1], safe=""))' "$1"; }
 key_path="/keys/$(enc "$consumer")/$(enc "$key")"
 charts_fn=$(grep -ao '/api/read/get_charts[0-9A-Za-z_]*' target/site/pkg/idem.wasm | head -1)
+# 1,000 keys' pages, from a sample of the table's pages (not a scan).
+psql "$largest" -AtF $'\t' -c "SELECT consumer, idempotency_key FROM claims TABLESAMPLE SYSTEM (1) LIMIT 1000" |
+  python3 -c '
+import sys, urllib.parse
+for line in sys.stdin:
+    consumer, key = line.rstrip("\n").split("\t", 1)
+    print("/keys/%s/%s" % (urllib.parse.quote(consumer, safe=""), urllib.parse.quote(key, safe="")))
+' >"$OUT/key-paths.txt"
 
-# wrk prints its latency distribution with --latency; keep p50, p99, req/s.
-load() { # name url [header]
-  local name=$1 url=$2 header=${3:-}
-  taskset -c 1 wrk -t1 -c8 -d"${SECONDS_EACH}s" --latency ${header:+-H "$header"} "$url" >"$OUT/wrk.txt"
-  awk -v n="$name" '
-    / 50%/ { p50 = $2 } / 99%/ { p99 = $2 } /Requests\/sec/ { rps = $2 }
-    /Non-2xx/ { bad = $4 }
-    END { printf "| %s | %.0f | %s | %s | %s |\n", n, rps, p50, p99, (bad ? bad " non-2xx" : "all 2xx") }' "$OUT/wrk.txt"
+median() { printf '%s\n' "$@" | sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
+# wrk, ROUNDS rounds: req/s, p50 and p99 (ms) as the median and range.
+load() { # name url [header] [-- paths file]
+  local name=$1 url=$2 header=${3:-} paths=${4:-} rps=() p50=() p99=() bad=0
+  for _ in $(seq "$ROUNDS"); do
+    taskset -c 1 wrk -t1 -c8 -d"${SECONDS_EACH}s" --latency ${header:+-H "$header"} \
+      ${paths:+-s scripts/bench-keys.lua} "$url" ${paths:+-- "$paths"} >"$OUT/wrk.txt"
+    rps+=("$(awk '/Requests\/sec/ { print $2 }' "$OUT/wrk.txt")")
+    p50+=("$(awk '/ 50%/ { print $2 }' "$OUT/wrk.txt" | ms)")
+    p99+=("$(awk '/ 99%/ { print $2 }' "$OUT/wrk.txt" | ms)")
+    bad=$(( bad + $(awk '/Non-2xx/ { print $4 }' "$OUT/wrk.txt" | grep . || echo 0) ))
+  done
+  printf '| %s | %s | %s | %s | %s |\n' "$name" "$(spread "${rps[@]}")" "$(spread "${p50[@]}")" \
+    "$(spread "${p99[@]}")" "$([ "$bad" = 0 ] && echo "all 2xx" || echo "$bad non-2xx")"
+}
+# wrk's "1.23ms" / "456.00us" / "1.02s" as milliseconds.
+ms() { awk '{ v = $1 + 0; if ($1 ~ /us$/) v /= 1000; else if ($1 ~ /[0-9]s$/ && $1 !~ /ms$/) v *= 1000; printf "%.2f\n", v }'; }
+spread() { # values... -> "median (min–max)"
+  local sorted; sorted=$(printf '%s\n' "$@" | sort -g)
+  printf '%s (%s–%s)' "$(median "$@")" "$(head -1 <<<"$sorted")" "$(tail -1 <<<"$sorted")"
+}
+# Postgres (every backend: new ones inherit the postmaster's) off Idem's core.
+pin_postgres() { # cpu list
+  for pid in $(pgrep -x postgres); do taskset -apc "$1" "$pid" >/dev/null; done
 }
 
 if step http; then
 say "HTTP load on one core ($(basename "$largest"))"
-echo "| what | req/s | p50 | p99 | answers |"
-echo "|---|---:|---:|---:|---|"
+pin_postgres 1
 IDEM_DEMO=0 DATABASE_URL=$largest IDEM_ADDR=127.0.0.1:3950 taskset -c 0 $IDEM >"$OUT/idem.log" 2>&1 &
 idem_pid=$!
 BARE_ADDR=127.0.0.1:3951 DATABASE_URL=$largest taskset -c 0 $BARE >"$OUT/bare.log" 2>&1 &
 bare_pid=$!
-trap 'kill $idem_pid $bare_pid 2>/dev/null || true' EXIT
+trap 'kill $idem_pid $bare_pid 2>/dev/null || true; pin_postgres 0-$(( $(nproc) - 1 ))' EXIT
 for _ in $(seq 100); do curl -sf http://127.0.0.1:3950/readyz >/dev/null && break; sleep 0.2; done
 printf 'benchpassword1234\nbenchpassword1234\n' | DATABASE_URL=$largest $IDEM user add bench-viewer --role viewer >/dev/null 2>&1 || true
 cookie=$(curl -s -o /dev/null -D - -H 'Sec-Fetch-Site: same-origin' \
   -d 'username=bench-viewer&password=benchpassword1234' http://127.0.0.1:3950/login |
   awk -F': ' 'tolower($1) == "set-cookie" { split($2, c, ";"); print c[1] }' | head -1)
-load "Idem key page" "http://127.0.0.1:3950$key_path" "Cookie: $cookie"
+echo "Throughput: wrk, 8 connections, $ROUNDS rounds of ${SECONDS_EACH} s; median (range)."
+echo
+echo "| what | req/s | p50 (ms) | p99 (ms) | answers |"
+echo "|---|---:|---:|---:|---|"
+load "Idem key page, 1,000 keys in turn" "http://127.0.0.1:3950/" "Cookie: $cookie" "$OUT/key-paths.txt"
 load "Idem /unknown" "http://127.0.0.1:3950/unknown" "Cookie: $cookie"
 load "Idem overview (/)" "http://127.0.0.1:3950/" "Cookie: $cookie"
 load "Idem chart data, 28 days (get_charts)" "http://127.0.0.1:3950$charts_fn?range=28d" "Cookie: $cookie"
-load "bare axum+sqlx key lookup (floor)" "http://127.0.0.1:3951$key_path"
+load "bare axum+sqlx key lookup (floor), 1,000 keys in turn" "http://127.0.0.1:3951/" "" "$OUT/key-paths.txt"
+echo
+echo "Latency at a fixed rate: idem-tools load, from when each request was due; $ROUNDS rounds of ${SECONDS_EACH} s, then the median (range)."
+echo
+echo "| what | rate | p50 (ms) | p99 (ms) | p99.9 (ms) | max (ms) | answers |"
+echo "|---|---:|---:|---:|---:|---:|---|"
+for rate in 200 1000; do
+  taskset -c 1 $TOOLS load --base http://127.0.0.1:3950 --paths-file "$OUT/key-paths.txt" \
+    --cookie "$cookie" --rate "$rate" --seconds "$SECONDS_EACH" --rounds "$ROUNDS" \
+    --name "Idem key page at $rate req/s"
+done
 kill $idem_pid $bare_pid 2>/dev/null || true
 wait $idem_pid $bare_pid 2>/dev/null || true
+pin_postgres 0-$(( $(nproc) - 1 ))
 fi
 
 if step ingest; then
@@ -106,7 +148,6 @@ ingest_db() { # name; a fresh database migrated by Idem
   DATABASE_URL=$PG/$1 $TOOLS seed --claims 0 --outbox 0 --dead-letters 0 >/dev/null 2>&1
 }
 ingest() { DATABASE_URL=$PG/$1 $INGEST 8 "${2:-$SECONDS_EACH}"; }
-median() { printf '%s\n' "$@" | sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
 ingest_db idem_ingest_off
 # Only what the contract itself needs (the claim's primary key) stays.
 psql_at "$PG/idem_ingest_off" "DROP INDEX claims_by_key, claims_unknown_since, claims_pending_since,

@@ -2,7 +2,7 @@ use std::{process::ExitCode, time::Duration};
 
 use clap::{Parser, Subcommand};
 use idem_store::{DEFAULT_DATABASE_URL, Store, StoreConfig};
-use idem_tools::{bench, cause_chain, plans, seed};
+use idem_tools::{bench, cause_chain, load, plans, seed};
 
 /// Idem's tooling for benchmarks and plan checks (not shipped in `idem`).
 /// The database is DATABASE_URL (default: Idem's embedded SQLite file).
@@ -67,6 +67,36 @@ enum Command {
         /// Measure without the pending → sent/failed workload.
         #[arg(long)]
         no_workload: bool,
+    },
+    /// Load an Idem on loopback at a fixed rate for some rounds and print
+    /// each round's latency from when each request was due (p50, p99,
+    /// p99.9), then the median and range over the rounds.
+    Load {
+        /// The server, e.g. http://127.0.0.1:3950 (loopback only).
+        #[arg(long)]
+        base: String,
+        /// A path to request (repeatable); requests rotate over them.
+        #[arg(long = "path")]
+        paths: Vec<String>,
+        /// A file of paths, one per line, added to the rotation.
+        #[arg(long)]
+        paths_file: Option<std::path::PathBuf>,
+        /// The Cookie header (a signed-in session).
+        #[arg(long)]
+        cookie: Option<String>,
+        /// Requests per second.
+        #[arg(long)]
+        rate: f64,
+        #[arg(long, default_value_t = 20)]
+        seconds: u64,
+        #[arg(long, default_value_t = 3)]
+        rounds: usize,
+        /// Requests in flight at most.
+        #[arg(long, default_value_t = 64)]
+        connections: usize,
+        /// A name for the printed rows.
+        #[arg(long, default_value = "load")]
+        name: String,
     },
 }
 
@@ -133,7 +163,67 @@ async fn run(command: Command) -> Result<(), String> {
             };
             bench::run(&options).await
         }
+        Command::Load {
+            base,
+            mut paths,
+            paths_file,
+            cookie,
+            rate,
+            seconds,
+            rounds,
+            connections,
+            name,
+        } => {
+            if let Some(file) = paths_file {
+                let listed = std::fs::read_to_string(&file)
+                    .map_err(|e| format!("{}: {e}", file.display()))?;
+                paths.extend(listed.lines().filter(|l| !l.is_empty()).map(str::to_owned));
+            }
+            let options = load::LoadOptions {
+                base,
+                paths,
+                cookie,
+                rate,
+                duration: Duration::from_secs(seconds),
+                connections,
+            };
+            load_rounds(&name, &options, rounds).await
+        }
     }
+}
+
+/// Runs `rounds` rounds and prints a Markdown row for each and a summary.
+async fn load_rounds(name: &str, options: &load::LoadOptions, rounds: usize) -> Result<(), String> {
+    let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+    let mut results = Vec::new();
+    for _ in 0..rounds {
+        let round = load::round(options).await?;
+        println!(
+            "| {name} | {:.0} req/s | {:.2} | {:.2} | {:.2} | {:.2} | {} of {} failed |",
+            round.achieved,
+            ms(round.p50),
+            ms(round.p99),
+            ms(round.p999),
+            ms(round.max),
+            round.failures,
+            round.requests
+        );
+        results.push(round);
+    }
+    let column = |f: &dyn Fn(&load::Round) -> f64| {
+        let values: Vec<f64> = results.iter().map(f).collect();
+        load::median_and_range(&values, |v| format!("{v:.2}"))
+    };
+    println!(
+        "| {name}, median (range) of {rounds} | {:.0} req/s | {} | {} | {} | {} | {} failed |",
+        options.rate,
+        column(&|r| ms(r.p50)),
+        column(&|r| ms(r.p99)),
+        column(&|r| ms(r.p999)),
+        column(&|r| ms(r.max)),
+        results.iter().map(|r| r.failures).sum::<usize>()
+    );
+    Ok(())
 }
 
 /// The database, migrated, with no statement timeout: bulk loads of

@@ -99,7 +99,7 @@ mod slo;
 mod span;
 
 #[cfg(feature = "ssr")]
-pub use overview::{CHART_METRICS, chart_reads};
+pub use overview::{CHART_METRICS, chart_reads, charts_drawn};
 
 /// The charts' server-only code: the cached reads behind the server
 /// functions. Reading and drawing live in the server-only files beside it

@@ -97,6 +97,24 @@ pub async fn chart_reads(
 }
 
 /// Every overview chart for `span` and `consumer` (or all), in page order.
+/// Every overview chart over `range` ending `now`, for all consumers under
+/// the default SLOs, read and drawn without a cache (what `idem-tools bench`
+/// times as a chart's cold cost); the SVG bytes drawn.
+pub async fn charts_drawn(
+    store: &Store,
+    range: &str,
+    now: DateTime<Utc>,
+) -> Result<usize, AppError> {
+    let span = ChartSpan::parse(Some(range.to_owned()), None, None, now)?;
+    let set = overview_charts(store.clone(), Arc::new(SloSet::default()), span, None).await?;
+    Ok(set
+        .charts
+        .iter()
+        .filter_map(|c| c.svg.as_ref())
+        .map(String::len)
+        .sum())
+}
+
 pub async fn overview_charts(
     store: Store,
     slos: Arc<SloSet>,
