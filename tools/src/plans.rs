@@ -13,7 +13,9 @@ use std::{
 };
 
 use idem_domain::{ClaimStatus, ConsumerName, DeadLetterState, IdempotencyKey};
-use idem_store::{ClaimSearch, PageRequest, Store, StoreConfig, StoreError, StoreResult, Ts};
+use idem_store::{
+    AuditFilter, ClaimSearch, PageRequest, Store, StoreConfig, StoreError, StoreResult, Ts,
+};
 use tracing::{Subscriber, field::Visit};
 use tracing_subscriber::{Layer, layer::Context, prelude::*};
 
@@ -61,14 +63,22 @@ struct Measured {
     name: String,
     millis: f64,
     scans: Vec<String>,
-    /// Rows read by sequential scans that stop at a LIMIT (the capped counts).
+    /// Rows read by sequential scans of large tables that stop at a LIMIT
+    /// (the capped counts).
     bounded_rows: u64,
+    /// Whether a table small enough to read whole was read whole.
+    small_tables: bool,
     full_scan: bool,
 }
 
 /// A sequential scan is acceptable only under a LIMIT and when it read few
 /// rows: then its cost is the cap's, not the table's.
 const BOUNDED_SCAN_ROWS: u64 = 100_000;
+
+/// Or when its whole table is this small (the one-row `idem_meta`, the
+/// accounts): reading it costs less than an index would, and Postgres
+/// rightly does.
+const SMALL_TABLE_ROWS: u64 = 1_000;
 
 /// For each sequential scan in `plan`: whether it sits under a `Limit`, and
 /// how many rows it read (returned plus removed by its filter).
@@ -138,15 +148,21 @@ where
     let best = last[last.len() / 2];
     let scans: Vec<String> = plans.iter().flat_map(|p| scans(p)).collect();
     let sequential: Vec<(bool, u64)> = plans.iter().flat_map(|p| sequential_scans(p)).collect();
-    let full_scan = sequential
+    let full_scan = sequential.iter().any(|(under_limit, rows)| {
+        *rows > SMALL_TABLE_ROWS && (!under_limit || *rows > BOUNDED_SCAN_ROWS)
+    });
+    let bounded_rows = sequential
         .iter()
-        .any(|(under_limit, rows)| !under_limit || *rows > BOUNDED_SCAN_ROWS);
-    let bounded_rows = sequential.iter().map(|(_, rows)| rows).sum();
+        .map(|(_, rows)| rows)
+        .filter(|rows| **rows > SMALL_TABLE_ROWS)
+        .sum();
+    let small_tables = sequential.iter().any(|(_, rows)| *rows <= SMALL_TABLE_ROWS);
     Ok(Measured {
         name: name.to_owned(),
         millis: best,
         scans,
         bounded_rows,
+        small_tables,
         full_scan,
     })
 }
@@ -166,6 +182,30 @@ where
         }
     }
     Ok(cursor)
+}
+
+/// Migrates the database and rolls its metrics up to the last complete
+/// hour, as the running console keeps it (a freshly seeded one holds only
+/// minutes, and its charts would read them all), then vacuums the rollups
+/// as autovacuum would.
+async fn bring_up_to_date(database_url: &str) -> Result<(), String> {
+    let store = Store::connect(&StoreConfig::new(database_url)).map_err(|e| e.to_string())?;
+    store.migrate().await.map_err(|e| crate::cause_chain(&e))?;
+    let hours = store
+        .roll_up_hours(Ts::now())
+        .await
+        .map_err(|e| crate::cause_chain(&e))?;
+    store.close().await;
+    let pool = sqlx::PgPool::connect(database_url)
+        .await
+        .map_err(|e| e.to_string())?;
+    sqlx::query("VACUUM ANALYZE consumer_metrics_hourly, consumer_metrics_6h")
+        .execute(&pool)
+        .await
+        .map_err(|e| e.to_string())?;
+    pool.close().await;
+    eprintln!("plans: rolled up {hours} hours of metrics first");
+    Ok(())
 }
 
 /// Prints a Markdown table of every dashboard read; `Err` when one scans a table.
@@ -191,6 +231,7 @@ pub async fn run(database_url: &str) -> Result<(), String> {
                 .into(),
         );
     }
+    bring_up_to_date(database_url).await?;
     let store = Store::connect(&config).map_err(|e| e.to_string())?;
     match measure_all(&store, &notices).await {
         Ok(true) => Err("a dashboard read scans a whole table".into()),
@@ -223,6 +264,7 @@ async fn measure_all(store: &Store, notices: &Notices) -> Result<bool, StoreErro
     rows.extend(reads.lists().await?);
     rows.extend(reads.key_page(&key).await?);
     rows.extend(reads.searches(&key).await?);
+    rows.extend(reads.charts_slos_audit_sign_in().await?);
     Ok(print_table(&rows))
 }
 
@@ -379,6 +421,63 @@ impl Reads<'_> {
     }
 }
 
+impl Reads<'_> {
+    /// The chart and SLO reads over thirty days of metrics, the audit log's
+    /// first pages and sign-in's reads.
+    async fn charts_slos_audit_sign_in(&self) -> StoreResult<Vec<Measured>> {
+        let (store, notices) = (self.store, self.notices);
+        let now = chrono::Utc::now();
+        let app = |e: idem_app::error::AppError| StoreError::Contract(e.to_string());
+        let slos = idem_domain::slo::SloSet::default();
+        let indicators: Vec<_> = slos.slos.iter().map(|s| &s.sli).collect();
+        let to = Ts::from(now);
+        let froms: Vec<Ts> = [30 * 24, 6, 1]
+            .map(|hours| to - chrono::TimeDelta::hours(hours))
+            .to_vec();
+        let first = PageRequest::first(PageRequest::DEFAULT_LIMIT);
+        let everyone = AuditFilter::default();
+        let by_actor = AuditFilter {
+            actor: Some("operator".into()),
+            ..AuditFilter::default()
+        };
+        let limits = idem_domain::sign_in::SignInLimits::default();
+        Ok(vec![
+            measure(notices, "charts, 24h: every metric", || async {
+                idem_app::api::charts::chart_reads(store, "24h", now)
+                    .await
+                    .map_err(app)
+            })
+            .await?,
+            measure(notices, "charts, 28d: every metric", || async {
+                idem_app::api::charts::chart_reads(store, "28d", now)
+                    .await
+                    .map_err(app)
+            })
+            .await?,
+            measure(notices, "SLO board: every indicator, 30d/6h/1h", || {
+                store.indicator_events_since(&indicators, &froms, to)
+            })
+            .await?,
+            measure(notices, "/audit first page", || {
+                store.audit_log(&everyone, &first)
+            })
+            .await?,
+            measure(notices, "/audit by actor", || {
+                store.audit_log(&by_actor, &first)
+            })
+            .await?,
+            measure(notices, "sign-in: the account", || {
+                store.user_by_name("operator")
+            })
+            .await?,
+            measure(notices, "sign-in: a known device", || {
+                store.known_device(&limits, "operator", "0000", to)
+            })
+            .await?,
+        ])
+    }
+}
+
 /// Prints the Markdown table; `true` when a read scans a whole table.
 fn print_table(rows: &[Measured]) -> bool {
     println!("| read | median (ms) | scans | verdict |");
@@ -392,6 +491,8 @@ fn print_table(rows: &[Measured]) -> bool {
             "**scans a table**".to_owned()
         } else if row.bounded_rows > 0 {
             format!("bounded: a LIMIT stops it after {} rows", row.bounded_rows)
+        } else if row.small_tables {
+            format!("index, and a table of at most {SMALL_TABLE_ROWS} rows read whole")
         } else {
             "index".to_owned()
         };
