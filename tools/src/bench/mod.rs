@@ -323,24 +323,6 @@ impl Reads<'_> {
                 .await?;
             rows.push(Row { name, idem, naive });
         }
-        // The same charts read and drawn (SVG), without the per-interval
-        // cache the pages use: a chart's cost when its interval turns over.
-        for (name, range) in [
-            ("charts, 24h, read and drawn (cold)", "24h"),
-            ("charts, 28d, read and drawn (cold)", "28d"),
-        ] {
-            eprintln!("  {name}");
-            let now = Utc::now();
-            let idem = time_idem(self.options.runs, || {
-                idem_app::api::charts::charts_drawn(store, range, now)
-            })
-            .await?;
-            rows.push(Row {
-                name,
-                idem,
-                naive: Naive::None,
-            });
-        }
         Ok(rows)
     }
 

@@ -6,58 +6,19 @@
 //! store's own methods run them, and `auto_explain` sends each executed
 //! statement's plan back as a notice, which this command collects.
 
-use std::{
-    fmt::Write as _,
-    sync::{Arc, Mutex},
-    time::Instant,
-};
+use std::time::Instant;
 
 use idem_domain::{ClaimStatus, ConsumerName, DeadLetterState, IdempotencyKey};
 use idem_store::{
     AuditFilter, ClaimSearch, PageRequest, Store, StoreConfig, StoreError, StoreResult, Ts,
 };
-use tracing::{Subscriber, field::Visit};
-use tracing_subscriber::{Layer, layer::Context, prelude::*};
+use tracing_subscriber::prelude::*;
 
-/// Plans collected from Postgres notices.
-#[derive(Clone, Default)]
-struct Notices(Arc<Mutex<Vec<String>>>);
+mod notices;
+mod scans;
 
-impl Notices {
-    fn take(&self) -> Vec<String> {
-        std::mem::take(&mut *self.0.lock().unwrap_or_else(|e| e.into_inner()))
-    }
-}
-
-struct MessageVisitor<'a>(&'a mut String);
-
-impl Visit for MessageVisitor<'_> {
-    fn record_str(&mut self, field: &tracing::field::Field, value: &str) {
-        if field.name() == "message" {
-            self.0.push_str(value);
-        }
-    }
-    fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
-        if field.name() == "message" {
-            let _ = write!(self.0, "{value:?}");
-        }
-    }
-}
-
-impl<S: Subscriber> Layer<S> for Notices {
-    fn on_event(&self, event: &tracing::Event<'_>, _: Context<'_, S>) {
-        if event.metadata().target() == "sqlx::postgres::notice" {
-            let mut message = String::new();
-            event.record(&mut MessageVisitor(&mut message));
-            if message.contains("plan:") {
-                self.0
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .push(message);
-            }
-        }
-    }
-}
+use notices::Notices;
+use scans::{scans, sequential_scans};
 
 struct Measured {
     name: String,
@@ -80,52 +41,6 @@ const BOUNDED_SCAN_ROWS: u64 = 100_000;
 /// rightly does.
 const SMALL_TABLE_ROWS: u64 = 1_000;
 
-/// For each sequential scan in `plan`: whether it sits under a `Limit`, and
-/// how many rows it read (returned plus removed by its filter).
-fn sequential_scans(plan: &str) -> Vec<(bool, u64)> {
-    let lines: Vec<&str> = plan.lines().collect();
-    let mut found = Vec::new();
-    for (i, line) in lines.iter().enumerate() {
-        if !line.contains("Seq Scan on") {
-            continue;
-        }
-        let under_limit = lines[..i].iter().any(|l| {
-            l.trim_start()
-                .trim_start_matches("->")
-                .trim_start()
-                .starts_with("Limit")
-        });
-        let number_after = |text: &str, label: &str| -> u64 {
-            text.split(label).nth(1).map_or(0, |rest| {
-                rest.chars()
-                    .take_while(char::is_ascii_digit)
-                    .collect::<String>()
-                    .parse()
-                    .unwrap_or(0)
-            })
-        };
-        let returned = number_after(line.rsplit("actual").next().unwrap_or(""), "rows=");
-        let removed = lines[i + 1..]
-            .iter()
-            .take_while(|l| !l.contains("->"))
-            .find(|l| l.contains("Rows Removed by Filter:"))
-            .map_or(0, |l| number_after(l, "Rows Removed by Filter: "));
-        found.push((under_limit, returned + removed));
-    }
-    found
-}
-
-/// The scan nodes of a plan (`Index Scan using claims_unknown_since on claims`).
-fn scans(plan: &str) -> Vec<String> {
-    plan.lines()
-        .filter(|l| l.contains("Scan") && !l.contains("Query Text"))
-        .map(|l| {
-            let l = l.trim().trim_start_matches("->").trim();
-            l.split("  (").next().unwrap_or(l).to_owned()
-        })
-        .collect()
-}
-
 /// Runs `read` eight times (past the five executions after which Postgres may
 /// switch a prepared statement to a generic plan); keeps the plans of the last
 /// run and the median time of the last five.
@@ -134,6 +49,7 @@ where
     F: Fn() -> Fut,
     Fut: Future<Output = StoreResult<T>>,
 {
+    eprintln!("plans: {name}");
     let mut times = Vec::new();
     let mut plans = Vec::new();
     for _ in 0..8 {
