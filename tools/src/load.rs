@@ -40,6 +40,8 @@ pub struct Round {
     pub requests: usize,
     /// Answers that were not 2xx, and requests that got no answer.
     pub failures: usize,
+    /// What the failures were: a status code, or "no answer".
+    pub failed_as: std::collections::BTreeMap<String, usize>,
     /// Requests completed per second of the round.
     pub achieved: f64,
     pub p50: Duration,
@@ -76,28 +78,36 @@ pub async fn round(options: &LoadOptions) -> Result<Round, String> {
         let permits = permits.clone();
         requests.spawn(async move {
             let _connection = permits.acquire_owned().await;
-            let answered = match request.send().await {
+            let failed = match request.send().await {
                 Ok(response) => {
-                    let ok = response.status().is_success();
-                    response.bytes().await.is_ok() && ok
+                    let status = response.status();
+                    match response.bytes().await {
+                        Ok(_) if status.is_success() => None,
+                        Ok(_) => Some(status.as_u16().to_string()),
+                        Err(_) => Some("no answer".to_owned()),
+                    }
                 }
-                Err(_) => false,
+                Err(_) => Some("no answer".to_owned()),
             };
-            (due.elapsed(), answered)
+            (due.elapsed(), failed)
         });
     }
     let mut latencies = Vec::with_capacity(total);
-    let mut failures = 0;
+    let mut failed_as = std::collections::BTreeMap::new();
     while let Some(done) = requests.join_next().await {
-        let (latency, answered) = done.map_err(|e| e.to_string())?;
+        let (latency, failed) = done.map_err(|e| e.to_string())?;
         latencies.push(latency);
-        failures += usize::from(!answered);
+        if let Some(what) = failed {
+            *failed_as.entry(what).or_insert(0) += 1;
+        }
     }
+    let failures = failed_as.values().sum();
     let elapsed = start.elapsed().as_secs_f64();
     latencies.sort_unstable();
     Ok(Round {
         requests: total,
         failures,
+        failed_as,
         achieved: total as f64 / elapsed,
         p50: percentile(&latencies, 0.50),
         p99: percentile(&latencies, 0.99),
@@ -162,6 +172,28 @@ mod tests {
     fn the_median_and_range_of_three_rounds() {
         let shown = median_and_range(&[3.0, 1.0, 2.0], |v| format!("{v:.0}"));
         assert_eq!(shown, "2 (1–3)");
+    }
+
+    #[tokio::test]
+    async fn refusals_are_counted_by_their_status() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        let app = axum::Router::new().route(
+            "/",
+            axum::routing::get(|| async { (axum::http::StatusCode::SERVICE_UNAVAILABLE, "busy") }),
+        );
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        let options = LoadOptions {
+            base,
+            paths: vec!["/".into()],
+            cookie: None,
+            rate: 100.0,
+            duration: Duration::from_millis(200),
+            connections: 4,
+        };
+        let round = round(&options).await.unwrap();
+        assert_eq!(round.failures, 20);
+        assert_eq!(round.failed_as, [("503".to_owned(), 20)].into());
     }
 
     /// A server that answers after `stall` for the first request and at

@@ -198,15 +198,25 @@ async fn load_rounds(name: &str, options: &load::LoadOptions, rounds: usize) -> 
     let mut results = Vec::new();
     for _ in 0..rounds {
         let round = load::round(options).await?;
+        let why: Vec<String> = round
+            .failed_as
+            .iter()
+            .map(|(what, count)| format!("{what}: {count}"))
+            .collect();
         println!(
-            "| {name} | {:.0} req/s | {:.2} | {:.2} | {:.2} | {:.2} | {} of {} failed |",
+            "| {name} | {:.0} req/s | {:.2} | {:.2} | {:.2} | {:.2} | {} of {} failed{} |",
             round.achieved,
             ms(round.p50),
             ms(round.p99),
             ms(round.p999),
             ms(round.max),
             round.failures,
-            round.requests
+            round.requests,
+            if why.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", why.join(", "))
+            }
         );
         results.push(round);
     }
