@@ -5,6 +5,7 @@
 //! code that receives an [`IdempotencyKey`] never re-validates it.
 
 pub mod action;
+mod check;
 mod count;
 mod histogram;
 mod key;
@@ -17,6 +18,7 @@ mod status;
 pub mod story;
 mod zone;
 
+pub use check::{Check, Finding};
 pub use count::CappedCount;
 pub use histogram::{Histogram, le_bound, le_label};
 pub use key::{ConsumerName, IdempotencyKey, KeyError, decode_segment, encode_segment};

@@ -10,6 +10,7 @@ mod actions;
 mod audit;
 #[cfg(feature = "bulk")]
 mod bulk;
+mod checks;
 mod consumer;
 mod cursor;
 mod dialect;
@@ -31,6 +32,7 @@ mod users;
 
 pub use actions::{Actor, DiscardRequest, ReplayRequest, ResolveRequest};
 pub use audit::{AuditFilter, NewAuditEntry};
+pub use checks::{CheckLimits, SHARED_REFS_WATERMARK, SharedRefSweep};
 pub use consumer::{Claimed, Delivery, NewDeadLetter, NewOutboxRow, Outcome};
 pub use cursor::PageRequest;
 pub use error::{StoreError, StoreResult};

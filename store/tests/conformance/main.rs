@@ -4,6 +4,7 @@
 //!
 //! The bodies live in themed modules; the rows they write are built here.
 
+mod checks;
 mod claims;
 mod leases;
 mod lists;

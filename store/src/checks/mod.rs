@@ -1,0 +1,285 @@
+//! Fleet-wide consistency checks ([`idem_domain::Check`]): one list and one
+//! capped count per check, each a range of an index that stays small in a
+//! healthy fleet (partial indexes on the odd states, open dead letters, the
+//! shared-reference findings), never a scan of `claims`. `idem-tools plans`
+//! shows each plan.
+//!
+//! References on two keys cannot be found that way (nearly every claim has
+//! one); a sweep keeps them in `shared_provider_refs` (`shared_refs`).
+
+use chrono::TimeDelta;
+use idem_domain::{CappedCount, Check, Finding, Page};
+
+use crate::{
+    StoreError, StoreResult,
+    cursor::{self, PageRequest, paginate},
+    dialect::dispatch,
+    sql::{Sql, bind_all},
+    store::Store,
+    ts::Ts,
+};
+
+mod shared_refs;
+
+pub use shared_refs::{SHARED_REFS_WATERMARK, SharedRefSweep};
+
+/// What the checks measure against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CheckLimits {
+    pub now: Ts,
+    /// How long an unknown outcome may stay unknown (the resolution objective).
+    pub unknown_objective: TimeDelta,
+    /// How long consumers keep claims.
+    pub claim_retention: TimeDelta,
+}
+
+/// The rows a check finds and the order its list takes: a `FROM … WHERE …`
+/// over aliases `c` (claims), `d` (dead letters), `f` (shared references),
+/// the columns of a [`FindingRow`], and the sort key (time, then a tie-break).
+struct Shape {
+    from: String,
+    columns: String,
+    at: &'static str,
+    tie_break: &'static [&'static str],
+}
+
+/// The columns of a finding about a claim, from alias `c`, ordered by `at`.
+fn claim_columns(at: &str, extra: &str) -> String {
+    format!(
+        "c.consumer, c.idempotency_key, {at} AS at, CAST(NULL AS BIGINT) AS dead_letter_id, {extra}"
+    )
+}
+
+/// A finding's columns that a check does not fill.
+const NO_REF: &str = "CAST(NULL AS TEXT) AS provider_ref";
+const NO_HASHES: &str =
+    "CAST(NULL AS TEXT) AS payload_hash, CAST(NULL AS TEXT) AS last_payload_hash";
+const NO_LEASE: &str = "CAST(NULL AS TIMESTAMPTZ) AS lease_until";
+const CLAIM_ORDER: &[&str] = &["c.consumer", "c.idempotency_key"];
+
+fn shape(check: Check, limits: &CheckLimits, sql: &mut Sql) -> Shape {
+    let claim = |from: String, at: &'static str, extra: String| Shape {
+        columns: claim_columns(at, &extra),
+        from,
+        at,
+        tie_break: CLAIM_ORDER,
+    };
+    let dead_letter = |from: String, provider_ref: &str| Shape {
+        columns: format!(
+            "d.consumer, d.idempotency_key, d.dead_lettered_at AS at, d.id AS dead_letter_id, \
+             {provider_ref}, {NO_HASHES}, {NO_LEASE}, d.last_error"
+        ),
+        from,
+        at: "d.dead_lettered_at",
+        tie_break: &["d.id"],
+    };
+    const JOIN_CLAIM: &str =
+        "JOIN claims c ON c.consumer = d.consumer AND c.idempotency_key = d.idempotency_key";
+    match check {
+        Check::AbandonedLease => {
+            let now = sql.param(limits.now);
+            claim(
+                format!("claims c WHERE c.status = 'pending' AND c.lease_until < {now}"),
+                "c.status_at",
+                format!("{NO_REF}, {NO_HASHES}, c.lease_until, c.last_error"),
+            )
+        }
+        Check::UnknownPastObjective => {
+            let cutoff = sql.param(limits.now - limits.unknown_objective);
+            claim(
+                format!("claims c WHERE c.status = 'unknown' AND c.status_at < {cutoff}"),
+                "c.status_at",
+                format!("{NO_REF}, {NO_HASHES}, {NO_LEASE}, c.last_error"),
+            )
+        }
+        Check::SentWithoutProviderRef => claim(
+            "claims c WHERE c.status = 'sent' AND c.provider_ref IS NULL".into(),
+            "c.status_at",
+            format!("{NO_REF}, {NO_HASHES}, {NO_LEASE}, c.last_error"),
+        ),
+        Check::PayloadDrift => claim(
+            "claims c WHERE c.last_payload_hash IS NOT NULL".into(),
+            "c.last_delivery_at",
+            format!("{NO_REF}, c.payload_hash, c.last_payload_hash, {NO_LEASE}, c.last_error"),
+        ),
+        Check::SharedProviderRef => Shape {
+            columns: format!(
+                "f.consumer, f.idempotency_key, f.found_at AS at, CAST(NULL AS BIGINT) AS dead_letter_id, \
+                 f.provider_ref, {NO_HASHES}, {NO_LEASE}, c.last_error"
+            ),
+            from: "shared_provider_refs f JOIN claims c ON c.consumer = f.consumer \
+                   AND c.idempotency_key = f.idempotency_key AND c.provider_ref = f.provider_ref \
+                   WHERE 1 = 1"
+                .into(),
+            at: "f.found_at",
+            tie_break: &["f.consumer", "f.idempotency_key"],
+        },
+        Check::DeadLetterAlreadySent => dead_letter(
+            format!("dead_letters d {JOIN_CLAIM} WHERE d.state = 'open' AND c.status = 'sent'"),
+            "c.provider_ref",
+        ),
+        Check::DeadLetterBeyondRetention => {
+            // The replay verdict's rule: a claim that is neither sent nor
+            // unknown and older than the retention, or none at all (deleted
+            // by the retention) for a letter that old.
+            let cutoff = sql.param(limits.now - limits.claim_retention);
+            dead_letter(
+                format!(
+                    "dead_letters d LEFT {JOIN_CLAIM} WHERE d.state = 'open' \
+                     AND (c.status IS NULL OR c.status IN ('pending', 'failed')) \
+                     AND COALESCE(c.first_delivery_at, d.first_failure_at) < {cutoff}"
+                ),
+                NO_REF,
+            )
+        }
+    }
+}
+
+/// A check's list in cursors ("checks/payload-drift").
+fn list_name(check: Check) -> String {
+    format!("checks/{}", check.slug())
+}
+
+/// The position after which a page starts: the time, then the tie-break
+/// (consumer and key, or a dead letter's id).
+#[derive(serde::Serialize, serde::Deserialize)]
+#[serde(untagged)]
+enum Position {
+    Claim(i64, String, String),
+    DeadLetter(i64, i64),
+}
+
+fn position(check: Check, f: &Finding) -> Position {
+    let at = f.at.timestamp_micros();
+    match f.dead_letter_id {
+        Some(id) if check.lists_dead_letters() => Position::DeadLetter(at, id),
+        _ => Position::Claim(at, f.consumer.clone(), f.key.clone()),
+    }
+}
+
+/// A page (`limit + 1` rows) of a check's findings, oldest first.
+fn findings_page(check: Check, limits: &CheckLimits, page: &PageRequest) -> StoreResult<Sql> {
+    let mut sql = Sql::default();
+    let shape = shape(check, limits, &mut sql);
+    let mut text = format!("SELECT {} FROM {}", shape.columns, shape.from);
+    if let Some(after) = &page.after {
+        let position: Position = cursor::decode(&list_name(check), after)?;
+        let at = |micros: i64, sql: &mut Sql| -> StoreResult<String> {
+            Ok(sql.param(cursor::instant(micros)?))
+        };
+        let bound = match (position, check.lists_dead_letters()) {
+            (Position::Claim(t, consumer, key), false) => {
+                let t = at(t, &mut sql)?;
+                format!("{t}, {}, {}", sql.param(consumer), sql.param(key))
+            }
+            (Position::DeadLetter(t, id), true) => {
+                let t = at(t, &mut sql)?;
+                format!("{t}, {}", sql.param(id))
+            }
+            _ => return Err(StoreError::BadCursor),
+        };
+        text += &format!(
+            " AND ({}, {}) > ({bound})",
+            shape.at,
+            shape.tie_break.join(", ")
+        );
+    }
+    let limit = sql.param(page.limit + 1);
+    text += &format!(
+        " ORDER BY {}, {} LIMIT {limit}",
+        shape.at,
+        shape.tie_break.join(", ")
+    );
+    sql.push(&text);
+    Ok(sql)
+}
+
+/// Every check's count in one statement, each stopping after `cap + 1`.
+fn counts(limits: &CheckLimits, cap: u64) -> Sql {
+    let mut sql = Sql::default();
+    let limit = i64::try_from(cap.saturating_add(1)).unwrap_or(i64::MAX);
+    let columns: Vec<String> = Check::ALL
+        .into_iter()
+        .map(|check| {
+            let shape = shape(check, limits, &mut sql);
+            let limit = sql.param(limit);
+            format!(
+                "(SELECT COUNT(*) FROM (SELECT 1 FROM {} LIMIT {limit}) AS capped)",
+                shape.from
+            )
+        })
+        .collect();
+    sql.push(&format!("SELECT {}", columns.join(", ")));
+    sql
+}
+
+#[derive(sqlx::FromRow)]
+struct FindingRow {
+    consumer: String,
+    idempotency_key: String,
+    at: Ts,
+    dead_letter_id: Option<i64>,
+    provider_ref: Option<String>,
+    payload_hash: Option<String>,
+    last_payload_hash: Option<String>,
+    lease_until: Option<Ts>,
+    last_error: Option<String>,
+}
+
+impl From<FindingRow> for Finding {
+    fn from(row: FindingRow) -> Self {
+        Finding {
+            consumer: row.consumer,
+            key: row.idempotency_key,
+            at: row.at.0,
+            dead_letter_id: row.dead_letter_id,
+            provider_ref: row.provider_ref,
+            payload_hashes: row.payload_hash.zip(row.last_payload_hash),
+            lease_until: row.lease_until.map(|t| t.0),
+            last_error: row.last_error,
+        }
+    }
+}
+
+type Counted = (i64, i64, i64, i64, i64, i64, i64);
+
+impl Store {
+    /// One page of what `check` finds, oldest first.
+    pub async fn check_findings(
+        &self,
+        check: Check,
+        limits: &CheckLimits,
+        page: &PageRequest,
+    ) -> StoreResult<Page<Finding>> {
+        let sql = findings_page(check, limits, page)?;
+        let rows: Vec<FindingRow> = dispatch!(&self.pools, pool => {
+            bind_all!(sqlx::query_as(&sql.text), &sql.binds).fetch_all(pool).await?
+        });
+        let findings = rows.into_iter().map(Finding::from).collect();
+        Ok(paginate(findings, page.limit, &list_name(check), |f| {
+            position(check, f)
+        }))
+    }
+
+    /// How many findings each check has, counting no further than `cap`,
+    /// in [`Check::ALL`]'s order.
+    pub async fn count_check_findings(
+        &self,
+        limits: &CheckLimits,
+        cap: u64,
+    ) -> StoreResult<Vec<(Check, CappedCount)>> {
+        let sql = counts(limits, cap);
+        let counted: Counted = dispatch!(&self.pools, pool => {
+            bind_all!(sqlx::query_as(&sql.text), &sql.binds).fetch_one(pool).await?
+        });
+        let (a, b, c, d, e, f, g) = counted;
+        Ok(Check::ALL
+            .into_iter()
+            .zip([a, b, c, d, e, f, g])
+            .map(|(check, n)| {
+                let n = u64::try_from(n).unwrap_or(0);
+                (check, CappedCount::from_limited(n, cap))
+            })
+            .collect())
+    }
+}
