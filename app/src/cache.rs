@@ -49,6 +49,13 @@ pub(crate) enum ReadKey {
     },
     /// One page of the outbox backlog.
     Outbox { cursor: Option<String> },
+    /// Every consistency check's count.
+    CheckCounts,
+    /// One page of one consistency check's findings.
+    CheckFindings {
+        check: idem_domain::Check,
+        cursor: Option<String>,
+    },
     /// The unknown outcomes open now, by age (about now, not a span).
     OpenUnknownChart { consumer: Option<ConsumerName> },
     /// The overview's charts for a span, until its next interval completes.

@@ -89,6 +89,8 @@ pub fn App() -> impl IntoView {
                     <Route path=StaticSegment("slo") view=SloPage ssr=data.clone()/>
                     <Route path=(StaticSegment("slo"), ParamSegment("name")) view=SloDetailPage ssr=data.clone()/>
                     <Route path=StaticSegment("audit") view=AuditPage/>
+                    <Route path=StaticSegment("checks") view=ChecksPage ssr=data.clone()/>
+                    <Route path=(StaticSegment("checks"), ParamSegment("check")) view=ChecksPage ssr=data.clone()/>
                 </Routes>
             </Layout>
         </Router>

@@ -17,7 +17,7 @@ use axum::{
 };
 use chrono::{DateTime, Utc};
 use idem_app::{
-    api::{Overview, SloBoard},
+    api::{CheckCount, Overview, SloBoard},
     error::AppError,
     ssr::AppState,
 };
@@ -80,7 +80,8 @@ pub async fn export(State(state): State<MetricsState>, headers: HeaderMap) -> Re
     let read = async {
         let board = idem_app::api::load_slo_board(&state.app).await?;
         let overview = idem_app::api::load_overview(&state.app).await?;
-        let mut text = render(&board, &overview);
+        let (_, checks) = idem_app::api::load_check_counts(&state.app).await?;
+        let mut text = render(&board, &overview, &checks);
         let running = state.background.load(std::sync::atomic::Ordering::Acquire);
         let _ = write!(
             text,
@@ -111,7 +112,7 @@ pub async fn export(State(state): State<MetricsState>, headers: HeaderMap) -> Re
 }
 
 /// The exposition text: one `# HELP`/`# TYPE` pair per family, then its samples.
-pub fn render(board: &SloBoard, overview: &Overview) -> String {
+pub fn render(board: &SloBoard, overview: &Overview, checks: &[CheckCount]) -> String {
     let mut out = Exposition::default();
     out.family("idem_build_info", "gauge", "Idem's version; always 1.");
     out.sample(
@@ -125,7 +126,36 @@ pub fn render(board: &SloBoard, overview: &Overview) -> String {
     work_counts(&mut out, overview);
     oldest_ages(&mut out, overview);
     stuck_keys(&mut out, overview);
+    check_findings(&mut out, checks);
     out.text
+}
+
+/// What each consistency check found (`/checks/{check}` lists them).
+fn check_findings(out: &mut Exposition, checks: &[CheckCount]) {
+    out.family(
+        "idem_check_findings",
+        "gauge",
+        "Keys (or dead letters) each consistency check found, counted up to a cap (10000); see idem_check_findings_capped.",
+    );
+    for c in checks {
+        out.sample(
+            "idem_check_findings",
+            &[("check", c.check.slug())],
+            c.count.value as f64,
+        );
+    }
+    out.family(
+        "idem_check_findings_capped",
+        "gauge",
+        "1 when idem_check_findings stopped counting at its cap.",
+    );
+    for c in checks {
+        out.sample(
+            "idem_check_findings_capped",
+            &[("check", c.check.slug())],
+            f64::from(u8::from(c.count.capped)),
+        );
+    }
 }
 
 /// Each SLO's objective, window, SLI, traffic and budget.

@@ -7,6 +7,8 @@
 //! - One rule per kind of stuck key (unknown outcome, open dead letter) on
 //!   `idem_stuck_key_age_seconds`, whose labels name the key, so the alert's
 //!   `dashboard_url` opens that key's page.
+//! - One rule for the consistency checks (`idem_check_findings` above zero
+//!   for a quarter of an hour), whose `dashboard_url` opens the check's list.
 //!
 //! The output is YAML with every string double-quoted (JSON string syntax,
 //! which YAML reads as is), so no SLO name or description can break it.
@@ -64,7 +66,32 @@ pub fn render(slos: &SloSet, links: &RuleLinks) -> String {
         }
     }
     stuck_key_rules(&mut out, slos, links);
+    check_rule(&mut out, links);
     out
+}
+
+/// Consistency checks with findings: one rule over every check, whose
+/// `dashboard_url` opens that check's list (the slugs are path-safe).
+fn check_rule(out: &mut String, links: &RuleLinks) {
+    let _ = writeln!(
+        out,
+        "  - name: \"idem-consistency-checks\"\n    rules:\n\
+         \x20     - alert: \"IdemCheckFindings\"\n\
+         \x20       expr: \"idem_check_findings > 0\"\n\
+         \x20       for: \"15m\"\n\
+         \x20       labels:\n\
+         \x20         severity: \"ticket\"\n\
+         \x20       annotations:\n\
+         \x20         summary: {summary}\n\
+         \x20         dashboard_url: {dashboard}\n\
+         \x20         runbook_url: {runbook}",
+        summary = quoted("Consistency check {{ $labels.check }} found {{ $value }} keys"),
+        dashboard = quoted(&format!(
+            "{}/checks/{{{{ $labels.check }}}}",
+            links.public_url
+        )),
+        runbook = quoted(&links.runbook("consistency-check-findings", "/checks")),
+    );
 }
 
 /// One SLO's rule for one burn-rate tier.
@@ -246,6 +273,21 @@ mod tests {
             r#"dashboard_url: "https://idem.example.com/keys/{{ $labels.consumer | urlquery | reReplaceAll \"\\\\+\" \"%20\" }}/"#
         ), "{rules}");
         assert!(rules.contains(r#"idem_stuck_key_age_seconds{reason=\"unknown_outcome\"} > 900"#));
+    }
+
+    #[test]
+    fn a_check_alert_opens_the_checks_list() {
+        let rules = render(&defaults(), &links());
+        assert!(
+            rules.contains(r#"expr: "idem_check_findings > 0""#),
+            "{rules}"
+        );
+        assert!(
+            rules.contains(
+                r#"dashboard_url: "https://idem.example.com/checks/{{ $labels.check }}""#
+            ),
+            "{rules}"
+        );
     }
 
     #[test]

@@ -154,6 +154,10 @@ async fn a_scrape_parses_as_prometheus_text_with_slos_burn_rates_and_stuck_keys(
         })
         .count();
     assert_eq!(reminders, 3);
+    // Every unknown outcome is past the 15-minute objective: a finding each.
+    let check = |name| value(samples, "idem_check_findings", &[("check", name)]);
+    assert_eq!(check("unknown-past-objective"), Some(6.0));
+    assert_eq!(check("abandoned-lease"), Some(0.0));
     assert!(text.contains("# TYPE idem_slo_burn_rate gauge"));
     assert!(value(samples, "idem_build_info", &[]).is_some());
 }

@@ -79,7 +79,7 @@ fn promtool_accepts_the_rules_and_their_alerts_fire_as_designed() {
     )
     .unwrap();
     let checked = run(dir.path(), &["check", "rules", "idem-rules.yml"]);
-    assert!(checked.contains("SUCCESS: 34 rules found"), "{checked}");
+    assert!(checked.contains("SUCCESS: 35 rules found"), "{checked}");
 
     // A key with everything a path must escape: space, slash, plus, percent, emoji.
     let key = "inv 1/2+3% ✓";
@@ -112,6 +112,10 @@ tests:
         values: "20x10"
       - series: 'idem_slo_burn_rate{{slo="transactions-committed",window="5m"}}'
         values: "2x10"
+      - series: 'idem_check_findings{{check="payload-drift"}}'
+        values: "3x30"
+      - series: 'idem_check_findings{{check="abandoned-lease"}}'
+        values: "0x30"
     alert_rule_test:
       - eval_time: 5m
         alertname: IdemUnknownOutcomeStuck
@@ -138,6 +142,16 @@ tests:
               description: {description}
               dashboard_url: "{PUBLIC_URL}/slo/not-dead-lettered"
               runbook_url: "{PUBLIC_URL}/slo/not-dead-lettered"
+      - eval_time: 20m
+        alertname: IdemCheckFindings
+        exp_alerts:
+          - exp_labels:
+              severity: ticket
+              check: payload-drift
+            exp_annotations:
+              summary: "Consistency check payload-drift found 3 keys"
+              dashboard_url: "{PUBLIC_URL}/checks/payload-drift"
+              runbook_url: "{PUBLIC_URL}/checks"
 "#,
         stuck = quoted(&format!(
             r#"idem_stuck_key_age_seconds{{consumer="payments",idempotency_key={},reason="unknown_outcome"}}"#,

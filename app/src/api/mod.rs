@@ -13,6 +13,7 @@
 mod actions;
 mod audit;
 pub mod charts;
+mod checks;
 mod keys;
 mod lists;
 pub mod overview;
@@ -29,6 +30,9 @@ pub use audit::{AUDIT_ACTIONS, AuditLog, AuditQuery, list_audit};
 pub use charts::{
     Chart, ChartLink, ChartSet, DEFAULT_RANGE, MAX_SPAN_DAYS, RANGES, get_charts, get_slo_charts,
 };
+#[cfg(feature = "ssr")]
+pub use checks::load_check_counts;
+pub use checks::{CheckCount, Checks, get_checks};
 pub use keys::{
     KeyLookup, KeyQuery, KeyStory, SearchResults, get_key_story, lookup_key, search_keys,
 };

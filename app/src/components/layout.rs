@@ -45,6 +45,7 @@ pub fn Layout(children: Children) -> impl IntoView {
                     {nav_link("/unknown", "Unknown")}
                     {nav_link("/dead-letters", "Dead letters")}
                     {nav_link("/outbox", "Outbox")}
+                    {nav_link("/checks", "Checks")}
                     {nav_link("/slo", "SLOs")}
                     {nav_link("/audit", "Audit")}
                 </ul>

@@ -14,7 +14,7 @@ use crate::{
 /// list. `keep` are the filters every page link carries.
 #[component]
 pub fn Pager(
-    path: &'static str,
+    #[prop(into)] path: String,
     next: Option<String>,
     on_first_page: bool,
     #[prop(optional)] keep: Vec<(&'static str, String)>,
@@ -24,7 +24,7 @@ pub fn Pager(
         if let Some(cursor) = cursor {
             pairs.push(("cursor", cursor));
         }
-        links::with_query(path, &pairs)
+        links::with_query(&path, &pairs)
     };
     let first =
         (!on_first_page).then(|| view! { <a href=pairs(None) rel="external">"First page"</a> });

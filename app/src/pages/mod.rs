@@ -2,6 +2,7 @@
 //! hand raw segments and query values to server functions; see `links`.
 
 mod audit;
+mod checks;
 mod dead_letters;
 mod key;
 mod lists;
@@ -12,6 +13,7 @@ mod search;
 mod slo;
 
 pub use audit::AuditPage;
+pub use checks::ChecksPage;
 pub use dead_letters::{DeadLetterPage, DeadLettersPage};
 pub use key::{KeyLookupPage, KeyPage};
 pub use lists::{OutboxPage, UnknownPage};

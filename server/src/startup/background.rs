@@ -1,6 +1,7 @@
 //! The work beside serving: waiting for the database when it was
 //! unreachable at start-up, holding the background lease, and the work that
-//! runs under it — the demo, the session sweepers and the hourly rollups.
+//! runs under it — the demo, the session sweepers, the hourly rollups and
+//! the sweep for shared provider references (`/checks`).
 
 use std::{sync::Arc, time::Duration};
 
@@ -197,8 +198,37 @@ async fn background_work(
         demo,
         sweep_expired_sessions(auth.clone(), stop.clone()),
         close_sign_in_windows(auth.clone(), stop.clone()),
-        maintain_rollups(auth.store.clone(), history_rx, caches, stop),
+        maintain_rollups(auth.store.clone(), history_rx, caches, stop.clone()),
+        sweep_shared_provider_refs(auth.store.clone(), stop),
     );
+}
+
+/// Looks for provider references recorded on two keys among the outcomes
+/// of the last minute (a first run catches up a couple of days at a time),
+/// for the consistency checks (`/checks`).
+async fn sweep_shared_provider_refs(store: Store, mut stop: watch::Receiver<bool>) {
+    loop {
+        match store
+            .sweep_shared_provider_refs(idem_store::Ts::now())
+            .await
+        {
+            Ok(sweep) if sweep.found + sweep.pruned > 0 => {
+                tracing::info!(
+                    found = sweep.found,
+                    pruned = sweep.pruned,
+                    "provider references shared by two keys swept"
+                );
+            }
+            Ok(_) => {}
+            Err(err) => {
+                tracing::warn!(error = %err, "could not sweep for shared provider references")
+            }
+        }
+        tokio::select! {
+            () = tokio::time::sleep(Duration::from_secs(60)) => {}
+            _ = stop.changed() => return,
+        }
+    }
 }
 
 /// Closes ended sign-in windows every minute (one audit row for each pair

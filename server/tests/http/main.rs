@@ -7,6 +7,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod checks;
 mod key_pages;
 mod lists_and_search;
 mod round_trips;

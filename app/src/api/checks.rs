@@ -1,0 +1,115 @@
+//! `/checks`: the fleet-wide consistency checks, their counts and one
+//! check's findings a page at a time.
+
+use idem_domain::{CappedCount, Check, Finding, Page};
+use leptos::prelude::*;
+use serde::{Deserialize, Serialize};
+
+use crate::{error::AppError, format::Clock};
+
+/// How many findings one check has.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct CheckCount {
+    pub check: Check,
+    pub count: CappedCount,
+}
+
+/// Every check's count and, when one is picked, a page of its findings.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Checks {
+    pub clock: Clock,
+    pub counts: Vec<CheckCount>,
+    pub findings: Option<(Check, Page<Finding>)>,
+    /// What the checks measure against: the unknown-outcome objective and
+    /// the claim retention.
+    pub objective_seconds: f64,
+    pub retention_days: i64,
+}
+
+/// The checks' counts; with `check` (its slug), one page of its findings.
+#[server(prefix = "/api/read", input = server_fn::codec::GetUrl)]
+pub async fn get_checks(check: Option<String>, cursor: Option<String>) -> Result<Checks, AppError> {
+    crate::ssr::serve(async move {
+        crate::ssr::require(idem_domain::Role::Viewer)?;
+        let state = crate::ssr::state()?;
+        let check = check
+            .filter(|c| !c.is_empty())
+            .map(|slug| {
+                Check::from_slug(&slug).ok_or_else(|| {
+                    AppError::NotFound(format!("There is no check called “{slug}”."))
+                })
+            })
+            .transpose()?;
+        let (clock, counts) = ssr::load_counts(&state).await?;
+        let findings = match check {
+            Some(check) => Some((check, ssr::load_findings(&state, check, cursor).await?)),
+            None => None,
+        };
+        Ok(Checks {
+            clock: crate::ssr::clock(clock.as_of),
+            counts,
+            findings,
+            objective_seconds: crate::api::ssr::unknown_objective_seconds(&state.slos),
+            retention_days: state.claim_retention.num_days(),
+        })
+    })
+    .await
+}
+
+#[cfg(feature = "ssr")]
+pub use ssr::load_counts as load_check_counts;
+
+#[cfg(feature = "ssr")]
+pub(crate) mod ssr {
+    use chrono::{TimeDelta, Utc};
+    use idem_domain::{Check, Finding, Page};
+    use idem_store::CheckLimits;
+
+    use super::CheckCount;
+    use crate::{api::COUNT_CAP, cache::ReadKey, error::AppError, format::Clock, ssr::AppState};
+
+    /// What the checks measure against now, from the settings in force.
+    fn limits(state: &AppState) -> CheckLimits {
+        let objective = crate::api::ssr::unknown_objective_seconds(&state.slos);
+        CheckLimits {
+            now: Utc::now().into(),
+            unknown_objective: TimeDelta::milliseconds((objective * 1000.0) as i64),
+            claim_retention: state.claim_retention,
+        }
+    }
+
+    /// Every check's count (through the short-lived read cache), and when
+    /// they were read.
+    pub async fn load_counts(state: &AppState) -> Result<(Clock, Vec<CheckCount>), AppError> {
+        let limits = limits(state);
+        crate::ssr::reader(state)
+            .cached(ReadKey::CheckCounts, |store| async move {
+                let counts = store.count_check_findings(&limits, COUNT_CAP).await?;
+                let counts = counts
+                    .into_iter()
+                    .map(|(check, count)| CheckCount { check, count })
+                    .collect();
+                Ok::<_, AppError>((Clock::utc(limits.now.0), counts))
+            })
+            .await
+    }
+
+    /// One page of a check's findings.
+    pub async fn load_findings(
+        state: &AppState,
+        check: Check,
+        cursor: Option<String>,
+    ) -> Result<Page<Finding>, AppError> {
+        let limits = limits(state);
+        let key = ReadKey::CheckFindings {
+            check,
+            cursor: cursor.clone(),
+        };
+        crate::ssr::reader(state)
+            .cached(key, |store| async move {
+                let page = crate::api::lists::ssr::page_request(cursor);
+                Ok::<_, AppError>(store.check_findings(check, &limits, &page).await?)
+            })
+            .await
+    }
+}
