@@ -82,7 +82,7 @@ fn CheckTable(counts: Vec<CheckCount>, picked: Option<Check>) -> impl IntoView {
             let current = (picked == Some(check)).then_some("page");
             let found = count.value > 0;
             view! {
-                <tr class:attention=found>
+                <tr class:has-findings=found>
                     <td><a href=check_path(check) aria-current=current>{check.title()}</a></td>
                     <td class="num">{count.to_string()}</td>
                 </tr>

@@ -181,6 +181,7 @@ async fn measure_all(store: &Store, notices: &Notices) -> Result<bool, StoreErro
     rows.extend(reads.key_page(&key).await?);
     rows.extend(reads.searches(&key).await?);
     rows.extend(reads.charts_slos_audit_sign_in().await?);
+    rows.extend(reads.checks().await?);
     Ok(print_table(&rows))
 }
 
@@ -391,6 +392,36 @@ impl Reads<'_> {
             })
             .await?,
         ])
+    }
+}
+
+impl Reads<'_> {
+    /// `/checks`: every check's count in one statement, and each check's
+    /// first page, against the default objective and retention.
+    async fn checks(&self) -> StoreResult<Vec<Measured>> {
+        let (store, notices) = (self.store, self.notices);
+        let limits = idem_store::CheckLimits {
+            now: Ts::now(),
+            unknown_objective: chrono::TimeDelta::minutes(15),
+            claim_retention: chrono::TimeDelta::days(30),
+        };
+        let first = PageRequest::first(PageRequest::DEFAULT_LIMIT);
+        let mut rows = vec![
+            measure(notices, "/checks: every count", || {
+                store.count_check_findings(&limits, 10_000)
+            })
+            .await?,
+        ];
+        for check in idem_domain::Check::ALL {
+            let name = format!("/checks/{check} first page");
+            rows.push(
+                measure(notices, &name, || {
+                    store.check_findings(check, &limits, &first)
+                })
+                .await?,
+            );
+        }
+        Ok(rows)
     }
 }
 
