@@ -15,6 +15,8 @@ pub mod cache;
 mod charts;
 mod components;
 pub mod error;
+#[cfg(feature = "ssr")]
+pub mod fingerprint;
 pub mod format;
 pub mod links;
 mod pages;

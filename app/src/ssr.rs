@@ -44,6 +44,9 @@ pub struct AppState {
     /// their pages work, their actions are refused.
     #[from_ref(skip)]
     pub read_only: std::sync::Arc<idem_domain::ReadOnlyConsumers>,
+    /// How keys appear in the logs (`IDEM_LOG_KEYS`), and their fingerprints.
+    #[from_ref(skip)]
+    pub log_keys: crate::fingerprint::LogKeys,
 }
 
 /// Where a page reads from, and the caches its reads go through
@@ -164,6 +167,7 @@ impl AppState {
             password_login: true,
             replica: None,
             read_only: std::sync::Arc::default(),
+            log_keys: crate::fingerprint::LogKeys::default(),
         }
     }
 }

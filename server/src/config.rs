@@ -37,6 +37,8 @@
 //! | `IDEM_SHUTDOWN_GRACE_SECONDS` | on SIGTERM, how long in-flight requests and the demo may take to finish | `15` |
 //! | `IDEM_BACKGROUND_LEASE_SECONDS` | rollups, the demo and the session sweeper run on one replica at a time; when it dies, its lease expires after this and another takes over | `30` |
 //! | `IDEM_LOG_FORMAT` | `json` for JSON lines, else human-readable | text |
+//! | `IDEM_LOG_KEYS` | `fingerprint`: a request about a key logs a keyed fingerprint of it (`key_fp`), never the key; `full`: the key itself | `fingerprint` |
+//! | `IDEM_LOG_KEY_SECRET` | the secret fingerprints are keyed with | one generated per install, kept in the database |
 //! | `RUST_LOG` | log filter | `info` |
 //! | `LEPTOS_SITE_ROOT`, `LEPTOS_SITE_PKG_DIR`, `LEPTOS_OUTPUT_NAME`, `LEPTOS_ENV`, `LEPTOS_RELOAD_PORT` | set by cargo-leptos | `target/site`, `pkg`, `idem`, `DEV`, `3001` |
 
@@ -127,6 +129,10 @@ pub struct Config {
     pub demo_seed: Option<u64>,
     pub demo_backfill: Duration,
     pub log_json: bool,
+    /// `IDEM_LOG_KEYS=full`: keys in the logs as they are, not fingerprinted.
+    pub log_keys_full: bool,
+    /// `IDEM_LOG_KEY_SECRET`; without it, one is generated and kept in the database.
+    pub log_key_secret: Option<LogKeySecret>,
     pub read_cache_ttl: Duration,
     pub claim_retention: chrono::TimeDelta,
     /// `IDEM_READ_ONLY_CONSUMERS`: consumers read through an adapter.
@@ -142,6 +148,16 @@ pub struct Config {
     /// work within this.
     pub background_lease: Duration,
     pub leptos: LeptosOptions,
+}
+
+/// `IDEM_LOG_KEY_SECRET`. Never printed: `Debug` shows only that it is set.
+#[derive(Clone)]
+pub struct LogKeySecret(pub String);
+
+impl std::fmt::Debug for LogKeySecret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("LogKeySecret(set)")
+    }
 }
 
 /// Every setting's name (a settings file may hold only these).
@@ -163,6 +179,8 @@ pub const SETTINGS: &[&str] = &[
     "IDEM_HASH_CONCURRENCY",
     "IDEM_HEADER_TIMEOUT_SECONDS",
     "IDEM_LOG_FORMAT",
+    "IDEM_LOG_KEYS",
+    "IDEM_LOG_KEY_SECRET",
     "IDEM_MAX_CONNECTIONS",
     "IDEM_MAX_CONNECTIONS_PER_CLIENT",
     "IDEM_MAX_IN_FLIGHT",
@@ -277,6 +295,8 @@ impl Config {
             demo_seed: Some(1842),
             demo_backfill: Duration::from_secs(3600),
             log_json: false,
+            log_keys_full: false,
+            log_key_secret: None,
             read_cache_ttl: idem_app::ssr::READ_CACHE_TTL,
             claim_retention: chrono::TimeDelta::days(30),
             read_only: idem_domain::ReadOnlyConsumers::default(),

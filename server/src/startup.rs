@@ -75,6 +75,8 @@ struct Replica {
     /// written: a chart read while it was being written showed too little,
     /// and would otherwise be served until its next interval completes.
     caches: Vec<idem_app::cache::ReadCache>,
+    /// How requests log keys; its secret is set once the database is prepared.
+    log_keys: idem_app::fingerprint::LogKeys,
 }
 
 impl Application {
@@ -122,6 +124,12 @@ impl Application {
         state.slos = Arc::new(slos);
         state.database = database;
         state.password_login = config.auth.password_login;
+        state.log_keys = idem_app::fingerprint::LogKeys::new(config.log_keys_full);
+        if let Some(prepared) = &prepared {
+            state
+                .log_keys
+                .set_secret(prepared.log_key_secret.as_bytes());
+        }
         // Never migrated or written: a replica follows the primary.
         state.replica = config
             .read_database
@@ -145,6 +153,7 @@ impl Application {
             name: replica_name(),
             running: background_running,
             caches: vec![state.reads.clone(), state.per_interval.clone()],
+            log_keys: state.log_keys.clone(),
         };
         Ok(Application {
             listener,
@@ -339,6 +348,9 @@ pub fn router(
         .layer(tower_http::limit::RequestBodyLimitLayer::new(
             limits.body_limit,
         ))
-        .layer(crate::telemetry::request_layer())
+        .layer(crate::telemetry::request_layer(
+            state.log_keys.clone(),
+            state.store.clone(),
+        ))
         .with_state(state)
 }

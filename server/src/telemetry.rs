@@ -2,8 +2,12 @@
 //!
 //! Every request runs in a `request` span carrying its method, route (the
 //! pattern it matched, not the raw path), and — on a key's page or a list
-//! narrowed to one consumer — the consumer and key; when it is answered, one
-//! event adds the status and latency. Errors are logged once, where they are
+//! narrowed to one consumer — the consumer and the key's fingerprint
+//! (`key_fp`; the key itself, `key`, only with `IDEM_LOG_KEYS=full`; see
+//! `idem_app::fingerprint`); when it is answered, one event adds the status
+//! and latency. The first time a process logs a fingerprint it stores which
+//! key it stands for (in the background, not on the request's path), so
+//! searching it finds the key. Errors are logged once, where they are
 //! turned into a status (`idem_app::error::internal`), with their cause
 //! chain; tower-http's own failure log is off so nothing is logged twice.
 //!
@@ -14,6 +18,7 @@
 use std::time::Duration;
 
 use axum::{extract::MatchedPath, http};
+use idem_app::fingerprint::{LogKeys, Logged};
 use tower_http::{
     classify::{ServerErrorsAsFailures, SharedClassifier},
     trace::{MakeSpan, OnResponse, TraceLayer},
@@ -54,11 +59,13 @@ where
 }
 
 /// The request span and the event that closes it.
-pub fn request_layer()
--> TraceLayer<SharedClassifier<ServerErrorsAsFailures>, RequestSpan, (), ResponseEvent, (), (), ()>
+pub fn request_layer(
+    log_keys: LogKeys,
+    store: idem_store::Store,
+) -> TraceLayer<SharedClassifier<ServerErrorsAsFailures>, RequestSpan, (), ResponseEvent, (), (), ()>
 {
     TraceLayer::new_for_http()
-        .make_span_with(RequestSpan)
+        .make_span_with(RequestSpan { log_keys, store })
         .on_request(())
         .on_response(ResponseEvent)
         .on_body_chunk(())
@@ -67,8 +74,40 @@ pub fn request_layer()
         .on_failure(())
 }
 
-#[derive(Clone, Copy, Debug)]
-pub struct RequestSpan;
+#[derive(Clone, Debug)]
+pub struct RequestSpan {
+    log_keys: LogKeys,
+    store: idem_store::Store,
+}
+
+impl RequestSpan {
+    /// Records what the log says about `key` of `consumer` (empty for a
+    /// link naming no consumer).
+    fn record_key(&self, span: &Span, consumer: &str, key: &str) {
+        match self.log_keys.logged(consumer, key) {
+            Logged::Key(key) => {
+                span.record("key", key.as_str());
+            }
+            Logged::Fingerprint(fingerprint) => {
+                span.record("key_fp", fingerprint.as_str());
+                if self.log_keys.first_time(&fingerprint) {
+                    let (store, consumer, key) =
+                        (self.store.clone(), consumer.to_owned(), key.to_owned());
+                    tokio::spawn(async move {
+                        let at = idem_store::Ts::now();
+                        if let Err(err) = store
+                            .record_key_fingerprint(&fingerprint, &consumer, &key, at)
+                            .await
+                        {
+                            tracing::debug!(error = %err, %fingerprint, "could not store a key fingerprint");
+                        }
+                    });
+                }
+            }
+            Logged::Withheld => {}
+        }
+    }
+}
 
 impl<B> MakeSpan<B> for RequestSpan {
     fn make_span(&mut self, request: &http::Request<B>) -> Span {
@@ -82,15 +121,16 @@ impl<B> MakeSpan<B> for RequestSpan {
             route,
             consumer = Empty,
             key = Empty,
+            key_fp = Empty,
             status = Empty,
             latency_ms = Empty,
         );
         let (consumer, key) = subject(route, request.uri());
-        if let Some(consumer) = consumer {
+        if let Some(consumer) = &consumer {
             span.record("consumer", consumer.as_str());
         }
         if let Some(key) = key {
-            span.record("key", key.as_str());
+            self.record_key(&span, consumer.as_deref().unwrap_or(""), &key);
         }
         span
     }

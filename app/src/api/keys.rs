@@ -26,6 +26,9 @@ pub struct KeyStory {
     /// Why no action can be taken on this consumer's keys from Idem (it is
     /// read through an adapter), if so.
     pub read_only: Option<String>,
+    /// How Idem's logs name this key, when they carry a fingerprint of it
+    /// rather than the key (`IDEM_LOG_KEYS`).
+    pub log_fingerprint: Option<String>,
 }
 
 /// What a link carrying only a key finds.
@@ -53,6 +56,8 @@ pub struct SearchResults {
     pub by_status_change: bool,
     /// For a prefix search: how many keys match (capped).
     pub matches: Option<idem_domain::CappedCount>,
+    /// The query was a fingerprint from Idem's logs: `exact` is its key.
+    pub from_fingerprint: bool,
 }
 
 /// The filters of `/keys`, as typed (all optional).
@@ -121,7 +126,12 @@ pub(crate) mod ssr {
             clock.as_of,
             &clock.zone,
         );
-        let read_only = crate::ssr::state()?.read_only.reason(consumer.as_str());
+        let state = crate::ssr::state()?;
+        let read_only = state.read_only.reason(consumer.as_str());
+        let log_fingerprint = match state.log_keys.logged(consumer.as_str(), key.as_str()) {
+            crate::fingerprint::Logged::Fingerprint(fingerprint) => Some(fingerprint),
+            _ => None,
+        };
         Ok(Some(KeyStory {
             clock,
             consumer: consumer.to_string(),
@@ -136,7 +146,28 @@ pub(crate) mod ssr {
             verdicts,
             from_replica: reader.is_replica(),
             read_only,
+            log_fingerprint,
         }))
+    }
+
+    /// The claims of the key a fingerprint from Idem's logs stands for, if
+    /// Idem logged it.
+    pub async fn by_fingerprint(
+        store: &idem_store::Store,
+        fingerprint: &str,
+    ) -> Result<Option<Vec<idem_domain::Claim>>, AppError> {
+        let Some((consumer, key)) = store.key_by_fingerprint(fingerprint).await? else {
+            return Ok(None);
+        };
+        let key = idem_domain::IdempotencyKey::parse(key)?;
+        let claims = store.claims_with_key(&key, MATCH_LIMIT).await?;
+        // A link naming no consumer was fingerprinted without one.
+        Ok(Some(
+            claims
+                .into_iter()
+                .filter(|c| consumer.is_empty() || c.consumer == consumer)
+                .collect(),
+        ))
     }
 }
 
@@ -201,6 +232,21 @@ pub async fn search_keys(query: KeyQuery) -> Result<SearchResults, AppError> {
 
     crate::ssr::serve(async move {
         crate::ssr::require(idem_domain::Role::Viewer)?;
+        // A fingerprint from Idem's logs finds the key it stands for.
+        if crate::fingerprint::looks_like(&query.q) {
+            let store = crate::ssr::reader(&crate::ssr::state()?).store;
+            if let Some(exact) = ssr::by_fingerprint(&store, &query.q).await? {
+                return Ok(SearchResults {
+                    clock: crate::ssr::clock(chrono::Utc::now()),
+                    exact,
+                    claims: Vec::new(),
+                    next: None,
+                    by_status_change: false,
+                    matches: None,
+                    from_fingerprint: true,
+                });
+            }
+        }
         // A prefix is checked as a key would be; a whole key also lists
         // that key's exact matches.
         let whole_key = match query.q.as_str() {
@@ -258,6 +304,7 @@ pub async fn search_keys(query: KeyQuery) -> Result<SearchResults, AppError> {
             next: found.page.next,
             by_status_change: found.order == SearchOrder::StatusChange,
             matches: found.matches,
+            from_fingerprint: false,
         })
     })
     .await

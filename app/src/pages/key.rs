@@ -134,6 +134,9 @@ fn Story(s: KeyStory, reload: Callback<()>) -> impl IntoView {
         <p class="key-consumer">
             "Consumer " <strong><bdi>{s.consumer.clone()}</bdi></strong>
             " · " <a href=links::key_only_href(&s.key) rel="external">"this key in every consumer"</a>
+            {s.log_fingerprint.clone().map(|fingerprint| view! {
+                " · in Idem's logs as " <code class="fingerprint">{fingerprint}</code>
+            })}
         </p>
         {crate::components::replica_note(s.from_replica)}
         {flags}

@@ -40,6 +40,13 @@ pub fn SearchPage() -> impl IntoView {
         provide_clock(r.clock);
         let on_first_page = current.cursor.is_empty();
         let keep = kept_filters(&current);
+        if r.from_fingerprint {
+            return view! {
+                <h2>"The key Idem's logs call " <code>{current.q.clone()}</code></h2>
+                <ClaimTable claims=r.exact/>
+            }
+            .into_any();
+        }
         let exact = (!r.exact.is_empty()).then(|| {
             view! {
                 <h2>"Exact match"</h2>
@@ -59,6 +66,7 @@ pub fn SearchPage() -> impl IntoView {
             {list}
             <Pager path="/keys" next=r.next on_first_page keep/>
         }
+        .into_any()
     };
     view! {
         <Title text="Keys"/>

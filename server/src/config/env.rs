@@ -23,6 +23,7 @@ impl Config {
         let claim_retention = chrono::TimeDelta::days(or_default("IDEM_CLAIM_RETENTION_DAYS", 30)?);
         let auth = auth(addr)?;
         let log_json = var("IDEM_LOG_FORMAT").is_some_and(|v| v.eq_ignore_ascii_case("json"));
+        let log_keys_full = log_keys_full()?;
         let leptos = leptos(addr)?;
         Ok(Config {
             read_database: replica(&database),
@@ -33,6 +34,8 @@ impl Config {
             demo_seed,
             demo_backfill: Duration::from_secs(backfill_hours * 3600),
             log_json,
+            log_keys_full,
+            log_key_secret: var("IDEM_LOG_KEY_SECRET").map(super::LogKeySecret),
             read_cache_ttl,
             claim_retention,
             read_only: read_only()?,
@@ -47,6 +50,20 @@ impl Config {
             ),
             leptos,
         })
+    }
+}
+
+/// `IDEM_LOG_KEYS`: `full` logs keys as they are; `fingerprint` (the
+/// default) logs a keyed fingerprint instead.
+fn log_keys_full() -> Result<bool, ConfigError> {
+    match var("IDEM_LOG_KEYS").as_deref().map(str::trim) {
+        None | Some("fingerprint") => Ok(false),
+        Some("full") => Ok(true),
+        Some(other) => Err(ConfigError::Invalid {
+            name: "IDEM_LOG_KEYS",
+            value: other.to_owned(),
+            reason: "expected fingerprint or full".into(),
+        }),
     }
 }
 

@@ -33,11 +33,15 @@ pub(super) async fn background(
         name: replica,
         running,
         caches,
+        log_keys,
     } = replica;
     let prepared = match prepared {
         Some(prepared) => prepared,
         None => match prepare_when_reachable(&config, &auth, &ready, &fatal, &mut stop).await {
-            Some(prepared) => prepared,
+            Some(prepared) => {
+                log_keys.set_secret(prepared.log_key_secret.as_bytes());
+                prepared
+            }
             None => return,
         },
     };

@@ -1,5 +1,6 @@
 //! What start-up decides once the database answers: migrations, whether
-//! the demo runs, and the demo's accounts (created, or retired without it).
+//! the demo runs, the demo's accounts (created, or retired without it), and
+//! the secret key fingerprints in the logs are keyed with.
 
 use std::time::Duration;
 
@@ -15,6 +16,9 @@ use crate::{
 /// What start-up decides once the database answers.
 pub(super) struct Prepared {
     pub(super) demo: Option<demo::Settings>,
+    /// What key fingerprints in the logs are keyed with: `IDEM_LOG_KEY_SECRET`,
+    /// else this install's own, kept in the database.
+    pub(super) log_key_secret: String,
 }
 
 /// Migrates, decides whether the demo runs and creates its accounts.
@@ -31,7 +35,17 @@ pub(super) async fn prepare(config: &Config, auth: &AuthContext) -> Result<Prepa
         store.set_meta(DEMO_DATA, "1").await?;
         ensure_demo_accounts(auth).await?;
     }
-    Ok(Prepared { demo })
+    let log_key_secret = match &config.log_key_secret {
+        Some(secret) => secret.0.clone(),
+        None => {
+            let generated = hex::encode(rand::random::<[u8; 32]>());
+            store.log_fingerprint_secret(&generated).await?
+        }
+    };
+    Ok(Prepared {
+        demo,
+        log_key_secret,
+    })
 }
 
 /// The demo's accounts have their names as passwords: the demo listens on

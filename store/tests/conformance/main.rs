@@ -6,6 +6,7 @@
 
 mod checks;
 mod claims;
+mod fingerprints;
 mod leases;
 mod lists;
 mod metrics;
