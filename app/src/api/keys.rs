@@ -150,9 +150,29 @@ pub(crate) mod ssr {
         }))
     }
 
+    /// What a search for a fingerprint from Idem's logs finds: its key's
+    /// claims, if `q` is one that Idem logged.
+    pub async fn fingerprint_search(q: &str) -> Result<Option<super::SearchResults>, AppError> {
+        if !crate::fingerprint::looks_like(q) {
+            return Ok(None);
+        }
+        let store = crate::ssr::reader(&crate::ssr::state()?).store;
+        Ok(by_fingerprint(&store, q)
+            .await?
+            .map(|exact| super::SearchResults {
+                clock: crate::ssr::clock(chrono::Utc::now()),
+                exact,
+                claims: Vec::new(),
+                next: None,
+                by_status_change: false,
+                matches: None,
+                from_fingerprint: true,
+            }))
+    }
+
     /// The claims of the key a fingerprint from Idem's logs stands for, if
     /// Idem logged it.
-    pub async fn by_fingerprint(
+    async fn by_fingerprint(
         store: &idem_store::Store,
         fingerprint: &str,
     ) -> Result<Option<Vec<idem_domain::Claim>>, AppError> {
@@ -233,19 +253,8 @@ pub async fn search_keys(query: KeyQuery) -> Result<SearchResults, AppError> {
     crate::ssr::serve(async move {
         crate::ssr::require(idem_domain::Role::Viewer)?;
         // A fingerprint from Idem's logs finds the key it stands for.
-        if crate::fingerprint::looks_like(&query.q) {
-            let store = crate::ssr::reader(&crate::ssr::state()?).store;
-            if let Some(exact) = ssr::by_fingerprint(&store, &query.q).await? {
-                return Ok(SearchResults {
-                    clock: crate::ssr::clock(chrono::Utc::now()),
-                    exact,
-                    claims: Vec::new(),
-                    next: None,
-                    by_status_change: false,
-                    matches: None,
-                    from_fingerprint: true,
-                });
-            }
+        if let Some(found) = ssr::fingerprint_search(&query.q).await? {
+            return Ok(found);
         }
         // A prefix is checked as a key would be; a whole key also lists
         // that key's exact matches.
