@@ -26,7 +26,7 @@ pub struct AppState {
     #[from_ref(skip)]
     pub per_interval: crate::cache::ReadCache,
     /// How long consumers keep claims (a replay of an older key may not be deduplicated).
-    pub claim_retention: chrono::TimeDelta,
+    pub claim_retention: idem_domain::ClaimRetention,
     /// The SLOs in force (from `IDEM_SLO_FILE` or the built-in defaults).
     pub slos: std::sync::Arc<idem_domain::slo::SloSet>,
     /// Whether the database answers, and since when it has not.
@@ -161,7 +161,7 @@ impl AppState {
                 },
                 256,
             ),
-            claim_retention: chrono::TimeDelta::days(30),
+            claim_retention: idem_domain::ClaimRetention::default(),
             slos: std::sync::Arc::default(),
             database: DatabaseStatus::default(),
             password_login: true,

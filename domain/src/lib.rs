@@ -12,6 +12,7 @@ mod key;
 mod metric;
 mod read_only;
 mod record;
+mod retention;
 pub mod sign_in;
 pub mod slo;
 mod status;
@@ -25,5 +26,6 @@ pub use key::{ConsumerName, IdempotencyKey, KeyError, decode_segment, encode_seg
 pub use metric::{FIFO_DEDUPE_WINDOW_SECONDS, Metric, MetricKind};
 pub use read_only::ReadOnlyConsumers;
 pub use record::{AuditEntry, Claim, DeadLetter, OutboxRow, Page};
+pub use retention::ClaimRetention;
 pub use status::{AccountOrigin, ClaimStatus, DeadLetterState, OutboxOrigin, Role, UnknownValue};
 pub use zone::{ZoneInfo, ZoneSpan};

@@ -22,7 +22,7 @@
 //! | `IDEM_PASSWORD_LOGIN` | `0` turns password sign-in off (the proxy signs people in) | `1` |
 //! | `IDEM_HASH_CONCURRENCY` | password hashes computed at once | `2` |
 //! | `IDEM_READ_ONLY_CONSUMERS` | consumers read through an adapter over their own tables (comma-separated): their pages work, actions on them are refused with the reason | none |
-//! | `IDEM_CLAIM_RETENTION_DAYS` | how long consumers keep claims; replaying an older key is flagged | `30` |
+//! | `IDEM_CLAIM_RETENTION_DAYS` | how long consumers keep claims, in days, then any consumer's own (`30, payments=90`); replaying an older key is flagged, `/checks` lists such dead letters | `30` |
 //! | `IDEM_READ_CACHE_MS` | how long one dashboard read serves every viewer (0 turns the cache off) | `2000` |
 //! | `IDEM_SLO_FILE` | a TOML file of SLOs (see `slo_config`) | the built-in defaults |
 //! | `IDEM_METRICS_TOKEN` | bearer token a Prometheus scrape of `/metrics` must send; unset turns the export off | unset |
@@ -134,7 +134,7 @@ pub struct Config {
     /// `IDEM_LOG_KEY_SECRET`; without it, one is generated and kept in the database.
     pub log_key_secret: Option<LogKeySecret>,
     pub read_cache_ttl: Duration,
-    pub claim_retention: chrono::TimeDelta,
+    pub claim_retention: idem_domain::ClaimRetention,
     /// `IDEM_READ_ONLY_CONSUMERS`: consumers read through an adapter.
     pub read_only: idem_domain::ReadOnlyConsumers,
     /// `IDEM_SLO_FILE`; `None` uses the built-in SLOs.
@@ -298,7 +298,7 @@ impl Config {
             log_keys_full: false,
             log_key_secret: None,
             read_cache_ttl: idem_app::ssr::READ_CACHE_TTL,
-            claim_retention: chrono::TimeDelta::days(30),
+            claim_retention: idem_domain::ClaimRetention::default(),
             read_only: idem_domain::ReadOnlyConsumers::default(),
             slo_file: None,
             metrics_token: None,

@@ -119,7 +119,7 @@ impl Application {
             leptos.site_pkg_dir = pkg_dir.into();
         }
         let mut state = AppState::new(leptos, store, console, config.read_cache_ttl);
-        state.claim_retention = config.claim_retention;
+        state.claim_retention = config.claim_retention.clone();
         state.read_only = Arc::new(config.read_only.clone());
         state.slos = Arc::new(slos);
         state.database = database;

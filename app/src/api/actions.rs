@@ -101,7 +101,7 @@ pub async fn replay_dead_letter(
                 actor: acting.actor(),
                 override_verdict: override_verdict.is_some(),
                 reason: Some(&reason),
-                retention: state.claim_retention,
+                retention: &state.claim_retention,
             })
             .await?)
     })

@@ -23,7 +23,8 @@ pub struct Checks {
     /// What the checks measure against: the unknown-outcome objective and
     /// the claim retention.
     pub objective_seconds: f64,
-    pub retention_days: i64,
+    /// The claim retention in words: `30 days; payments 90 days`.
+    pub retention: String,
 }
 
 /// The checks' counts; with `check` (its slug), one page of its findings.
@@ -50,7 +51,7 @@ pub async fn get_checks(check: Option<String>, cursor: Option<String>) -> Result
             counts,
             findings,
             objective_seconds: crate::api::ssr::unknown_objective_seconds(&state.slos),
-            retention_days: state.claim_retention.num_days(),
+            retention: ssr::retention_words(&state.claim_retention),
         })
     })
     .await
@@ -68,13 +69,26 @@ pub(crate) mod ssr {
     use super::CheckCount;
     use crate::{api::COUNT_CAP, cache::ReadKey, error::AppError, format::Clock, ssr::AppState};
 
+    /// `30 days; payments 90 days`: the horizon, then each consumer's own.
+    pub fn retention_words(retention: &idem_domain::ClaimRetention) -> String {
+        let days = |d: TimeDelta| format!("{} days", d.num_days());
+        std::iter::once(days(retention.default_horizon()))
+            .chain(
+                retention
+                    .overrides()
+                    .map(|(c, d)| format!("{c} {}", days(d))),
+            )
+            .collect::<Vec<_>>()
+            .join("; ")
+    }
+
     /// What the checks measure against now, from the settings in force.
     fn limits(state: &AppState) -> CheckLimits {
         let objective = crate::api::ssr::unknown_objective_seconds(&state.slos);
         CheckLimits {
             now: Utc::now().into(),
             unknown_objective: TimeDelta::milliseconds((objective * 1000.0) as i64),
-            claim_retention: state.claim_retention,
+            claim_retention: state.claim_retention.clone(),
         }
     }
 

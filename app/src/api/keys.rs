@@ -102,7 +102,7 @@ pub(crate) mod ssr {
             audit,
         } = records;
         let clock = crate::ssr::clock(chrono::Utc::now());
-        let retention = crate::ssr::state()?.claim_retention;
+        let retention = crate::ssr::state()?.claim_retention.of(consumer.as_str());
         let verdicts = dead_letters
             .iter()
             .filter(|d| d.state == idem_domain::DeadLetterState::Open)

@@ -204,7 +204,9 @@ pub async fn get_dead_letter(id: String) -> Result<DeadLetterDetail, AppError> {
             _ => None,
         };
         let clock = crate::ssr::clock(chrono::Utc::now());
-        let retention = crate::ssr::state()?.claim_retention;
+        let retention = crate::ssr::state()?
+            .claim_retention
+            .of(&dead_letter.consumer);
         let verdict = idem_domain::action::Verdict::of(claim.as_ref(), retention, clock.as_of);
         let can_act = crate::ssr::current_user()
             .is_some_and(|u| u.role.includes(idem_domain::Role::Operator));

@@ -33,9 +33,9 @@ pub fn ChecksPage() -> impl IntoView {
         let on_first_page = cursor.get_untracked().is_none();
         let picked = checks.findings.as_ref().map(|(check, _)| *check);
         let note = format!(
-            "Measured against the objective for unknown outcomes ({}) and the claim retention ({} days).",
+            "Measured against the objective for unknown outcomes ({}) and the claim retention ({}).",
             duration(checks.objective_seconds.round() as i64),
-            checks.retention_days
+            checks.retention
         );
         view! {
             <CheckTable counts=checks.counts.clone() picked/>

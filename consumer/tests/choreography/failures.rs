@@ -47,7 +47,7 @@ async fn a_dead_letter_replayed_seven_days_later_under_the_same_key_is_sent_once
             actor: OLGA,
             override_verdict: false,
             reason: Some("provider outage is over"),
-            retention: TimeDelta::days(30),
+            retention: &idem_domain::ClaimRetention::days(30),
         })
         .await
         .unwrap();

@@ -20,7 +20,7 @@ impl Config {
             .transpose()?;
         let backfill_hours: u64 = or_default("IDEM_DEMO_BACKFILL_HOURS", 48)?;
         let read_cache_ttl = Duration::from_millis(or_default("IDEM_READ_CACHE_MS", 2000)?);
-        let claim_retention = chrono::TimeDelta::days(or_default("IDEM_CLAIM_RETENTION_DAYS", 30)?);
+        let claim_retention = claim_retention()?;
         let auth = auth(addr)?;
         let log_json = var("IDEM_LOG_FORMAT").is_some_and(|v| v.eq_ignore_ascii_case("json"));
         let log_keys_full = log_keys_full()?;
@@ -50,6 +50,21 @@ impl Config {
             ),
             leptos,
         })
+    }
+}
+
+/// `IDEM_CLAIM_RETENTION_DAYS`: days for every consumer, then any
+/// consumer's own (`30, payments=90`).
+fn claim_retention() -> Result<idem_domain::ClaimRetention, ConfigError> {
+    match var("IDEM_CLAIM_RETENTION_DAYS") {
+        None => Ok(idem_domain::ClaimRetention::default()),
+        Some(value) => {
+            idem_domain::ClaimRetention::parse(&value).map_err(|reason| ConfigError::Invalid {
+                name: "IDEM_CLAIM_RETENTION_DAYS",
+                value,
+                reason,
+            })
+        }
     }
 }
 

@@ -70,7 +70,7 @@ impl Simulation {
             actor: on_call_actor(),
             override_verdict: false,
             reason: Some("the provider is back (simulated on-call)"),
-            retention: TimeDelta::days(30),
+            retention: &idem_domain::ClaimRetention::days(30),
         };
         self.store
             .replay_dead_letter_at(&request, Ts::from(self.now))

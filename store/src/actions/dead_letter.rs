@@ -74,7 +74,7 @@ pub(super) async fn replay(
         Err(answer) => return Ok(answer),
     };
     let claim = tx.read_claim(&dl.consumer, &dl.key).await?;
-    let verdict = Verdict::of(claim.as_ref(), req.retention, now);
+    let verdict = Verdict::of(claim.as_ref(), req.retention.of(&dl.consumer), now);
     let reason = match text::reason(req.reason.unwrap_or_default()) {
         Ok(reason) => reason,
         Err(err) => return Ok(refused(err.to_string())),

@@ -8,7 +8,7 @@
 //! sent for another dead letter, another key, another action or by another
 //! person is `FormReused` (nothing done), never the first action's answer.
 
-use chrono::{TimeDelta, Utc};
+use chrono::Utc;
 use idem_domain::{
     ConsumerName, IdempotencyKey,
     action::{ActionId, ActionOutcome, Resolution},
@@ -43,8 +43,8 @@ pub struct ReplayRequest<'a> {
     /// The operator ticked "override" for a blocked verdict.
     pub override_verdict: bool,
     pub reason: Option<&'a str>,
-    /// How long the consumer keeps claims.
-    pub retention: TimeDelta,
+    /// How long each consumer keeps claims.
+    pub retention: &'a idem_domain::ClaimRetention,
 }
 
 #[derive(Debug, Clone, Copy)]

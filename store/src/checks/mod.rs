@@ -8,7 +8,7 @@
 //! one); a sweep keeps them in `shared_provider_refs` (`shared_refs`).
 
 use chrono::TimeDelta;
-use idem_domain::{CappedCount, Check, Finding, Page};
+use idem_domain::{CappedCount, Check, ClaimRetention, Finding, Page};
 
 use crate::{
     StoreError, StoreResult,
@@ -24,13 +24,13 @@ mod shared_refs;
 pub use shared_refs::{SHARED_REFS_WATERMARK, SharedRefSweep};
 
 /// What the checks measure against.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CheckLimits {
     pub now: Ts,
     /// How long an unknown outcome may stay unknown (the resolution objective).
     pub unknown_objective: TimeDelta,
     /// How long consumers keep claims.
-    pub claim_retention: TimeDelta,
+    pub claim_retention: ClaimRetention,
 }
 
 /// The rows a check finds and the order its list takes: a `FROM … WHERE …`
@@ -122,7 +122,7 @@ fn shape(check: Check, limits: &CheckLimits, sql: &mut Sql) -> Shape {
             // The replay verdict's rule: a claim that is neither sent nor
             // unknown and older than the retention, or none at all (deleted
             // by the retention) for a letter that old.
-            let cutoff = sql.param(limits.now - limits.claim_retention);
+            let cutoff = retention_cutoff(&limits.claim_retention, limits.now, sql);
             dead_letter(
                 format!(
                     "dead_letters d LEFT {JOIN_CLAIM} WHERE d.state = 'open' \
@@ -132,6 +132,23 @@ fn shape(check: Check, limits: &CheckLimits, sql: &mut Sql) -> Shape {
                 NO_REF,
             )
         }
+    }
+}
+
+/// The instant before which a dead letter's claim is past its consumer's
+/// retention: `CASE d.consumer WHEN … THEN … ELSE … END` over the consumers
+/// with their own horizon (just the default's when none has).
+fn retention_cutoff(retention: &ClaimRetention, now: Ts, sql: &mut Sql) -> String {
+    let mut whens = String::new();
+    for (consumer, horizon) in retention.overrides() {
+        let (name, cutoff) = (sql.param(consumer), sql.param(now - horizon));
+        whens += &format!(" WHEN {name} THEN {cutoff}");
+    }
+    let default = sql.param(now - retention.default_horizon());
+    if whens.is_empty() {
+        default
+    } else {
+        format!("CASE d.consumer{whens} ELSE {default} END")
     }
 }
 

@@ -84,7 +84,7 @@ async fn each_replay_verdict_is_applied(store: &Store) {
     let old = dead_lettered(store, "v:old", Outcome::Permanent { error: "x" }).await;
     let verdict_6 = testing::action_id("verdict-6");
     let short_retention = ReplayRequest {
-        retention: TimeDelta::minutes(1),
+        retention: &idem_domain::ClaimRetention::new(TimeDelta::minutes(1)),
         ..replay(old, &verdict_6)
     };
     assert!(matches!(

@@ -13,6 +13,9 @@ use chrono::TimeDelta;
 use idem_domain::action::ActionId;
 use idem_store::{Actor, Delivery, NewDeadLetter, Outcome, ReplayRequest, Store, Ts, Tx};
 
+/// How long the consumers of these tests keep claims.
+static THIRTY_DAYS: idem_domain::ClaimRetention = idem_domain::ClaimRetention::days(30);
+
 const OLGA: Actor<'static> = Actor {
     name: "olga",
     role: "operator",
@@ -79,6 +82,6 @@ fn replay(id: i64, action_id: &ActionId) -> ReplayRequest<'_> {
         actor: OLGA,
         override_verdict: false,
         reason: None,
-        retention: TimeDelta::days(30),
+        retention: &THIRTY_DAYS,
     }
 }

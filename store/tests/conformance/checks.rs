@@ -2,7 +2,7 @@
 //! among healthy keys, and what each check lists and counts.
 
 use chrono::TimeDelta;
-use idem_domain::{CappedCount, Check, Finding};
+use idem_domain::{CappedCount, Check, ClaimRetention, Finding};
 use idem_store::{
     CheckLimits, Delivery, NewDeadLetter, Outcome, PageRequest, Store, StoreError, Ts, testing,
 };
@@ -24,7 +24,7 @@ fn limits() -> CheckLimits {
         now: Ts::now(),
         unknown_objective: TimeDelta::minutes(15),
         // The fleet below is a day old: its claims are past a one-hour retention.
-        claim_retention: TimeDelta::hours(1),
+        claim_retention: ClaimRetention::new(TimeDelta::hours(1)),
     }
 }
 
@@ -188,6 +188,18 @@ async fn each_check_finds_its_own_keys_and_no_healthy_one(store: &Store) {
             "{check}"
         );
     }
+    // A consumer that keeps its claims for 90 days has none past it.
+    let longer = CheckLimits {
+        claim_retention: ClaimRetention::new(TimeDelta::hours(1))
+            .with("payments", TimeDelta::days(90)),
+        ..limits()
+    };
+    let page = PageRequest::first(10);
+    let kept = store
+        .check_findings(Check::DeadLetterBeyondRetention, &longer, &page)
+        .await
+        .unwrap();
+    assert!(kept.items.is_empty(), "{:?}", kept.items);
     // A count stops at its cap and says so.
     let capped = store.count_check_findings(&limits(), 1).await.unwrap();
     let beyond = capped

@@ -403,7 +403,8 @@ impl Reads<'_> {
         let limits = idem_store::CheckLimits {
             now: Ts::now(),
             unknown_objective: chrono::TimeDelta::minutes(15),
-            claim_retention: chrono::TimeDelta::days(30),
+            claim_retention: idem_domain::ClaimRetention::days(30)
+                .with("payments", chrono::TimeDelta::days(90)),
         };
         let first = PageRequest::first(PageRequest::DEFAULT_LIMIT);
         let mut rows = vec![
