@@ -48,7 +48,10 @@ pub(crate) enum ReadKey {
         window: idem_store::Window,
     },
     /// One page of the outbox backlog.
-    Outbox { cursor: Option<String> },
+    Outbox {
+        cursor: Option<String>,
+        filter: idem_store::OutboxFilter,
+    },
     /// Every consistency check's count.
     CheckCounts,
     /// One page of one consistency check's findings.

@@ -41,7 +41,9 @@ pub use fingerprints::LOG_FINGERPRINT_SECRET;
 pub use lease::BACKGROUND_LEASE;
 pub use meta::DEMO_DATA;
 pub use metrics::MetricSample;
-pub use reads::{KEY_PAGE_ROWS, KEY_PAGE_SHARED_REFS, KeyRecords, OverviewRecords, Window};
+pub use reads::{
+    KEY_PAGE_ROWS, KEY_PAGE_SHARED_REFS, KeyRecords, OutboxFilter, OverviewRecords, Window,
+};
 pub use rollup::{ROLLUP_SETTLE, ROLLUP_WATERMARK, Recovery};
 pub use search::{ClaimSearch, SEARCH_CANDIDATES, SearchOrder, SearchResult};
 pub use sign_in::{SignInResult, SignInSubject};

@@ -91,6 +91,29 @@ pub(crate) mod ssr {
         })
     }
 
+    /// The longest topic name a filter takes, in bytes.
+    const MAX_TOPIC_BYTES: usize = 256;
+
+    /// The outbox filter the address asks for (`consumer`, `topic`),
+    /// checked: a valid consumer name, a topic without control characters.
+    pub fn outbox_filter(
+        consumer: Option<String>,
+        topic: Option<String>,
+    ) -> Result<idem_store::OutboxFilter, AppError> {
+        let topic = topic.map(|t| t.trim().to_owned()).filter(|t| !t.is_empty());
+        if let Some(topic) = &topic
+            && (topic.len() > MAX_TOPIC_BYTES || topic.chars().any(char::is_control))
+        {
+            return Err(AppError::BadRequest(format!(
+                "A topic is at most {MAX_TOPIC_BYTES} bytes long, without line breaks or other control characters."
+            )));
+        }
+        Ok(idem_store::OutboxFilter {
+            consumer: crate::api::ssr::consumer_filter(consumer.as_deref())?,
+            topic,
+        })
+    }
+
     pub fn page_request(cursor: Option<String>) -> idem_store::PageRequest {
         idem_store::PageRequest::new(idem_store::PageRequest::DEFAULT_LIMIT, cursor)
     }
@@ -227,18 +250,26 @@ pub async fn get_dead_letter(id: String) -> Result<DeadLetterDetail, AppError> {
 
 /// Unpublished outbox rows, oldest first.
 #[server(prefix = "/api/read", input = server_fn::codec::GetUrl)]
-pub async fn list_outbox(cursor: Option<String>) -> Result<ListPage<OutboxRow>, AppError> {
+pub async fn list_outbox(
+    cursor: Option<String>,
+    consumer: Option<String>,
+    topic: Option<String>,
+) -> Result<ListPage<OutboxRow>, AppError> {
     crate::ssr::serve(async move {
         crate::ssr::require(idem_domain::Role::Viewer)?;
+        let filter = ssr::outbox_filter(consumer, topic)?;
         let key = crate::cache::ReadKey::Outbox {
             cursor: cursor.clone(),
+            filter: filter.clone(),
         };
         ssr::cached_page(key, |store| async move {
-            let page = store.unpublished_outbox(&ssr::page_request(cursor)).await?;
-            Ok((
-                page,
-                store.count_unpublished_outbox(super::COUNT_CAP).await?,
-            ))
+            let page = store
+                .unpublished_outbox_in(&ssr::page_request(cursor), &filter)
+                .await?;
+            let total = store
+                .count_unpublished_outbox_in(&filter, super::COUNT_CAP)
+                .await?;
+            Ok((page, total))
         })
         .await
     })

@@ -173,13 +173,33 @@ pub fn UnknownPage() -> impl IntoView {
     }
 }
 
-/// `/outbox`: unpublished outbox rows, oldest first.
+/// `/outbox?consumer=&topic=`: unpublished outbox rows, oldest first, with
+/// how long the oldest has waited (the relay's publish lag).
 #[component]
 pub fn OutboxPage() -> impl IntoView {
     let cursor = use_cursor();
-    let data = Resource::new(move || cursor.get(), list_outbox);
+    let location = use_location();
+    let filter = Memo::new(move |_| {
+        let search = location.search.get();
+        let param = |name| links::query_param(&search, name).filter(|v| !v.is_empty());
+        (param("consumer"), param("topic"))
+    });
+    let data = Resource::new(
+        move || (cursor.get(), filter.get()),
+        |(cursor, (consumer, topic))| list_outbox(cursor, consumer, topic),
+    );
     let render = move |p: ListPage<OutboxRow>| {
         let on_first_page = cursor.get_untracked().is_none();
+        let (consumer, topic) = filter.get_untracked();
+        let keep: Vec<(&'static str, String)> = [("consumer", consumer), ("topic", topic)]
+            .into_iter()
+            .filter_map(|(name, value)| value.map(|v| (name, v)))
+            .collect();
+        // The oldest row waiting is the first of the first page.
+        let lag = on_first_page
+            .then(|| p.page.items.first().map(|r| r.created_at))
+            .flatten()
+            .map(|at| view! { " · publish lag: the oldest has waited " <Age at/> });
         provide_clock(p.clock);
         let rows = p
             .page
@@ -201,14 +221,15 @@ pub fn OutboxPage() -> impl IntoView {
             })
             .collect_view();
         view! {
-            <p class="count-line">{format!("{} waiting", p.total)}</p>
+            <p class="count-line">{format!("{} waiting", p.total)} {lag}</p>
             <table>
                 <thead><tr><th>"Key"</th><th>"Consumer"</th><th>"Topic"</th><th>"Origin"</th><th>"Written"</th><th class="num">"Waiting"</th><th class="num">"Attempts"</th><th>"Last error"</th></tr></thead>
                 <tbody>{rows}</tbody>
             </table>
-            <Pager path="/outbox" next=p.page.next on_first_page/>
+            <Pager path="/outbox" next=p.page.next on_first_page keep/>
         }
     };
+    let (consumer, topic) = filter.get_untracked();
     view! {
         <Title text="Outbox"/>
         <div class="page-head">
@@ -216,6 +237,17 @@ pub fn OutboxPage() -> impl IntoView {
             <LiveRefresh on_tick=Callback::new(move |()| data.refetch())/>
         </div>
         <p class="lede">"Rows written by consumers (and by replays) that the relay has not published yet. Oldest first."</p>
+        <form class="search-form filters" method="get" action="/outbox">
+            <label>
+                "Consumer "
+                <input type="text" name="consumer" value=consumer.unwrap_or_default() maxlength="128" autocomplete="off" spellcheck="false"/>
+            </label>
+            <label>
+                "Topic "
+                <input type="text" name="topic" value=topic.unwrap_or_default() maxlength="256" autocomplete="off" spellcheck="false"/>
+            </label>
+            <button type="submit">"Filter"</button>
+        </form>
         <Loaded resource=data render/>
     }
 }

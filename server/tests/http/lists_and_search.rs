@@ -175,3 +175,62 @@ async fn a_missing_key_offers_a_search_pre_filled_with_it() {
         "{html}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_outbox_narrows_to_a_consumer_and_a_topic_and_says_how_long_the_oldest_waited() {
+    for db in [TestDatabase::sqlite().await, TestDatabase::postgres().await] {
+        let app = spawn_app(db).await;
+        let mut tx = app.store.begin().await.unwrap();
+        for (consumer, topic, key, minutes_ago) in [
+            ("orders", "order.shipped", "ship:<b>1</b> 🧾", 7),
+            ("orders", "order.refunded", "refund:1", 5),
+            ("refunds", "order.refunded", "refund:2", 3),
+        ] {
+            tx.enqueue(&idem_store::NewOutboxRow {
+                consumer,
+                topic,
+                key,
+                payload: "{}",
+                origin: idem_domain::OutboxOrigin::Application,
+                dead_letter_id: None,
+                audit_id: None,
+                at: Ts::now() - chrono::TimeDelta::minutes(minutes_ago),
+            })
+            .await
+            .unwrap();
+        }
+        tx.commit().await.unwrap();
+
+        let (status, html) = app.get("/outbox?consumer=orders").await;
+        assert_eq!(status, 200, "{html}");
+        let page = visible(&html);
+        assert!(page.contains("2 waiting"), "{page}");
+        assert!(
+            page.contains("publish lag: the oldest has waited 7 min"),
+            "{page}"
+        );
+        assert!(text(&html).contains("ship:<b>1</b> 🧾") && !html.contains("<b>1</b>"));
+        assert!(!page.contains("refund:2"), "{page}");
+
+        let (_, html) = app.get("/outbox?topic=order.refunded").await;
+        let page = visible(&html);
+        assert!(
+            page.contains("2 waiting") && page.contains("waited 5 min"),
+            "{page}"
+        );
+        assert!(
+            page.contains("refund:1") && page.contains("refund:2"),
+            "{page}"
+        );
+
+        let (_, html) = app
+            .get("/outbox?consumer=refunds&topic=order.shipped")
+            .await;
+        assert!(visible(&html).contains("0 waiting"), "{}", visible(&html));
+
+        for bad in ["/outbox?topic=a%0Ab", "/outbox?consumer=%00"] {
+            let (status, html) = app.get(bad).await;
+            assert_eq!(status, 400, "{bad}: {html:.300}");
+        }
+    }
+}

@@ -117,7 +117,18 @@ impl Store {
 
     /// Unpublished outbox rows, oldest first.
     pub async fn unpublished_outbox(&self, page: &PageRequest) -> StoreResult<Page<OutboxRow>> {
-        let sql = outbox_page(page)?;
+        self.unpublished_outbox_in(page, &OutboxFilter::default())
+            .await
+    }
+
+    /// Unpublished outbox rows of one consumer and/or topic, oldest first
+    /// (the partial index of unpublished rows, filtered: it stays small).
+    pub async fn unpublished_outbox_in(
+        &self,
+        page: &PageRequest,
+        filter: &OutboxFilter,
+    ) -> StoreResult<Page<OutboxRow>> {
+        let sql = outbox_page(page, filter)?;
         let rows: Vec<OutboxDbRow> = dispatch!(&self.pools, pool => {
             bind_all!(sqlx::query_as(&sql.text), &sql.binds).fetch_all(pool).await?
         });
@@ -204,7 +215,7 @@ fn dead_letter_position(d: &DeadLetter) -> (i64, i64) {
 }
 
 /// A page (`limit + 1` rows) of unpublished outbox rows, oldest first.
-pub(super) fn outbox_page(page: &PageRequest) -> StoreResult<Sql> {
+pub(super) fn outbox_page(page: &PageRequest, filter: &OutboxFilter) -> StoreResult<Sql> {
     let after = cursor::time_and_id(OUTBOX, page)?;
     let mut sql = Sql::default();
     sql.push(concat!(
@@ -216,9 +227,35 @@ pub(super) fn outbox_page(page: &PageRequest) -> StoreResult<Sql> {
         let (a, i) = (sql.param(at), sql.param(id));
         sql.push(&format!(" AND (created_at, id) > ({a}, {i})"));
     }
+    filter.conditions(&mut sql);
     let limit = sql.param(page.limit + 1);
     sql.push(&format!(" ORDER BY created_at, id LIMIT {limit}"));
     Ok(sql)
+}
+
+/// Which unpublished outbox rows to show: one consumer's, one topic's, or all.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub struct OutboxFilter {
+    pub consumer: Option<ConsumerName>,
+    pub topic: Option<String>,
+}
+
+impl OutboxFilter {
+    pub fn is_all(&self) -> bool {
+        *self == Self::default()
+    }
+
+    /// ` AND consumer = $n …` for each filter that is set.
+    pub(super) fn conditions(&self, sql: &mut Sql) {
+        if let Some(consumer) = &self.consumer {
+            let p = sql.param(consumer.as_str());
+            sql.push(&format!(" AND consumer = {p}"));
+        }
+        if let Some(topic) = &self.topic {
+            let p = sql.param(topic.as_str());
+            sql.push(&format!(" AND topic = {p}"));
+        }
+    }
 }
 
 fn outbox_position(o: &OutboxRow) -> (i64, i64) {

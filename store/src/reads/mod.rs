@@ -25,7 +25,7 @@ use crate::{
 mod lists;
 mod overview;
 
-pub use lists::Window;
+pub use lists::{OutboxFilter, Window};
 pub use overview::OverviewRecords;
 
 /// How many rows a key page shows of each kind (a key with more is a bug in
@@ -228,8 +228,20 @@ impl Store {
 
     /// Unpublished outbox rows, counting no further than `cap`.
     pub async fn count_unpublished_outbox(&self, cap: u64) -> StoreResult<CappedCount> {
-        let rows = "SELECT 1 FROM outbox WHERE published_at IS NULL";
-        self.capped_count(Sql::from(rows.to_owned()), cap).await
+        self.count_unpublished_outbox_in(&OutboxFilter::default(), cap)
+            .await
+    }
+
+    /// Unpublished outbox rows of one consumer and/or topic, counting no
+    /// further than `cap`.
+    pub async fn count_unpublished_outbox_in(
+        &self,
+        filter: &OutboxFilter,
+        cap: u64,
+    ) -> StoreResult<CappedCount> {
+        let mut sql = Sql::from("SELECT 1 FROM outbox WHERE published_at IS NULL".to_owned());
+        filter.conditions(&mut sql);
+        self.capped_count(sql, cap).await
     }
 
     /// Dead letters in `state`, counting no further than `cap`.

@@ -46,7 +46,7 @@ impl Store {
         let all = Window::default();
         let unknown = unknown_page(&page, &all)?;
         let dead = dead_letter_page(DeadLetterState::Open, &page, &all)?;
-        let outbox = outbox_page(&page)?;
+        let outbox = outbox_page(&page, &super::OutboxFilter::default())?;
         let (counted, unknown, dead, outbox): (
             Counts,
             Vec<ClaimRow>,

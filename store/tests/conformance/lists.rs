@@ -13,7 +13,58 @@ idem_store::on_both_backends!(
     unknown_outcomes_page_oldest_first,
     a_cursor_from_another_list_or_an_edited_one_is_refused,
     a_window_narrows_unknown_outcomes_and_dead_letters_by_time_and_consumer,
+    the_outbox_backlog_narrows_to_a_consumer_and_a_topic,
 );
+
+async fn the_outbox_backlog_narrows_to_a_consumer_and_a_topic(store: &Store) {
+    let mut tx = store.begin().await.unwrap();
+    let mut ids = std::collections::HashMap::new();
+    for (i, (consumer, topic)) in [
+        ("orders", "order.shipped"),
+        ("orders", "order.refunded"),
+        ("refunds", "order.refunded"),
+        ("orders", "order.shipped"),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let key = format!("k{i}");
+        let row = idem_store::NewOutboxRow {
+            consumer,
+            topic,
+            ..outbox_row(&key, i as i64)
+        };
+        ids.insert(i, tx.enqueue(&row).await.unwrap());
+    }
+    tx.commit().await.unwrap();
+    let shown = |filter: idem_store::OutboxFilter| async move {
+        let page = PageRequest::first(10);
+        let rows = store.unpublished_outbox_in(&page, &filter).await.unwrap();
+        let count = store
+            .count_unpublished_outbox_in(&filter, 100)
+            .await
+            .unwrap();
+        assert_eq!(count.value as usize, rows.items.len());
+        rows.items.iter().map(|r| r.id).collect::<Vec<_>>()
+    };
+    let consumer = |name: &str| Some(testing::consumer(name));
+    let orders = idem_store::OutboxFilter {
+        consumer: consumer("orders"),
+        topic: None,
+    };
+    assert_eq!(shown(orders.clone()).await, [ids[&0], ids[&1], ids[&3]]);
+    let refunded = idem_store::OutboxFilter {
+        consumer: None,
+        topic: Some("order.refunded".into()),
+    };
+    assert_eq!(shown(refunded).await, [ids[&1], ids[&2]]);
+    let both = idem_store::OutboxFilter {
+        topic: Some("order.shipped".into()),
+        ..orders
+    };
+    assert_eq!(shown(both).await, [ids[&0], ids[&3]]);
+    assert_eq!(shown(idem_store::OutboxFilter::default()).await.len(), 4);
+}
 
 async fn unpublished_outbox_rows_page_oldest_first_without_skipping_or_repeating(store: &Store) {
     let mut tx = store.begin().await.unwrap();
