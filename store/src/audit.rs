@@ -63,6 +63,12 @@ pub struct AuditFilter {
     pub action: Option<String>,
     /// The idempotency key, under any consumer.
     pub key: Option<String>,
+    /// Only entries at or after `from` and before `to`.
+    pub from: Option<Ts>,
+    pub to: Option<Ts>,
+    /// Only recoveries: replays and resolutions with the time they took
+    /// (a range of `audit_log_recoveries`).
+    pub recoveries: bool,
 }
 
 impl Store {
@@ -94,6 +100,16 @@ impl Store {
                 let p = sql.param(value.as_str());
                 conditions.push(format!("{column} = {p}"));
             }
+        }
+        if let Some(from) = filter.from {
+            conditions.push(format!("at >= {}", sql.param(from)));
+        }
+        if let Some(to) = filter.to {
+            conditions.push(format!("at < {}", sql.param(to)));
+        }
+        if filter.recoveries {
+            // Literal, so the partial index matches.
+            conditions.push("recovery_seconds IS NOT NULL".to_owned());
         }
         sql.push(concat!("SELECT ", audit_columns!(), " FROM audit_log"));
         if !conditions.is_empty() {

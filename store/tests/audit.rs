@@ -8,7 +8,68 @@ idem_store::on_both_backends!(
     the_audit_log_lists_newest_first_in_pages_without_skipping_or_repeating,
     the_audit_log_filters_by_actor_action_and_key_exactly,
     an_audit_cursor_from_another_list_is_refused,
+    the_audit_log_narrows_to_a_time_window_and_to_recoveries,
 );
+
+async fn the_audit_log_narrows_to_a_time_window_and_to_recoveries(store: &Store) {
+    let recovery =
+        |actor: &'static str, action: &'static str, seconds: Option<f64>| NewAuditEntry {
+            actor,
+            actor_role: "operator",
+            action,
+            consumer: Some("orders"),
+            key: Some(KEY),
+            result: "ok",
+            recovery_seconds: seconds,
+            ..Default::default()
+        };
+    let pause = || tokio::time::sleep(std::time::Duration::from_millis(5));
+    store
+        .append_audit(&recovery("olga", "replay", Some(60.0)))
+        .await
+        .unwrap();
+    pause().await;
+    let from = idem_store::Ts::now();
+    store
+        .append_audit(&recovery("olga", "login", None))
+        .await
+        .unwrap();
+    store
+        .append_audit(&recovery("pete", "resolve:sent", Some(900.0)))
+        .await
+        .unwrap();
+    pause().await;
+    let to = idem_store::Ts::now();
+    store
+        .append_audit(&recovery("pete", "replay", Some(30.0)))
+        .await
+        .unwrap();
+
+    let window = AuditFilter {
+        from: Some(from),
+        to: Some(to),
+        ..AuditFilter::default()
+    };
+    let (inside, _) = page_of(store, &window, 50, None).await;
+    assert_eq!(inside, ["pete resolve:sent", "olga login"]);
+    let recoveries = AuditFilter {
+        recoveries: true,
+        ..AuditFilter::default()
+    };
+    let (all, _) = page_of(store, &recoveries, 50, None).await;
+    assert_eq!(all, ["pete replay", "pete resolve:sent", "olga replay"]);
+    let (both, _) = page_of(
+        store,
+        &AuditFilter {
+            recoveries: true,
+            ..window
+        },
+        50,
+        None,
+    )
+    .await;
+    assert_eq!(both, ["pete resolve:sent"]);
+}
 
 const KEY: &str = "inv:2026/11#7 ✓ 100% شهر";
 
@@ -120,6 +181,7 @@ async fn the_audit_log_filters_by_actor_action_and_key_exactly(store: &Store) {
         actor: actor.map(str::to_owned),
         action: action.map(str::to_owned),
         key: key.map(str::to_owned),
+        ..AuditFilter::default()
     };
 
     let (olga, _) = page_of(store, &filtered(Some("olga"), None, None), 50, None).await;

@@ -14,6 +14,11 @@ pub struct AuditQuery {
     pub action: String,
     /// An idempotency key, exactly, under any consumer.
     pub key: String,
+    /// Only entries from `from` and before `to` (`2026-11-30T14:00Z`).
+    pub from: String,
+    pub to: String,
+    /// `1`: only recoveries (replays and resolutions, with the time they took).
+    pub recoveries: String,
     pub cursor: String,
 }
 
@@ -47,6 +52,14 @@ pub(crate) mod ssr {
     /// The longest actor or action a filter accepts (longer text was never
     /// recorded: usernames and action names are short).
     const MAX_FILTER_BYTES: usize = 256;
+
+    /// A typed instant: empty for none.
+    pub fn instant_filter(text: &str) -> Result<Option<idem_store::Ts>, AppError> {
+        match text.trim() {
+            "" => Ok(None),
+            text => Ok(Some(crate::api::ssr::instant(text)?.into())),
+        }
+    }
 
     /// A typed actor or action: empty for any, else matched exactly.
     pub fn text_filter(text: String, what: &str) -> Result<Option<String>, AppError> {
@@ -87,6 +100,9 @@ pub async fn list_audit(query: AuditQuery) -> Result<AuditLog, AppError> {
                 "" => None,
                 key => Some(IdempotencyKey::parse(key)?.as_str().to_owned()),
             },
+            from: ssr::instant_filter(&query.from)?,
+            to: ssr::instant_filter(&query.to)?,
+            recoveries: !query.recoveries.is_empty(),
         };
         let cursor = Some(query.cursor).filter(|c| !c.is_empty());
         // From the primary, like every write to it: a replica's lag would

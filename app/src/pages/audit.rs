@@ -10,7 +10,8 @@ use crate::{
     links,
 };
 
-/// `/audit?actor=&action=&key=&cursor=`: who did what, newest first.
+/// `/audit?actor=&action=&key=&from=&to=&recoveries=1&cursor=`: who did
+/// what, newest first.
 #[component]
 pub fn AuditPage() -> impl IntoView {
     let location = use_location();
@@ -21,32 +22,13 @@ pub fn AuditPage() -> impl IntoView {
             actor: param("actor"),
             action: param("action"),
             key: param("key"),
+            from: param("from"),
+            to: param("to"),
+            recoveries: param("recoveries"),
             cursor: param("cursor"),
         }
     });
     let log = Resource::new(move || query.get(), list_audit);
-    let actor = move || query.get().actor;
-    let key = move || query.get().key;
-    let action_options = move || {
-        let current = query.get().action;
-        // An action typed into the address that the list does not name
-        // stays selected rather than silently becoming "any".
-        let typed = (!current.is_empty() && !AUDIT_ACTIONS.contains(&current.as_str()))
-            .then(|| current.clone());
-        std::iter::once(String::new())
-            .chain(AUDIT_ACTIONS.iter().map(|a| (*a).to_owned()))
-            .chain(typed)
-            .map(|value| {
-                let selected = value == current;
-                let label = if value.is_empty() {
-                    "any action".to_owned()
-                } else {
-                    value.clone()
-                };
-                view! { <option value=value selected=selected>{label}</option> }
-            })
-            .collect_view()
-    };
     let render = move |log: AuditLog| {
         let current = query.get_untracked();
         provide_clock(log.clock);
@@ -54,6 +36,9 @@ pub fn AuditPage() -> impl IntoView {
             ("actor", current.actor.clone()),
             ("action", current.action.clone()),
             ("key", current.key.clone()),
+            ("from", current.from.clone()),
+            ("to", current.to.clone()),
+            ("recoveries", current.recoveries.clone()),
         ]
         .into_iter()
         .filter(|(_, v)| !v.is_empty())
@@ -76,6 +61,37 @@ pub fn AuditPage() -> impl IntoView {
             "request: who, when, from where, and the state before and after. Newest first; "
             "entries are never changed or deleted."
         </p>
+        <AuditFilters query/>
+        <Loaded resource=log render/>
+    }
+}
+
+/// The audit page's filters, as the address has them.
+#[component]
+fn AuditFilters(query: Memo<AuditQuery>) -> impl IntoView {
+    let actor = move || query.get().actor;
+    let key = move || query.get().key;
+    let action_options = move || {
+        let current = query.get().action;
+        // An action typed into the address that the list does not name
+        // stays selected rather than silently becoming "any".
+        let typed = (!current.is_empty() && !AUDIT_ACTIONS.contains(&current.as_str()))
+            .then(|| current.clone());
+        std::iter::once(String::new())
+            .chain(AUDIT_ACTIONS.iter().map(|a| (*a).to_owned()))
+            .chain(typed)
+            .map(|value| {
+                let selected = value == current;
+                let label = if value.is_empty() {
+                    "any action".to_owned()
+                } else {
+                    value.clone()
+                };
+                view! { <option value=value selected=selected>{label}</option> }
+            })
+            .collect_view()
+    };
+    view! {
         <form class="search-form filters" method="get" action="/audit" role="search">
             <label>
                 "Actor "
@@ -86,9 +102,20 @@ pub fn AuditPage() -> impl IntoView {
                 "Key "
                 <input type="search" name="key" value=key maxlength="512" autocomplete="off" spellcheck="false"/>
             </label>
+            <label>
+                "From "
+                <input type="text" name="from" value=move || query.get().from placeholder="2026-11-30T14:00Z" maxlength="40" autocomplete="off" spellcheck="false"/>
+            </label>
+            <label>
+                "Until "
+                <input type="text" name="to" value=move || query.get().to placeholder="2026-11-30T15:00Z" maxlength="40" autocomplete="off" spellcheck="false"/>
+            </label>
+            <label class="check">
+                <input type="checkbox" name="recoveries" value="1" checked=move || !query.get().recoveries.is_empty()/>
+                " Recoveries only"
+            </label>
             <button type="submit">"Filter"</button>
         </form>
-        <Loaded resource=log render/>
     }
 }
 
@@ -124,7 +151,10 @@ fn AuditTable(entries: Vec<AuditEntry>) -> impl IntoView {
                     <td>{subject}</td>
                     <td>{change}</td>
                     <td><bdi>{e.reason.unwrap_or_default()}</bdi></td>
-                    <td>{e.result}</td>
+                    <td>
+                        {e.result}
+                        {e.recovery_seconds.map(|s| format!(" · recovered after {}", crate::format::duration(s.round() as i64)))}
+                    </td>
                     <td>{e.client_addr.unwrap_or_default()}</td>
                 </tr>
             }

@@ -72,7 +72,8 @@ async fn the_viewer_zone_changes_the_times_and_only_known_zones_and_local_paths_
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_audit_page_shows_who_replayed_a_key_and_filters_by_actor_action_and_key() {
+async fn the_audit_page_shows_who_replayed_a_key_and_filters_by_actor_action_key_time_and_recoveries()
+ {
     use idem_app::links::with_query;
     let app = spawn_app(TestDatabase::sqlite().await).await;
     app.create_user("olga", idem_domain::Role::Operator).await;
@@ -136,7 +137,28 @@ async fn the_audit_page_shows_who_replayed_a_key_and_filters_by_actor_action_and
     .await;
     assert!(visible(&html).contains("No audit entry matches."));
 
+    // Recoveries only: the replay, with how long the letter waited; no sign-in.
+    let (_, html) = get("/audit?recoveries=1".to_owned()).await;
+    let page = visible(&html);
+    assert!(page.contains("olga operator replay"), "{page}");
+    assert!(page.contains("ok · recovered after"), "{page}");
+    assert!(!page.contains("olga operator login"), "{page}");
+    // A window: the replay is inside the last hour, not in the one before.
+    let hour = |h: i64| {
+        (chrono::Utc::now() + chrono::TimeDelta::hours(h))
+            .format("%Y-%m-%dT%H:%MZ")
+            .to_string()
+    };
+    let inside = with_query(
+        "/audit",
+        &[("from", &hour(-1)), ("to", &hour(1)), ("recoveries", "1")],
+    );
+    assert!(visible(&get(inside).await.1).contains("olga operator replay"));
+    let before = with_query("/audit", &[("from", &hour(-3)), ("to", &hour(-2))]);
+    assert!(visible(&get(before).await.1).contains("No audit entry matches."));
+
     for (path, says) in [
+        ("/audit?from=yesterday".to_owned(), "is not a time"),
         ("/audit?actor=ol%00ga".to_owned(), "control character"),
         (
             format!("/audit?action={}", "a".repeat(300)),

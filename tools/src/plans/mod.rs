@@ -357,6 +357,11 @@ impl Reads<'_> {
             actor: Some("operator".into()),
             ..AuditFilter::default()
         };
+        let recoveries = AuditFilter {
+            from: Some(to - chrono::TimeDelta::days(1)),
+            recoveries: true,
+            ..AuditFilter::default()
+        };
         let limits = idem_domain::sign_in::SignInLimits::default();
         Ok(vec![
             measure(notices, "charts, 24h: every metric", || async {
@@ -381,6 +386,10 @@ impl Reads<'_> {
             .await?,
             measure(notices, "/audit by actor", || {
                 store.audit_log(&by_actor, &first)
+            })
+            .await?,
+            measure(notices, "/audit recoveries of the last day", || {
+                store.audit_log(&recoveries, &first)
             })
             .await?,
             measure(notices, "sign-in: the account", || {

@@ -148,11 +148,9 @@ pub async fn overview_charts(
         .into_iter()
         .map(|r| (r.at.0, r.seconds))
         .collect();
-    list.push(charts::recovery_times(
-        &frame,
-        &recoveries,
-        recovery_threshold(&slos),
-    ));
+    let mut recovery = charts::recovery_times(&frame, &recoveries, recovery_threshold(&slos));
+    recovery.link = recoveries_link(&span);
+    list.push(recovery);
 
     Ok(ChartSet {
         span: span.sentence(),
@@ -282,6 +280,29 @@ fn loss_charts(
     [unknown, dead, failures]
 }
 
+/// The recovery actions behind the span's chart, in the audit log (which
+/// operators and admins may read).
+fn recoveries_link(span: &ChartSpan) -> Option<ChartLink> {
+    let [(_, from), (_, to)] = span_bounds(span);
+    let pairs = [
+        ("from", from.as_str()),
+        ("to", to.as_str()),
+        ("recoveries", "1"),
+    ];
+    Some(ChartLink {
+        href: links::with_query("/audit", &pairs),
+        text: "The replays and resolutions behind it, in the audit log".into(),
+    })
+}
+
+/// `from` and `to` of a span, as a list's address takes them.
+fn span_bounds(span: &ChartSpan) -> [(&'static str, String); 2] {
+    [
+        ("from", span.from.format("%Y-%m-%dT%H:%MZ").to_string()),
+        ("to", span.to.format("%Y-%m-%dT%H:%MZ").to_string()),
+    ]
+}
+
 /// A link to the list at `path` narrowed to the same span and consumer.
 fn keys_link(
     span: &ChartSpan,
@@ -289,10 +310,7 @@ fn keys_link(
     path: &str,
     text: &str,
 ) -> Option<ChartLink> {
-    let mut pairs: Vec<(&str, String)> = vec![
-        ("from", span.from.format("%Y-%m-%dT%H:%MZ").to_string()),
-        ("to", span.to.format("%Y-%m-%dT%H:%MZ").to_string()),
-    ];
+    let mut pairs: Vec<(&str, String)> = span_bounds(span).to_vec();
     if let Some(c) = consumer {
         pairs.push(("consumer", c.to_string()));
     }
