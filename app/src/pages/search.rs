@@ -73,7 +73,7 @@ pub fn SearchPage() -> impl IntoView {
         <h1>"Keys"</h1>
         <form class="search-form filters" method="get" action="/keys" role="search">
             <label>
-                "Key or start of a key "
+                "Key, start of a key, or log fingerprint "
                 <input type="search" name="q" value=q maxlength="512" autocomplete="off" spellcheck="false"/>
             </label>
             <label>

@@ -291,7 +291,7 @@ fn recoveries_link(span: &ChartSpan) -> Option<ChartLink> {
     ];
     Some(ChartLink {
         href: links::with_query("/audit", &pairs),
-        text: "The replays and resolutions behind it, in the audit log".into(),
+        text: "These recoveries in the audit log".into(),
     })
 }
 
