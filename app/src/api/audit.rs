@@ -7,8 +7,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::{error::AppError, format::Clock};
 
-/// The filters of `/audit`, as typed (empty: any).
+/// The filters of `/audit`, as typed (empty: any; a filter left out of a
+/// call is empty too).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct AuditQuery {
     pub actor: String,
     pub action: String,

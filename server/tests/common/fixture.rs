@@ -126,13 +126,23 @@ impl Fixture {
                 "get_dead_letter",
                 vec![("id", self.dead_letter.to_string())],
             ),
-            ("list_outbox", vec![]),
+            (
+                "list_outbox",
+                vec![
+                    ("consumer", "orders".into()),
+                    ("topic", "order.shipped".into()),
+                ],
+            ),
+            ("get_checks", vec![("check", "payload-drift".into())]),
             (
                 "list_audit",
                 vec![
                     ("query[actor]", "olga".into()),
                     ("query[action]", "replay".into()),
                     ("query[key]", self.key.clone()),
+                    ("query[from]", "2026-11-30T14:00Z".into()),
+                    ("query[to]", none()),
+                    ("query[recoveries]", "1".into()),
                     ("query[cursor]", none()),
                 ],
             ),
