@@ -112,7 +112,7 @@ impl Check {
             Check::SentWithoutProviderRef => "Sent",
             Check::SharedProviderRef => "Found",
             Check::PayloadDrift => "Last delivery",
-            Check::AbandonedLease => "Pending since",
+            Check::AbandonedLease => "Lease expired",
             Check::UnknownPastObjective => "Unknown since",
         }
     }

@@ -4,6 +4,10 @@
 -- "Sent without a provider reference", newest last (status_at = sent at).
 CREATE INDEX claims_sent_without_ref ON claims (status_at, consumer, idempotency_key)
     WHERE status = 'sent' AND provider_ref IS NULL;
+-- "Abandoned leases": pending claims whose lease ran out, by when it did
+-- (most pending claims hold no lease; the check reads only those that do).
+CREATE INDEX claims_pending_leases ON claims (lease_until, consumer, idempotency_key)
+    WHERE status = 'pending' AND lease_until IS NOT NULL;
 -- "Payload drift": a later delivery's hash differed from the first.
 CREATE INDEX claims_payload_drift ON claims (last_delivery_at, consumer, idempotency_key)
     WHERE last_payload_hash IS NOT NULL;

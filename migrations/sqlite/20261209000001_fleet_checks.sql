@@ -3,6 +3,8 @@
 
 CREATE INDEX claims_sent_without_ref ON claims (status_at, consumer, idempotency_key)
     WHERE status = 'sent' AND provider_ref IS NULL;
+CREATE INDEX claims_pending_leases ON claims (lease_until, consumer, idempotency_key)
+    WHERE status = 'pending' AND lease_until IS NOT NULL;
 CREATE INDEX claims_payload_drift ON claims (last_delivery_at, consumer, idempotency_key)
     WHERE last_payload_hash IS NOT NULL;
 CREATE INDEX claims_by_outcome ON claims (outcome_at) WHERE provider_ref IS NOT NULL;

@@ -116,15 +116,12 @@ fn FindingTable(check: Check, page: Page<Finding>) -> impl IntoView {
             let hashes = f.payload_hashes.map(|(first, latest)| {
                 view! { "Payload " <code>{first}</code> " → " <code>{latest}</code> " " }
             });
-            let lease = f
-                .lease_until
-                .map(|at| view! { "Lease expired " <Time at/> " " });
             view! {
                 <tr>
                     <td><KeyLink consumer=f.consumer.clone() key=f.key/></td>
                     <td>{f.consumer}</td>
                     <td><Time at=f.at/></td>
-                    <td>{letter}{reference}{hashes}{lease}</td>
+                    <td>{letter}{reference}{hashes}</td>
                     <td class="error-text">{f.last_error}</td>
                 </tr>
             }

@@ -79,8 +79,11 @@ fn shape(check: Check, limits: &CheckLimits, sql: &mut Sql) -> Shape {
         Check::AbandonedLease => {
             let now = sql.param(limits.now);
             claim(
-                format!("claims c WHERE c.status = 'pending' AND c.lease_until < {now}"),
-                "c.status_at",
+                format!(
+                    "claims c WHERE c.status = 'pending' AND c.lease_until IS NOT NULL \
+                     AND c.lease_until < {now}"
+                ),
+                "c.lease_until",
                 format!("{NO_REF}, {NO_HASHES}, c.lease_until, c.last_error"),
             )
         }
