@@ -132,30 +132,12 @@ pub fn render(board: &SloBoard, overview: &Overview, checks: &[CheckCount]) -> S
 
 /// What each consistency check found (`/checks/{check}` lists them).
 fn check_findings(out: &mut Exposition, checks: &[CheckCount]) {
-    out.family(
+    out.capped_counts(
         "idem_check_findings",
-        "gauge",
         "Keys (or dead letters) each consistency check found, counted up to a cap (10000); see idem_check_findings_capped.",
+        "check",
+        checks.iter().map(|c| (c.check.slug(), c.count)),
     );
-    for c in checks {
-        out.sample(
-            "idem_check_findings",
-            &[("check", c.check.slug())],
-            c.count.value as f64,
-        );
-    }
-    out.family(
-        "idem_check_findings_capped",
-        "gauge",
-        "1 when idem_check_findings stopped counting at its cap.",
-    );
-    for c in checks {
-        out.sample(
-            "idem_check_findings_capped",
-            &[("check", c.check.slug())],
-            f64::from(u8::from(c.count.capped)),
-        );
-    }
 }
 
 /// Each SLO's objective, window, SLI, traffic and budget.
@@ -245,30 +227,12 @@ fn alerts_firing(out: &mut Exposition, slos: &[SloStatus]) {
 
 /// Claims per status, open dead letters and unpublished outbox rows.
 fn work_counts(out: &mut Exposition, overview: &Overview) {
-    out.family(
+    out.capped_counts(
         "idem_claims",
-        "gauge",
         "Claims per status that needs a person (pending, failed, unknown), counted up to a cap (10000); see idem_claims_capped.",
+        "status",
+        overview.statuses.iter().map(|s| (s.status.as_str(), s.count)),
     );
-    for s in &overview.statuses {
-        out.sample(
-            "idem_claims",
-            &[("status", s.status.as_str())],
-            s.count.value as f64,
-        );
-    }
-    out.family(
-        "idem_claims_capped",
-        "gauge",
-        "1 when idem_claims stopped counting at its cap.",
-    );
-    for s in &overview.statuses {
-        out.sample(
-            "idem_claims_capped",
-            &[("status", s.status.as_str())],
-            f64::from(u8::from(s.count.capped)),
-        );
-    }
     out.family(
         "idem_dead_letters_open",
         "gauge",
@@ -374,6 +338,31 @@ impl Exposition {
     fn family(&mut self, name: &str, kind: &str, help: &str) {
         let _ = writeln!(self.text, "# HELP {name} {help}");
         let _ = writeln!(self.text, "# TYPE {name} {kind}");
+    }
+
+    /// A gauge family of capped counts, one sample per `label` value, and
+    /// its `{name}_capped` twin: 1 where the count stopped at its cap.
+    fn capped_counts<'a>(
+        &mut self,
+        name: &str,
+        help: &str,
+        label: &str,
+        counts: impl Iterator<Item = (&'a str, idem_domain::CappedCount)> + Clone,
+    ) {
+        self.family(name, "gauge", help);
+        for (value, count) in counts.clone() {
+            self.sample(name, &[(label, value)], count.value as f64);
+        }
+        let capped = format!("{name}_capped");
+        let help = format!("1 when {name} stopped counting at its cap.");
+        self.family(&capped, "gauge", &help);
+        for (value, count) in counts {
+            self.sample(
+                &capped,
+                &[(label, value)],
+                f64::from(u8::from(count.capped)),
+            );
+        }
     }
 
     /// A gauge family with one sample per SLO (none where `value` has nothing to say).

@@ -158,6 +158,14 @@ async fn a_scrape_parses_as_prometheus_text_with_slos_burn_rates_and_stuck_keys(
     let check = |name| value(samples, "idem_check_findings", &[("check", name)]);
     assert_eq!(check("unknown-past-objective"), Some(6.0));
     assert_eq!(check("abandoned-lease"), Some(0.0));
+    // Every capped count says whether it stopped at its cap (none did).
+    let capped = |name, labels: &[(&str, &str)]| value(samples, name, labels);
+    assert_eq!(
+        capped("idem_claims_capped", &[("status", "unknown")]),
+        Some(0.0)
+    );
+    let drift = [("check", "payload-drift")];
+    assert_eq!(capped("idem_check_findings_capped", &drift), Some(0.0));
     assert!(text.contains("# TYPE idem_slo_burn_rate gauge"));
     assert!(value(samples, "idem_build_info", &[]).is_some());
 }
