@@ -19,6 +19,13 @@
 --                               claim, a repeat INSERT … ON CONFLICT DO NOTHING
 --                               counts a duplicate, an update, delete or
 --                               truncate follows
+--   idem_processed_events_deliveries, idem_processed_events_duplicates (sequences)
+--                               every INSERT proposed and every one whose key
+--                               was already there, counted outside the
+--                               writer's transaction, so a worker that rolls
+--                               back on a duplicate is still counted; Idem
+--                               samples them each minute into its
+--                               deliveries and duplicate_claims metrics
 --   and a backfill of the rows already there (the table is locked against
 --   writes until it commits, so nothing slips between backfill and trigger).
 --
@@ -43,6 +50,8 @@
 --   DROP VIEW idem_processed_events_claims;
 --   DROP FUNCTION idem_processed_events_mirror(), idem_processed_events_truncate(),
 --       idem_processed_events_as_claim(processed_events), idem_processed_events_consumer();
+--   DROP SEQUENCE idem_processed_events_deliveries, idem_processed_events_duplicates;
+--   DELETE FROM adapter_counters WHERE consumer = 'payment-events';
 --   DELETE FROM claims WHERE consumer = 'payment-events';
 --
 -- processed_events has no time column, so a mirrored claim carries the time
@@ -51,7 +60,7 @@
 -- idem_processed_events_as_claim instead of now(). What processed_events
 -- cannot say — failures, provider references, unknown outcomes, dead
 -- letters — Idem does not show. Duplicates are counted as for processed_jobs:
--- only when they reach an INSERT … ON CONFLICT DO NOTHING.
+-- when they reach the INSERT, per minute even if the handler rolls back.
 -- Rows the contract cannot hold are not mirrored: keys over 512 bytes or
 -- with control characters. The trigger is named to fire after any other
 -- BEFORE trigger of the table, so it sees the row as it will be stored.
@@ -79,9 +88,29 @@ $$;
 CREATE VIEW idem_processed_events_claims AS
     SELECT c.* FROM processed_events r CROSS JOIN LATERAL idem_processed_events_as_claim(r) c;
 
+-- Deliveries and duplicates, counted where a rollback cannot take them back
+-- (sequences are not transactional), and registered for Idem to sample.
+CREATE SEQUENCE idem_processed_events_deliveries;
+CREATE SEQUENCE idem_processed_events_duplicates;
+INSERT INTO adapter_counters (consumer, metric, sequence_name)
+VALUES (idem_processed_events_consumer(), 'deliveries',
+        format('%I.%I', current_schema(), 'idem_processed_events_deliveries')),
+       (idem_processed_events_consumer(), 'duplicate_claims',
+        format('%I.%I', current_schema(), 'idem_processed_events_duplicates'))
+ON CONFLICT (consumer, metric)
+DO UPDATE SET sequence_name = excluded.sequence_name, sampled = 0;
+
 CREATE FUNCTION idem_processed_events_mirror() RETURNS trigger
 LANGUAGE plpgsql SECURITY DEFINER SET search_path FROM CURRENT AS $$
 BEGIN
+    IF TG_OP = 'INSERT' THEN
+        -- Counted before ON CONFLICT decides, and kept if the writer rolls
+        -- back: a duplicate is a proposed row whose key is already stored.
+        PERFORM nextval('idem_processed_events_deliveries');
+        IF EXISTS (SELECT 1 FROM processed_events WHERE event_id = NEW.event_id) THEN
+            PERFORM nextval('idem_processed_events_duplicates');
+        END IF;
+    END IF;
     IF TG_OP = 'DELETE' THEN
         DELETE FROM claims
         WHERE consumer = idem_processed_events_consumer() AND idempotency_key = OLD.event_id;

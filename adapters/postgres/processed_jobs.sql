@@ -19,6 +19,13 @@
 --                               claim, a repeat INSERT … ON CONFLICT DO NOTHING
 --                               counts a duplicate, an update, delete or
 --                               truncate follows
+--   idem_processed_jobs_deliveries, idem_processed_jobs_duplicates (sequences)
+--                               every INSERT proposed and every one whose key
+--                               was already there, counted outside the
+--                               writer's transaction, so a worker that rolls
+--                               back on a duplicate is still counted; Idem
+--                               samples them each minute into its
+--                               deliveries and duplicate_claims metrics
 --   and a backfill of the rows already there (the table is locked against
 --   writes until it commits, so nothing slips between backfill and trigger).
 --
@@ -43,14 +50,23 @@
 --   DROP VIEW idem_processed_jobs_claims;
 --   DROP FUNCTION idem_processed_jobs_mirror(), idem_processed_jobs_truncate(),
 --       idem_processed_jobs_as_claim(processed_jobs), idem_processed_jobs_consumer();
+--   DROP SEQUENCE idem_processed_jobs_deliveries, idem_processed_jobs_duplicates;
+--   DELETE FROM adapter_counters WHERE consumer = 'billing-jobs';
 --   DELETE FROM claims WHERE consumer = 'billing-jobs';
 --
 -- What processed_jobs cannot say, Idem does not show: it records only
 -- success, so a failing job (its transaction rolls back) has no claim, and
 -- there are no provider references, unknown outcomes or dead letters;
--- message_id has no place in a claim. A duplicate is counted only when it
--- reaches the INSERT: a worker that looks the key up first and skips, or
--- whose plain INSERT fails on the primary key and rolls back, is invisible.
+-- message_id has no place in a claim. A duplicate is counted when it
+-- reaches the INSERT: per key (Deliveries on the key's page) when the
+-- worker's transaction commits, per minute (the duplicate-claim rate) even
+-- when it rolls back, as a worker that ROLLBACKs when no row comes back does,
+-- or one whose plain INSERT fails on the primary key. A worker that looks
+-- the key up first and skips never reaches the INSERT: its duplicates are
+-- invisible here. Say so, and Idem shows its duplicate-claim rate as "not
+-- observable" instead of a rate that only looks perfect:
+--   UPDATE adapter_counters SET sequence_name = NULL
+--   WHERE consumer = 'billing-jobs' AND metric = 'duplicate_claims';
 -- Rows the contract cannot hold are not mirrored: keys over 512 bytes or
 -- with control characters. The trigger is named to fire after any other
 -- BEFORE trigger of the table, so it sees the row as it will be stored.
@@ -78,9 +94,29 @@ $$;
 CREATE VIEW idem_processed_jobs_claims AS
     SELECT c.* FROM processed_jobs r CROSS JOIN LATERAL idem_processed_jobs_as_claim(r) c;
 
+-- Deliveries and duplicates, counted where a rollback cannot take them back
+-- (sequences are not transactional), and registered for Idem to sample.
+CREATE SEQUENCE idem_processed_jobs_deliveries;
+CREATE SEQUENCE idem_processed_jobs_duplicates;
+INSERT INTO adapter_counters (consumer, metric, sequence_name)
+VALUES (idem_processed_jobs_consumer(), 'deliveries',
+        format('%I.%I', current_schema(), 'idem_processed_jobs_deliveries')),
+       (idem_processed_jobs_consumer(), 'duplicate_claims',
+        format('%I.%I', current_schema(), 'idem_processed_jobs_duplicates'))
+ON CONFLICT (consumer, metric)
+DO UPDATE SET sequence_name = excluded.sequence_name, sampled = 0;
+
 CREATE FUNCTION idem_processed_jobs_mirror() RETURNS trigger
 LANGUAGE plpgsql SECURITY DEFINER SET search_path FROM CURRENT AS $$
 BEGIN
+    IF TG_OP = 'INSERT' THEN
+        -- Counted before ON CONFLICT decides, and kept if the writer rolls
+        -- back: a duplicate is a proposed row whose key is already stored.
+        PERFORM nextval('idem_processed_jobs_deliveries');
+        IF EXISTS (SELECT 1 FROM processed_jobs WHERE idempotency_key = NEW.idempotency_key) THEN
+            PERFORM nextval('idem_processed_jobs_duplicates');
+        END IF;
+    END IF;
     IF TG_OP = 'DELETE' THEN
         DELETE FROM claims
         WHERE consumer = idem_processed_jobs_consumer() AND idempotency_key = OLD.idempotency_key;

@@ -18,6 +18,8 @@
 --   DROP VIEW idem_reminder_sends_claims;
 --   DROP FUNCTION idem_reminder_sends_mirror(), idem_reminder_sends_truncate(),
 --       idem_reminder_sends_as_claim(reminder_sends), idem_reminder_sends_consumer();
+--   DROP SEQUENCE idem_reminder_sends_deliveries, idem_reminder_sends_duplicates;
+--   DELETE FROM adapter_counters WHERE consumer = 'reminders-legacy';
 --   DELETE FROM claims WHERE consumer = 'reminders-legacy';
 --
 -- This shape has outcomes, so Idem's unknown and failed lists, provider
@@ -28,7 +30,10 @@
 -- set IDEM_READ_ONLY_CONSUMERS=reminders-legacy and Idem shows the reason
 -- instead of the resolve form. A status outside the four is mirrored as
 -- 'unknown', so it is looked at rather than hidden; keys over 512 bytes or
--- with control characters are not mirrored.
+-- with control characters are not mirrored. Deliveries and duplicates are
+-- also counted per minute in two sequences (idem_reminder_sends_deliveries,
+-- idem_reminder_sends_duplicates), which a rollback does not undo, as
+-- processed_jobs.sql explains.
 
 BEGIN;
 
@@ -55,9 +60,29 @@ $$;
 CREATE VIEW idem_reminder_sends_claims AS
     SELECT c.* FROM reminder_sends r CROSS JOIN LATERAL idem_reminder_sends_as_claim(r) c;
 
+-- Deliveries and duplicates, counted where a rollback cannot take them back
+-- (sequences are not transactional), and registered for Idem to sample.
+CREATE SEQUENCE idem_reminder_sends_deliveries;
+CREATE SEQUENCE idem_reminder_sends_duplicates;
+INSERT INTO adapter_counters (consumer, metric, sequence_name)
+VALUES (idem_reminder_sends_consumer(), 'deliveries',
+        format('%I.%I', current_schema(), 'idem_reminder_sends_deliveries')),
+       (idem_reminder_sends_consumer(), 'duplicate_claims',
+        format('%I.%I', current_schema(), 'idem_reminder_sends_duplicates'))
+ON CONFLICT (consumer, metric)
+DO UPDATE SET sequence_name = excluded.sequence_name, sampled = 0;
+
 CREATE FUNCTION idem_reminder_sends_mirror() RETURNS trigger
 LANGUAGE plpgsql SECURITY DEFINER SET search_path FROM CURRENT AS $$
 BEGIN
+    IF TG_OP = 'INSERT' THEN
+        -- Counted before ON CONFLICT decides, and kept if the writer rolls
+        -- back: a duplicate is a proposed row whose key is already stored.
+        PERFORM nextval('idem_reminder_sends_deliveries');
+        IF EXISTS (SELECT 1 FROM reminder_sends WHERE reminder_id = NEW.reminder_id) THEN
+            PERFORM nextval('idem_reminder_sends_duplicates');
+        END IF;
+    END IF;
     IF TG_OP = 'DELETE' THEN
         DELETE FROM claims
         WHERE consumer = idem_reminder_sends_consumer() AND idempotency_key = OLD.reminder_id;

@@ -12,8 +12,9 @@ use plotters::style::RGBColor;
 
 pub use distribution::{duplicate_delays, open_unknown_outcomes};
 pub use time::{
-    Allowed, Frame, bad_share, budget_over_time, burn_rate, gauge_worst, new_unknown_outcomes,
-    outcome_latency, recovery_times, sli_over_time,
+    Allowed, Frame, bad_share, budget_over_time, burn_rate, duplicates_suppressed, gauge_worst,
+    new_unknown_outcomes, outcome_latency, queue_depth, recovery_times, replays, retry_pressure,
+    sli_over_time,
 };
 
 pub(crate) const WIDTH: u32 = 760;

@@ -73,6 +73,7 @@ async fn handle(
         }
         Sent::RateLimited(retry_after) => {
             meter.count(consumer.name(), Metric::RetryableFailures, at);
+            meter.count(consumer.name(), Metric::RateLimited, at);
             rate_limited(&mut tx, consumer, &key, retry_after, deliveries, at).await?
         }
     };

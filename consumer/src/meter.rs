@@ -59,6 +59,21 @@ impl Meter {
         }
     }
 
+    /// A retryable failure the provider answered 429 Too Many Requests,
+    /// and whether the retry waits as its `Retry-After` asked (the wait the
+    /// consumer chose is the provider's, not its own shorter backoff).
+    pub fn rate_limited(
+        &mut self,
+        consumer: &str,
+        waited_for_retry_after: bool,
+        at: DateTime<Utc>,
+    ) {
+        self.count(consumer, Metric::RateLimited, at);
+        if waited_for_retry_after {
+            self.count(consumer, Metric::RetryAfterHonoured, at);
+        }
+    }
+
     fn add(
         &mut self,
         consumer: &str,

@@ -52,7 +52,13 @@ metrics! {
     DedupeSuppressed => "dedupe_suppressed", Counter,
     /// Effects the provider confirmed.
     Sends => "sends", Counter,
+    /// Failures worth retrying: 429, 503, a timeout before the request went out.
     RetryableFailures => "retryable_failures", Counter,
+    /// Retryable failures the provider answered 429 Too Many Requests.
+    RateLimited => "rate_limited", Counter,
+    /// Retries delayed as the provider's `Retry-After` asked (longer than
+    /// the consumer's own backoff).
+    RetryAfterHonoured => "retry_after_honoured", Counter,
     PermanentFailures => "permanent_failures", Counter,
     UnknownOutcomes => "unknown_outcomes", Counter,
     DeadLetters => "dead_letters", Counter,

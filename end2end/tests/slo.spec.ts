@@ -49,6 +49,10 @@ const OVERVIEW_CHARTS = [
   "transaction-failures",
   "outcome-latency",
   "recovery-times",
+  "retries",
+  "queue-depth",
+  "replays",
+  "duplicates-suppressed",
 ];
 
 test("the overview renders every chart, each with a sentence saying what it shows", async ({ page }) => {
@@ -59,7 +63,8 @@ test("the overview renders every chart, each with a sentence saying what it show
     await expect(section.locator(`figure#${id} figcaption`)).not.toBeEmpty();
   }
   // The demo's consumers report every metric; recoveries need an operator.
-  for (const id of OVERVIEW_CHARTS.filter((id) => id !== "recovery-times")) {
+  // Replays too need an operator (or a redrive).
+  for (const id of OVERVIEW_CHARTS.filter((id) => id !== "recovery-times" && id !== "replays")) {
     await expect(section.locator(`figure#${id} .chart-svg svg`)).toBeVisible();
   }
   await expect(section.locator("figure#duplicate-rate svg > title")).toHaveText("Duplicate-claim rate, last 24h");

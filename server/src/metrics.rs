@@ -55,6 +55,24 @@ pub struct MetricsState {
     pub token: Option<Arc<MetricsToken>>,
     /// Whether this replica runs the background work now (it holds the lease).
     pub background: Arc<std::sync::atomic::AtomicBool>,
+    /// The consumers' counters, totalled since this replica started.
+    pub events: Arc<crate::consumer_events::EventTotals>,
+}
+
+impl MetricsState {
+    /// The export's state, with its counter totals starting now.
+    pub fn new(
+        app: &AppState,
+        token: Option<MetricsToken>,
+        background: &Arc<std::sync::atomic::AtomicBool>,
+    ) -> Self {
+        MetricsState {
+            app: app.clone(),
+            token: token.map(Arc::new),
+            background: background.clone(),
+            events: Default::default(),
+        }
+    }
 }
 
 pub async fn export(State(state): State<MetricsState>, headers: HeaderMap) -> Response {
@@ -81,7 +99,13 @@ pub async fn export(State(state): State<MetricsState>, headers: HeaderMap) -> Re
         let board = idem_app::api::load_slo_board(&state.app).await?;
         let overview = idem_app::api::load_overview(&state.app).await?;
         let (_, checks) = idem_app::api::load_check_counts(&state.app).await?;
+        let events = state
+            .events
+            .advance(&state.app.store, idem_store::Ts::now())
+            .await
+            .map_err(AppError::from)?;
         let mut text = render(&board, &overview, &checks);
+        consumer_events(&mut text, &events);
         let running = state.background.load(std::sync::atomic::Ordering::Acquire);
         let _ = write!(
             text,
@@ -128,6 +152,25 @@ pub fn render(board: &SloBoard, overview: &Overview, checks: &[CheckCount]) -> S
     stuck_keys(&mut out, overview);
     check_findings(&mut out, checks);
     out.text
+}
+
+/// The consumers' counters (`consumer_metrics`), totalled since this
+/// replica started (see `consumer_events`); `event` is the contract's name.
+fn consumer_events(text: &mut String, events: &[(String, idem_domain::Metric, f64)]) {
+    let mut out = Exposition::default();
+    out.family(
+        "idem_consumer_events_total",
+        "counter",
+        "Events the consumers counted in consumer_metrics, since this replica started; event is the metric's name in the data contract.",
+    );
+    for (consumer, metric, total) in events {
+        out.sample(
+            "idem_consumer_events_total",
+            &[("consumer", consumer), ("event", metric.name())],
+            *total,
+        );
+    }
+    text.push_str(&out.text);
 }
 
 /// What each consistency check found (`/checks/{check}` lists them).

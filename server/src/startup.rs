@@ -137,11 +137,8 @@ impl Application {
             .map(Store::connect)
             .transpose()?;
         let background_running = Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let metrics = crate::metrics::MetricsState {
-            app: state.clone(),
-            token: config.metrics_token.clone().map(Arc::new),
-            background: background_running.clone(),
-        };
+        let token = config.metrics_token.clone();
+        let metrics = crate::metrics::MetricsState::new(&state, token, &background_running);
         let router = router(state.clone(), auth.clone(), metrics, &config.limits);
         let listener = TcpListener::bind(config.addr)
             .await

@@ -83,6 +83,13 @@ async fn ten_minutes_ago_of_two_consumers(store: &Store) {
             observed("payments", Metric::OutcomeLatencySeconds, 2.0, 95.0),
             observed("payments", Metric::OutcomeLatencySeconds, 1200.0, 5.0),
             observed("payments", Metric::DuplicateDelaySeconds, 30.0, 5.0),
+            sample("payments", Metric::DedupeSuppressed, 4.0),
+            sample("payments", Metric::RetryableFailures, 6.0),
+            sample("payments", Metric::RateLimited, 4.0),
+            sample("payments", Metric::RetryAfterHonoured, 3.0),
+            sample("payments", Metric::QueueDepth, 250.0),
+            sample("refunds", Metric::QueueDepth, 12.0),
+            sample("payments", Metric::Replays, 2.0),
         ])
         .await
         .unwrap();
@@ -125,6 +132,10 @@ async fn the_overview_draws_every_chart_with_its_summary() {
         "transaction-failures",
         "outcome-latency",
         "recovery-times",
+        "duplicates-suppressed",
+        "retries",
+        "queue-depth",
+        "replays",
     ] {
         assert!(
             html.contains(&format!("id=\"{id}\"")),
@@ -132,7 +143,7 @@ async fn the_overview_draws_every_chart_with_its_summary() {
         );
     }
     // Every chart with data is drawn; recovery has none and says so.
-    assert_eq!(html.matches("<svg").count(), 8, "eight charts drawn");
+    assert_eq!(html.matches("<svg").count(), 12, "twelve charts drawn");
     let page = visible(&html);
     for sentence in [
         "5 of 200 deliveries (2.50%) found their key already claimed in the last 1h. \
@@ -143,6 +154,12 @@ async fn the_overview_draws_every_chart_with_its_summary() {
         "1 outcomes became unknown in the last 1h.",
         "No unknown outcomes are open.",
         "No unknown outcome or dead letter was recovered in the last 1h.",
+        "5 deliveries found their key already claimed in the last 1h; 4 were acknowledged \
+         without repeating the effect",
+        "6 retryable failures in the last 1h, 4 of them rate-limited (429); 3 retries waited \
+         as the provider's Retry-After asked. Most failures are rate limiting",
+        "The deepest queue held at most 300 messages in the last 1h.",
+        "2 replays published in the last 1h.",
     ] {
         assert!(page.contains(sentence), "“{sentence}” in {page}");
     }

@@ -167,5 +167,68 @@ async fn a_scrape_parses_as_prometheus_text_with_slos_burn_rates_and_stuck_keys(
     let drift = [("check", "payload-drift")];
     assert_eq!(capped("idem_check_findings_capped", &drift), Some(0.0));
     assert!(text.contains("# TYPE idem_slo_burn_rate gauge"));
+    assert!(text.contains("# TYPE idem_consumer_events_total counter"));
     assert!(value(samples, "idem_build_info", &[]).is_some());
+}
+
+/// One counter sample of `billing` at `at`.
+fn counted(metric: Metric, at: Ts, value: f64) -> MetricSample {
+    MetricSample {
+        consumer: "billing".into(),
+        metric,
+        at,
+        bucket: String::new(),
+        value,
+    }
+}
+
+/// The consumers' counters as Prometheus counters: from this replica's
+/// first scrape on, each minute added once it settles, never twice.
+async fn consumer_counters_count_settled_minutes_once(db: TestDatabase) {
+    let app = spawn_bare(|_| {}, db).await;
+    let store = &app.store;
+    let totals = idem::consumer_events::EventTotals::default();
+    let t0 = Ts::now() - TimeDelta::hours(1);
+    let minute = |n: i64| Ts::from(t0.0 + TimeDelta::minutes(n));
+    // Written before the first scrape: before this replica's count began.
+    store
+        .record_metrics(&[counted(Metric::Deliveries, minute(-10), 500.0)])
+        .await
+        .unwrap();
+    assert!(totals.advance(store, t0).await.unwrap().is_empty());
+
+    store
+        .record_metrics(&[
+            counted(Metric::Deliveries, minute(-4), 10.0),
+            counted(Metric::DuplicateClaims, minute(-4), 2.0),
+            counted(Metric::QueueDepth, minute(-4), 40.0),
+            // Not settled yet at the next scrape: counted by the one after.
+            counted(Metric::Deliveries, minute(8), 7.0),
+        ])
+        .await
+        .unwrap();
+    let now = |n: i64| Ts::from(t0.0 + TimeDelta::minutes(n));
+    let first = totals.advance(store, now(10)).await.unwrap();
+    let again = totals.advance(store, now(10)).await.unwrap();
+    assert_eq!(first, again, "a second scrape adds nothing twice");
+    assert_eq!(
+        first,
+        [
+            ("billing".to_owned(), Metric::Deliveries, 10.0),
+            ("billing".to_owned(), Metric::DuplicateClaims, 2.0),
+        ],
+        "counters only, from the first scrape on"
+    );
+    let later = totals.advance(store, now(20)).await.unwrap();
+    assert_eq!(later[0], ("billing".to_owned(), Metric::Deliveries, 17.0));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn consumer_counters_count_settled_minutes_once_on_sqlite() {
+    consumer_counters_count_settled_minutes_once(TestDatabase::sqlite().await).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn consumer_counters_count_settled_minutes_once_on_postgres() {
+    consumer_counters_count_settled_minutes_once(TestDatabase::postgres().await).await;
 }

@@ -7,6 +7,7 @@
 //! [`StoreError`].
 
 mod actions;
+mod adapter_counters;
 mod audit;
 #[cfg(feature = "bulk")]
 mod bulk;

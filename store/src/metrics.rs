@@ -4,7 +4,9 @@
 //! upsert per (consumer, metric, minute, bucket): that keeps a claim write from
 //! ever updating a shared counter row, which would serialise every worker on it.
 
-use crate::{StoreResult, dialect::dispatch, store::Store};
+use idem_domain::{Metric, MetricKind};
+
+use crate::{StoreResult, dialect::dispatch, store::Store, ts::Ts};
 
 pub use idem_consumer::MetricSample;
 
@@ -37,5 +39,24 @@ impl Store {
             }
         }
         Ok(names)
+    }
+
+    /// Every counter's sum per consumer over the minutes in `[from, to)`,
+    /// by consumer and metric: a range of the `(metric, minute)` index,
+    /// one metric at a time.
+    pub async fn counter_sums(&self, from: Ts, to: Ts) -> StoreResult<Vec<(String, Metric, f64)>> {
+        let sql = format!(
+            "SELECT consumer, metric, SUM(value) FROM consumer_metrics \
+             WHERE metric IN ({}) AND minute >= $1 AND minute < $2 \
+             GROUP BY consumer, metric ORDER BY consumer, metric",
+            crate::rollup::names_of(Metric::ALL, &[MetricKind::Counter])
+        );
+        let rows: Vec<(String, String, f64)> = dispatch!(&self.pools, pool => {
+            sqlx::query_as(&sql).bind(from).bind(to).fetch_all(pool).await?
+        });
+        Ok(rows
+            .into_iter()
+            .filter_map(|(consumer, name, sum)| Some((consumer, Metric::from_name(&name)?, sum)))
+            .collect())
     }
 }

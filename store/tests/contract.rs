@@ -8,7 +8,13 @@ use idem_domain::{Metric, MetricKind};
 use idem_store::{Store, testing::column_names};
 
 const CONTRACT: &str = include_str!("../../docs/CONTRACT.md");
-const TABLES: &[&str] = &["claims", "outbox", "dead_letters", "consumer_metrics"];
+const TABLES: &[&str] = &[
+    "claims",
+    "outbox",
+    "dead_letters",
+    "consumer_metrics",
+    "adapter_counters",
+];
 
 /// The first cell (in backticks) of each row of the table under `heading`.
 fn documented(heading_start: &str) -> BTreeSet<String> {

@@ -13,6 +13,23 @@ pub struct SloBoard {
     /// Where the SLOs come from: a file's path, or "built-in defaults".
     pub source: String,
     pub statuses: Vec<SloStatus>,
+    /// Consumers whose duplicates Idem cannot observe (their adapter says
+    /// so): the duplicate-claim SLOs count their deliveries, not their
+    /// duplicates.
+    pub duplicates_unobservable: Vec<String>,
+}
+
+impl SloBoard {
+    /// The consumers an SLO cannot see the bad events of, for a note beside it.
+    pub fn blind_spots(&self, status: &SloStatus) -> &[String] {
+        match status.slo.sli {
+            idem_domain::slo::Indicator::Counters {
+                bad: idem_domain::Metric::DuplicateClaims,
+                ..
+            } => &self.duplicates_unobservable,
+            _ => &[],
+        }
+    }
 }
 
 #[server(prefix = "/api/read", input = server_fn::codec::GetUrl)]
@@ -57,7 +74,10 @@ pub(crate) mod ssr {
     use std::collections::HashMap;
 
     use chrono::TimeDelta;
-    use idem_domain::slo::{Events, Indicator, SloSet, SloStatus, Span, worst_first};
+    use idem_domain::{
+        Metric,
+        slo::{Events, Indicator, SloSet, SloStatus, Span, worst_first},
+    };
     use idem_store::{Store, Ts};
 
     use super::SloBoard;
@@ -111,6 +131,7 @@ pub(crate) mod ssr {
             clock: Clock::utc(now),
             source: set.source.clone(),
             statuses,
+            duplicates_unobservable: store.unobservable(Metric::DuplicateClaims).await?,
         })
     }
 }

@@ -18,10 +18,12 @@ use crate::{
 pub fn SloPage() -> impl IntoView {
     let data = Resource::new(|| (), |()| get_slos());
     let render = move |board: SloBoard| {
+        let blind = board.duplicates_unobservable.clone();
         let rows = board
             .statuses
-            .into_iter()
+            .iter()
             .map(|s| {
+                let blind_spots = board.blind_spots(s).to_vec();
                 let href = format!("/slo/{}", s.slo.name);
                 let burns = s
                     .tiers
@@ -33,7 +35,10 @@ pub fn SloPage() -> impl IntoView {
                         <td><a href=href>{s.slo.name.clone()}</a></td>
                         <td><AlertBadge state=s.alert/></td>
                         <td class="num">{percent(s.slo.objective.get())}</td>
-                        <td class="num">{s.sli.map_or_else(|| "no data".to_owned(), percent)}</td>
+                        <td class="num">
+                            {s.sli.map_or_else(|| "no data".to_owned(), percent)}
+                            {(!blind_spots.is_empty()).then(|| view! { <span class="not-observable" title="Some consumers' bad events cannot be observed">" *"</span> })}
+                        </td>
                         <td><BudgetBar remaining=s.budget_remaining/></td>
                         {burns}
                         <td class="num">{events_text(s.window)}</td>
@@ -57,6 +62,7 @@ pub fn SloPage() -> impl IntoView {
                 </thead>
                 <tbody>{rows}</tbody>
             </table>
+            <NotObservable consumers=blind/>
             <p class="hint">
                 "Burn rate 1× spends exactly the error budget over the window. A tier pages (or opens a ticket) "
                 "only when both its long and its short window burn faster than its threshold."
@@ -71,6 +77,21 @@ pub fn SloPage() -> impl IntoView {
         </div>
         <Loaded resource=data render/>
     }
+}
+
+/// The consumers whose duplicates cannot be observed, said where a
+/// duplicate-claim SLO is shown (nothing when there are none).
+#[component]
+fn NotObservable(consumers: Vec<String>) -> impl IntoView {
+    (!consumers.is_empty()).then(|| {
+        view! {
+            <p class="notice not-observable">
+                "* Duplicates not observable for "{consumers.join(", ")}": their workers never "
+                "reach a table Idem reads when a key repeats (their adapter says so). Their deliveries "
+                "count in the duplicate-claim rate, their duplicates cannot: it may read better than it is."
+            </p>
+        }
+    })
 }
 
 /// `/slo/{name}`: one SLO in depth, with its alert tiers.
@@ -88,7 +109,7 @@ pub fn SloDetailPage() -> impl IntoView {
         },
     );
     let render = move |board: SloBoard| {
-        let Some(s) = board.statuses.into_iter().next() else {
+        let Some(s) = board.statuses.first().cloned() else {
             return view! { <p>"No such SLO."</p> }.into_any();
         };
         let tiers = s
@@ -110,8 +131,9 @@ pub fn SloDetailPage() -> impl IntoView {
                 <dt>"SLI"</dt><dd>{s.sli.map_or_else(|| "no data in the window".to_owned(), percent)}" ("{events_text(s.window)}")"</dd>
                 <dt>"Budget remaining"</dt><dd><BudgetBar remaining=s.budget_remaining/></dd>
                 <dt>"Minimum events to alert"</dt><dd>{s.slo.min_events}</dd>
-                <dt>"Defined in"</dt><dd>{board.source}</dd>
+                <dt>"Defined in"</dt><dd>{board.source.clone()}</dd>
             </dl>
+            <NotObservable consumers=board.blind_spots(&s).to_vec()/>
             <SloCharts name=s.slo.name.clone()/>
             <h2>"Alert tiers"</h2>
             <table>

@@ -231,6 +231,11 @@ impl Simulation {
         let failure = Failure::Retryable { error, retry_after };
         let next =
             worker::record_failure(&self.store, flow, key, failure, deliveries, self.now).await?;
+        // Only the demo's 429s carry a Retry-After.
+        if let Some(asked) = retry_after {
+            let waited = matches!(next, Next::RetryIn(wait) if wait == asked);
+            self.meter.rate_limited(flow.consumer(), waited, self.now);
+        }
         if current {
             // Out of deliveries, `retry_later` gives the message up at once.
             let delay = match next {

@@ -284,9 +284,11 @@ async fn sweep_expired_sessions(auth: Arc<AuthContext>, mut stop: watch::Receive
     }
 }
 
-/// Rolls up settled hours of consumer metrics every minute, once the demo's
-/// history (if any) is written (and then empties the read caches). The upsert is idempotent, so a second
-/// replica doing the same work costs time, not correctness.
+/// Samples the adapters' counters and rolls up settled hours of consumer
+/// metrics every minute, once the demo's history (if any) is written (and
+/// then empties the read caches). Both are safe beside a second replica
+/// doing the same: the rollup's upsert is idempotent, and a sample locks
+/// the counters it moves.
 async fn maintain_rollups(
     store: Store,
     history_written: tokio::sync::oneshot::Receiver<()>,
@@ -303,6 +305,13 @@ async fn maintain_rollups(
         cache.clear();
     }
     loop {
+        // First what the adapters counted outside their writers' transactions,
+        // so a minute's duplicates are in before its hour is rolled up.
+        match store.sample_adapter_counters(idem_store::Ts::now()).await {
+            Ok(0) => {}
+            Ok(moved) => tracing::debug!(moved, "adapter counters sampled"),
+            Err(err) => tracing::warn!(error = %err, "could not sample the adapters' counters"),
+        }
         match store.roll_up_hours(idem_store::Ts::now()).await {
             Ok(0) => {}
             Ok(hours) => tracing::debug!(hours, "consumer metrics rolled up"),

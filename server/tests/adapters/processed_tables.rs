@@ -1,8 +1,12 @@
 //! Tables of processed jobs and events, shown in Idem through their adapters.
 
+use chrono::TimeDelta;
 use idem_app::links::key_href;
-use idem_domain::ClaimStatus;
-use idem_store::testing::{self, TestDatabase};
+use idem_domain::{ClaimStatus, Metric};
+use idem_store::{
+    Ts,
+    testing::{self, TestDatabase},
+};
 
 use crate::{
     app_url, common::visible, drop_team_role, install, process_job, spawn_read_only, team_pool,
@@ -202,4 +206,114 @@ async fn a_processed_events_table_shows_in_idem_through_its_adapter() {
         "{list}"
     );
     assert!(!list.contains("evt_bad"), "{list}");
+}
+
+/// The worker of the standard-queue article: claim with `RETURNING 1` and
+/// `ROLLBACK` when no row comes back — which takes the mirror's per-key
+/// duplicate count back with it.
+async fn claim_or_roll_back(pool: &sqlx::PgPool, key: &str) -> &'static str {
+    let mut tx = pool.begin().await.unwrap();
+    let claimed: Option<i32> = sqlx::query_scalar(
+        "INSERT INTO processed_jobs (idempotency_key, message_id, processed_at) \
+         VALUES ($1, 'm', now()) ON CONFLICT DO NOTHING RETURNING 1",
+    )
+    .bind(key)
+    .fetch_optional(&mut *tx)
+    .await
+    .unwrap();
+    if claimed.is_none() {
+        tx.rollback().await.unwrap();
+        return "duplicate";
+    }
+    tx.commit().await.unwrap();
+    "done"
+}
+
+/// A consumer's counter summed over the last hour and the next minute.
+async fn counted(app: &crate::common::TestApp, metric: Metric) -> f64 {
+    let now = Ts::now();
+    let rows = app
+        .store
+        .metric_rows(
+            "billing-jobs",
+            metric,
+            Ts::from(now.0 - TimeDelta::hours(1)),
+            Ts::from(now.0 + TimeDelta::minutes(2)),
+        )
+        .await
+        .unwrap();
+    rows.iter().map(|r| r.value).sum()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn duplicates_a_worker_rolls_back_are_still_counted() {
+    let db = TestDatabase::postgres().await;
+    let admin = team_pool(&db.url).await;
+    sqlx::raw_sql(
+        "CREATE TABLE processed_jobs (idempotency_key text PRIMARY KEY, message_id text, processed_at timestamptz)",
+    )
+    .execute(&admin)
+    .await
+    .unwrap();
+    install(&db.url, "processed_jobs.sql").await;
+    let pool = team_role_pool(&db.url, &admin, &["processed_jobs"]).await;
+
+    // Three keys delivered 4, 6 and 2 times, interleaved: 12 deliveries, 9 duplicates.
+    let keys = [
+        ("charge:A 🧾", 4),
+        ("charge:EU/Ø-2 #x", 6),
+        ("charge:3 שלום", 2),
+    ];
+    let mut handled = Vec::new();
+    for round in 0..6 {
+        for (key, times) in keys {
+            if round < times {
+                handled.push(claim_or_roll_back(&pool, key).await);
+            }
+        }
+    }
+    assert_eq!(handled.iter().filter(|h| **h == "duplicate").count(), 9);
+
+    let app = spawn_read_only(db, "billing-jobs").await;
+    // The background work samples every minute; sampling here as well (as a
+    // second replica would) must not count anything twice.
+    app.store.sample_adapter_counters(Ts::now()).await.unwrap();
+    app.store.sample_adapter_counters(Ts::now()).await.unwrap();
+    assert_eq!(counted(&app, Metric::DuplicateClaims).await, 9.0);
+    assert_eq!(counted(&app, Metric::Deliveries).await, 12.0);
+    // Per key, only what committed is known: the rolled-back duplicates left
+    // nothing on the key's page.
+    let (status, html) = app.get(&key_href("billing-jobs", "charge:EU/Ø-2 #x")).await;
+    assert_eq!(status, 200);
+    assert!(
+        visible(&html).contains("Deliveries 1"),
+        "{}",
+        visible(&html)
+    );
+
+    // A team whose worker looks the key up first says so, as the adapter's
+    // header shows; the rate then reads "not observable", never 100%.
+    sqlx::query(
+        "UPDATE adapter_counters SET sequence_name = NULL \
+         WHERE consumer = 'billing-jobs' AND metric = 'duplicate_claims'",
+    )
+    .execute(&admin)
+    .await
+    .unwrap();
+    let (status, html) = app.get("/?consumer=billing-jobs&range=6h").await;
+    assert_eq!(status, 200);
+    let page = visible(&html);
+    assert!(
+        page.contains("Not observable: billing-jobs's duplicates never reach a table Idem reads"),
+        "{page}"
+    );
+    let (_, html) = app.get("/?range=7d").await;
+    assert!(visible(&html).contains("Not observable for billing-jobs"));
+    let (_, html) = app.get("/slo").await;
+    assert!(
+        visible(&html).contains("Duplicates not observable for billing-jobs"),
+        "{}",
+        visible(&html)
+    );
+    drop_team_role(&admin, pool).await;
 }

@@ -98,7 +98,7 @@ fn names<'a>(metrics: impl IntoIterator<Item = &'a Metric>) -> String {
 }
 
 /// The stored names of those of `metrics` of the given kinds (see [`names`]).
-fn names_of(metrics: &[Metric], kinds: &[MetricKind]) -> String {
+pub(crate) fn names_of(metrics: &[Metric], kinds: &[MetricKind]) -> String {
     names(metrics.iter().filter(|m| kinds.contains(&m.kind())))
 }
 

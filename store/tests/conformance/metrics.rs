@@ -10,6 +10,7 @@ idem_store::on_both_backends!(
     counts_are_exact_when_small_and_capped_when_large,
     the_overview_counts_what_needs_a_person_and_the_sends_of_the_last_hour,
     metric_upserts_add_counters_and_buckets_and_keep_the_largest_gauge,
+    an_adapter_counter_survives_a_rollback_and_is_sampled_once,
 );
 
 async fn counts_are_exact_when_small_and_capped_when_large(store: &Store) {
@@ -162,4 +163,88 @@ async fn metric_upserts_add_counters_and_buckets_and_keep_the_largest_gauge(stor
             (minute, "600".to_owned(), 3.0)
         ]
     );
+}
+
+/// Sums a consumer's counter over the test's day.
+async fn counted(store: &Store, consumer: &str, metric: Metric) -> f64 {
+    let rows = store
+        .metric_rows(consumer, metric, at(0), at(86_400))
+        .await
+        .unwrap();
+    rows.iter().map(|r| r.value).sum()
+}
+
+async fn an_adapter_counter_survives_a_rollback_and_is_sampled_once(store: &Store) {
+    store
+        .register_adapter_counter("legacy", Metric::DuplicateClaims, None)
+        .await
+        .unwrap();
+    store
+        .register_adapter_counter("jobs", Metric::DuplicateClaims, Some("jobs_duplicates"))
+        .await
+        .unwrap();
+    assert_eq!(
+        store.unobservable(Metric::DuplicateClaims).await.unwrap(),
+        ["legacy"],
+        "a registration without a sequence declares a blind spot"
+    );
+    assert!(
+        store
+            .unobservable(Metric::Deliveries)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+
+    // Two duplicates counted by transactions that roll back, one by one that
+    // commits (SQLite has neither sequences nor adapters: nothing to sample).
+    for bump in [
+        "CREATE SEQUENCE jobs_duplicates",
+        "BEGIN; SELECT nextval('jobs_duplicates'); ROLLBACK;",
+        "BEGIN; SELECT nextval('jobs_duplicates'); ROLLBACK;",
+        "SELECT nextval('jobs_duplicates')",
+    ] {
+        idem_store::testing::execute_raw(store, "SELECT 1", bump)
+            .await
+            .unwrap();
+    }
+    let expected = if store.backend() == "postgres" {
+        3.0
+    } else {
+        0.0
+    };
+    store.sample_adapter_counters(at(60)).await.unwrap();
+    assert_eq!(
+        counted(store, "jobs", Metric::DuplicateClaims).await,
+        expected
+    );
+    // Sampling again (another replica, the next minute) adds nothing new.
+    let (again, later) = tokio::join!(
+        store.sample_adapter_counters(at(120)),
+        store.sample_adapter_counters(at(180)),
+    );
+    assert_eq!((again.unwrap(), later.unwrap()), (0, 0));
+    assert_eq!(
+        counted(store, "jobs", Metric::DuplicateClaims).await,
+        expected
+    );
+    // The next duplicate lands in the minute it was sampled in.
+    idem_store::testing::execute_raw(store, "SELECT 1", "SELECT nextval('jobs_duplicates')")
+        .await
+        .unwrap();
+    store.sample_adapter_counters(at(240)).await.unwrap();
+    let rows = store
+        .metric_rows("jobs", Metric::DuplicateClaims, at(240).minute(), at(300))
+        .await
+        .unwrap();
+    let in_minute: f64 = rows.iter().map(|r| r.value).sum();
+    assert_eq!(
+        in_minute,
+        if store.backend() == "postgres" {
+            1.0
+        } else {
+            0.0
+        }
+    );
+    assert!(counted(store, "legacy", Metric::DuplicateClaims).await == 0.0);
 }

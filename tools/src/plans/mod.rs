@@ -380,6 +380,15 @@ impl Reads<'_> {
                 store.indicator_events_since(&indicators, &froms, to)
             })
             .await?,
+            measure(
+                notices,
+                "/metrics: consumer counters of a settled minute",
+                || {
+                    let settled = (to - chrono::TimeDelta::minutes(5)).minute();
+                    store.counter_sums(settled - chrono::TimeDelta::minutes(1), settled)
+                },
+            )
+            .await?,
             measure(notices, "/audit first page", || {
                 store.audit_log(&everyone, &first)
             })

@@ -59,9 +59,10 @@ pub struct ChartSet {
     pub charts: Vec<Chart>,
 }
 
-/// Every overview chart: duplicate-claim rate, duplicate delays, queue and
-/// outbox age, unknown outcomes, dead letters, transaction failures,
-/// delivery-to-outcome latency and recovery times. `range` names a span
+/// Every overview chart: duplicate-claim rate, duplicate delays, duplicates
+/// suppressed, queue and outbox age, unknown outcomes, dead letters,
+/// transaction failures, delivery-to-outcome latency, recovery times,
+/// retryable failures and rate limiting, queue depth and replays. `range` names a span
 /// ending now; `from` and `to` (RFC 3339, or `YYYY-MM-DDTHH:MM` in UTC) name
 /// one instead. `consumer` narrows every chart to one consumer.
 #[server(prefix = "/api/read", input = server_fn::codec::GetUrl)]

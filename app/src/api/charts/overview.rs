@@ -78,6 +78,12 @@ pub const CHART_METRICS: &[Metric] = &[
     Metric::DeadLetters,
     Metric::TransactionFailures,
     Metric::OutcomeLatencySeconds,
+    Metric::DedupeSuppressed,
+    Metric::RetryableFailures,
+    Metric::RateLimited,
+    Metric::RetryAfterHonoured,
+    Metric::QueueDepth,
+    Metric::Replays,
 ];
 
 /// The database read behind the overview's charts for a named range
@@ -132,8 +138,15 @@ pub async fn overview_charts(
     let mut reads = Reads::new(read, &frame);
     let keys = |path: &str, text: &str| keys_link(&span, who, path, text);
 
+    let unobservable = store.unobservable(Metric::DuplicateClaims).await?;
     let mut list = Vec::new();
-    list.extend(duplicate_charts(&mut reads, &span.label, &slos));
+    list.extend(duplicate_charts(
+        &mut reads,
+        &span.label,
+        &slos,
+        &unobservable,
+        who,
+    ));
     list.extend(age_charts(&mut reads, &slos));
     list.extend(loss_charts(&mut reads, &slos, keys));
     list.push(charts::outcome_latency(
@@ -151,6 +164,7 @@ pub async fn overview_charts(
     let mut recovery = charts::recovery_times(&frame, &recoveries, recovery_threshold(&slos));
     recovery.link = recoveries_link(&span);
     list.push(recovery);
+    list.extend(pressure_charts(&mut reads));
 
     Ok(ChartSet {
         span: span.sentence(),
@@ -195,11 +209,24 @@ impl<'a> Reads<'a> {
     }
 }
 
-/// The duplicate-claim rate over time, and when duplicates arrived over the
-/// whole span (labelled `span_label`).
-fn duplicate_charts(reads: &mut Reads, span_label: &str, slos: &SloSet) -> [Chart; 2] {
+/// The duplicate-claim rate over time (or why it cannot be known, for the
+/// consumers in `unobservable`), when duplicates arrived over the whole
+/// span (labelled `span_label`), and how many were suppressed.
+fn duplicate_charts(
+    reads: &mut Reads,
+    span_label: &str,
+    slos: &SloSet,
+    unobservable: &[String],
+    consumer: Option<&ConsumerName>,
+) -> [Chart; 3] {
     let duplicates = reads.counts(Metric::DuplicateClaims);
-    let rate = charts::bad_share(
+    let suppressed = charts::duplicates_suppressed(
+        reads.frame,
+        &reads.reported(),
+        &duplicates,
+        &reads.counts(Metric::DedupeSuppressed),
+    );
+    let mut rate = charts::bad_share(
         "duplicate-rate",
         "Duplicate-claim rate",
         reads.frame,
@@ -208,8 +235,53 @@ fn duplicate_charts(reads: &mut Reads, span_label: &str, slos: &SloSet) -> [Char
         &duplicates,
         allowed_share(slos, Metric::DuplicateClaims),
     );
+    not_observable(&mut rate, unobservable, consumer);
     let delays = summed(reads.take(Metric::DuplicateDelaySeconds));
-    [rate, charts::duplicate_delays(span_label, &delays)]
+    [
+        rate,
+        charts::duplicate_delays(span_label, &delays),
+        suppressed,
+    ]
+}
+
+/// What the consumers push against and what operators push back with:
+/// retries and rate limiting, queue depth, replays.
+fn pressure_charts(reads: &mut Reads) -> [Chart; 3] {
+    let reported = reads.reported();
+    let retries = charts::retry_pressure(
+        reads.frame,
+        &reported,
+        &reads.counts(Metric::RetryableFailures),
+        &reads.counts(Metric::RateLimited),
+        &reads.counts(Metric::RetryAfterHonoured),
+    );
+    let depth = charts::queue_depth(reads.frame, &reads.take(Metric::QueueDepth));
+    let replays = charts::replays(reads.frame, &reported, &reads.counts(Metric::Replays));
+    [retries, depth, replays]
+}
+
+/// Says so on the duplicate-claim rate where duplicates cannot be observed:
+/// instead of the rate, for a consumer whose adapter declared it; beside it,
+/// across all consumers, when some did. Never a rate that only looks perfect.
+fn not_observable(rate: &mut Chart, unobservable: &[String], consumer: Option<&ConsumerName>) {
+    match consumer {
+        Some(c) if unobservable.iter().any(|u| u.as_str() == c.as_str()) => {
+            rate.svg = None;
+            rate.summary = format!(
+                "Not observable: {c}'s duplicates never reach a table Idem reads (its adapter \
+                 says so), so its duplicate-claim rate is unknown, not 0%."
+            );
+        }
+        Some(_) => {}
+        None if unobservable.is_empty() => {}
+        None => {
+            rate.summary += &format!(
+                " Not observable for {}: their deliveries count here, their duplicates cannot, \
+                 so the rate may read low.",
+                unobservable.join(", ")
+            );
+        }
+    }
 }
 
 /// A distribution over a whole span: its intervals' buckets added up.

@@ -14,7 +14,7 @@ use crate::{
 };
 
 /// Gauge readings above the largest slice bound are drawn at this many seconds.
-const BEYOND_SLICES: f64 = 7200.0;
+pub(super) const BEYOND_SLICES: f64 = 7200.0;
 
 /// The most a bad count may be of deliveries, under its SLO.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -95,6 +95,21 @@ pub fn bad_share(
     plot.into_chart(id, title, summary)
 }
 
+/// The worst reading per interval of a gauge counted into slices: the
+/// highest slice bound any consumer-minute read into (bounds come in
+/// ascending order); `None` where nobody reported.
+pub(super) fn worst_slices(slices: &[Histogram]) -> Vec<Option<f64>> {
+    slices
+        .iter()
+        .map(|s| {
+            s.iter()
+                .filter(|(_, minutes)| *minutes > 0.0)
+                .map(|(bound, _)| bound)
+                .last()
+        })
+        .collect()
+}
+
 /// The worst reading of a gauge (an oldest age) per interval, from the
 /// consumer-minutes counted per slice bound, against a threshold. Readings
 /// are known to the slice bound: "at most 2 min".
@@ -107,16 +122,7 @@ pub fn gauge_worst(
     threshold_seconds: Option<f64>,
 ) -> Chart {
     let title = format!("{title}, {}", frame.label);
-    let worst: Vec<Option<f64>> = slices
-        .iter()
-        .map(|s| {
-            // Bounds come in ascending order: the last with readings.
-            s.iter()
-                .filter(|(_, minutes)| *minutes > 0.0)
-                .map(|(bound, _)| bound)
-                .last()
-        })
-        .collect();
+    let worst = worst_slices(slices);
     let with_data = worst.iter().flatten().count();
     if with_data == 0 {
         let summary = format!("No consumer reported {what} in the {}.", frame.label);

@@ -11,6 +11,7 @@ mod deliveries;
 mod frame;
 mod latency;
 mod plot;
+mod pressure;
 mod slo;
 #[cfg(test)]
 mod tests;
@@ -18,6 +19,7 @@ mod tests;
 pub use deliveries::{Allowed, bad_share, gauge_worst, new_unknown_outcomes};
 pub use frame::Frame;
 pub use latency::{outcome_latency, recovery_times};
+pub use pressure::{duplicates_suppressed, queue_depth, replays, retry_pressure};
 pub use slo::{budget_over_time, burn_rate, sli_over_time};
 
 use crate::api::Chart;

@@ -158,6 +158,11 @@ impl Plot<'_> {
         let threshold = self.threshold.as_ref().map(|t| t.value);
         let values = self.all_values().chain(threshold);
         let (lo, hi) = values.fold((0.0f64, 0.0f64), |(lo, hi), v| (lo.min(v), hi.max(v)));
+        // Counts are whole: a span of zeros still gets an axis up to one.
+        let hi = match self.unit {
+            Unit::Count(_) => hi.max(1.0),
+            _ => hi,
+        };
         let pad = ((hi - lo) * 0.15).max(1e-9);
         (if lo < 0.0 { lo - pad } else { 0.0 }, hi + pad)
     }

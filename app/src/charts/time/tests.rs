@@ -414,3 +414,40 @@ fn hover_targets_are_one_per_interval_or_even_runs_a_pointer_can_find() {
     );
     assert!(runs(0, 600).is_empty(), "nothing to hover");
 }
+
+#[test]
+fn a_span_without_replays_says_so_and_still_has_a_readable_axis() {
+    let chart = replays(&frame(3), &[true, true, false], &[0.0, 0.0, 0.0]);
+    assert_eq!(
+        chart.summary,
+        "No replays published in the last 7h. 1 interval had no data and is left blank."
+    );
+    let svg = chart
+        .svg
+        .expect("zeros are drawn: deliveries were reported");
+    assert!(svg.contains("1.0\n</text>"), "an axis up to one: {svg}");
+    assert!(!svg.contains("\n-0"), "never a negative zero on the axis");
+}
+
+#[test]
+fn rate_limiting_is_told_apart_from_other_retryable_failures() {
+    let chart = retry_pressure(
+        &frame(2),
+        &[true, true],
+        &[3.0, 1.0],
+        &[3.0, 0.0],
+        &[1.0, 0.0],
+    );
+    assert_eq!(
+        chart.summary,
+        "4 retryable failures in the last 7h, 3 of them rate-limited (429); 1 retries waited as \
+         the provider's Retry-After asked. Most failures are rate limiting: the consumers send \
+         faster than the provider takes."
+    );
+    let suppressed = duplicates_suppressed(&frame(2), &[true, true], &[2.0, 0.0], &[1.0, 0.0]);
+    assert!(
+        suppressed.summary.contains("; 1 was acknowledged"),
+        "{}",
+        suppressed.summary
+    );
+}
