@@ -32,7 +32,10 @@ pub mod testing;
 mod ts;
 mod users;
 
-pub use actions::{Actor, DiscardRequest, ReplayRequest, ResolveRequest};
+pub use actions::{
+    Actor, DiscardRequest, REDRIVE_MAX, Redrive, RedriveItem, RedriveRequest, RedriveSelection,
+    RedriveStart, RedriveStep, ReplayRequest, ResolveRequest,
+};
 pub use audit::{AuditFilter, NewAuditEntry};
 pub use checks::{CheckLimits, SHARED_REFS_WATERMARK, SharedRefSweep};
 pub use consumer::{Claimed, Delivery, NewDeadLetter, NewOutboxRow, Outcome};

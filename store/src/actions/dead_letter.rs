@@ -63,10 +63,22 @@ async fn close_dead_letter(
     Ok(changed == 1)
 }
 
-/// Replays the open dead letter `req` names, inside `tx`, as of `now`.
+/// Which verdicts a replay goes ahead on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Accept {
+    /// An operator's replay: "safe" and "caution" verdicts, and a blocked
+    /// one overridden with a reason.
+    OperatorChoice,
+    /// A redrive's item: "safe" only; any other verdict refuses with its title.
+    SafeOnly,
+}
+
+/// Replays the open dead letter `req` names, inside `tx`, as of `now`, if
+/// its verdict is one `accept` goes ahead on.
 pub(super) async fn replay(
     tx: &mut Tx,
     req: &ReplayRequest<'_>,
+    accept: Accept,
     now: chrono::DateTime<Utc>,
 ) -> StoreResult<ActionOutcome> {
     let dl = match open_dead_letter(tx, req.dead_letter_id).await? {
@@ -75,6 +87,9 @@ pub(super) async fn replay(
     };
     let claim = tx.read_claim(&dl.consumer, &dl.key).await?;
     let verdict = Verdict::of(claim.as_ref(), req.retention.of(&dl.consumer), now);
+    if accept == Accept::SafeOnly && verdict != Verdict::Safe {
+        return Ok(refused(format!("{}.", verdict.title())));
+    }
     let reason = match text::reason(req.reason.unwrap_or_default()) {
         Ok(reason) => reason,
         Err(err) => return Ok(refused(err.to_string())),

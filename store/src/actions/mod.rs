@@ -22,9 +22,13 @@ use crate::{
 };
 
 mod dead_letter;
+mod redrive;
 mod resolve;
 
-use dead_letter::{discard, replay};
+use dead_letter::{Accept, discard, replay};
+pub use redrive::{
+    REDRIVE_MAX, Redrive, RedriveItem, RedriveRequest, RedriveSelection, RedriveStart, RedriveStep,
+};
 use resolve::resolve;
 
 /// Who acts, as the audit log records them.
@@ -291,6 +295,16 @@ impl Store {
         self.once(Act::Replay(req, at)).await
     }
 
+    /// [`Store::replay_dead_letter_at`] only when the verdict is "safe";
+    /// any other verdict refuses with its title (a redrive's item).
+    async fn replay_if_safe_at(
+        &self,
+        req: &ReplayRequest<'_>,
+        at: Ts,
+    ) -> StoreResult<ActionOutcome> {
+        self.once(Act::ReplayIfSafe(req, at)).await
+    }
+
     pub async fn discard_dead_letter(
         &self,
         req: &DiscardRequest<'_>,
@@ -322,7 +336,12 @@ impl Store {
         }
         let mut tx = self.begin().await?;
         let result = match act {
-            Act::Replay(req, at) => replay(&mut tx, req, not_after_now(at)).await,
+            Act::Replay(req, at) => {
+                replay(&mut tx, req, Accept::OperatorChoice, not_after_now(at)).await
+            }
+            Act::ReplayIfSafe(req, at) => {
+                replay(&mut tx, req, Accept::SafeOnly, not_after_now(at)).await
+            }
             Act::Discard(req) => discard(&mut tx, req).await,
             Act::Resolve(req, at) => resolve(&mut tx, req, not_after_now(at)).await,
         };
@@ -334,6 +353,7 @@ impl Store {
 #[derive(Clone, Copy)]
 enum Act<'r, 'a> {
     Replay(&'r ReplayRequest<'a>, Ts),
+    ReplayIfSafe(&'r ReplayRequest<'a>, Ts),
     Discard(&'r DiscardRequest<'a>),
     Resolve(&'r ResolveRequest<'a>, Ts),
 }
@@ -341,7 +361,7 @@ enum Act<'r, 'a> {
 impl<'r, 'a> Act<'r, 'a> {
     fn action_id(self) -> &'r str {
         match self {
-            Act::Replay(req, _) => req.action_id.as_str(),
+            Act::Replay(req, _) | Act::ReplayIfSafe(req, _) => req.action_id.as_str(),
             Act::Discard(req) => req.action_id.as_str(),
             Act::Resolve(req, _) => req.action_id.as_str(),
         }
@@ -349,7 +369,7 @@ impl<'r, 'a> Act<'r, 'a> {
 
     fn binding(self) -> Binding<'a> {
         match self {
-            Act::Replay(req, _) => req.binding(),
+            Act::Replay(req, _) | Act::ReplayIfSafe(req, _) => req.binding(),
             Act::Discard(req) => req.binding(),
             Act::Resolve(req, _) => req.binding(),
         }

@@ -287,7 +287,7 @@ impl Window {
     }
 
     /// ` AND column >= $n …` for each bound that is set.
-    fn conditions(&self, sql: &mut Sql, column: &str) {
+    pub(crate) fn conditions(&self, sql: &mut Sql, column: &str) {
         if let Some(from) = self.from {
             let p = sql.param(from);
             sql.push(&format!(" AND {column} >= {p}"));

@@ -8,6 +8,7 @@ mod action_ids;
 mod concurrency;
 mod effects;
 mod records;
+mod redrive;
 
 use chrono::TimeDelta;
 use idem_domain::action::ActionId;
