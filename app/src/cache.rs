@@ -45,7 +45,7 @@ pub(crate) enum ReadKey {
     DeadLetters {
         state: DeadLetterState,
         cursor: Option<String>,
-        window: idem_store::Window,
+        filter: idem_store::DeadLetterFilter,
     },
     /// One page of the outbox backlog.
     Outbox {

@@ -41,6 +41,17 @@ pub fn duration(seconds: i64) -> String {
     idem_domain::story::span(chrono::TimeDelta::seconds(seconds))
 }
 
+/// A (capped) count and what it counts, singular for exactly one:
+/// `1 dead letter`, `3 dead letters`, `10,000+ dead letters`.
+pub fn count_of(count: idem_domain::CappedCount, one: &str, many: &str) -> String {
+    let noun = if count.value == 1 && !count.capped {
+        one
+    } else {
+        many
+    };
+    format!("{count} {noun}")
+}
+
 /// A share (0–1) as a percentage, with the decimals that tell it apart
 /// from its nearest end: `0%`, `0.042%`, `0.50%`, `2.50%`, `97.50%`,
 /// `99.950%`, `100.000%`. Small shares (duplicate rates, error budgets)
@@ -58,6 +69,23 @@ pub fn percent(share: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_count_of_one_is_singular_and_any_other_plural() {
+        let count = idem_domain::CappedCount::from_limited;
+        assert_eq!(
+            count_of(count(1, 100), "dead letter", "dead letters"),
+            "1 dead letter"
+        );
+        assert_eq!(
+            count_of(count(0, 100), "dead letter", "dead letters"),
+            "0 dead letters"
+        );
+        assert_eq!(
+            count_of(count(1200, 100), "dead letter", "dead letters"),
+            "100+ dead letters"
+        );
+    }
 
     #[test]
     fn a_percentage_keeps_the_digits_that_tell_it_from_its_nearest_end() {

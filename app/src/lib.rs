@@ -86,6 +86,7 @@ pub fn App() -> impl IntoView {
                     <Route path=StaticSegment("unknown") view=UnknownPage ssr=data.clone()/>
                     <Route path=StaticSegment("dead-letters") view=DeadLettersPage ssr=data.clone()/>
                     <Route path=(StaticSegment("dead-letters"), ParamSegment("id")) view=DeadLetterPage ssr=data.clone()/>
+                    <Route path=(StaticSegment("redrives"), ParamSegment("id")) view=RedrivePage ssr=data.clone()/>
                     <Route path=StaticSegment("outbox") view=OutboxPage ssr=data.clone()/>
                     <Route path=StaticSegment("login") view=LoginPage ssr=data.clone()/>
                     <Route path=StaticSegment("slo") view=SloPage ssr=data.clone()/>

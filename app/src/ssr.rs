@@ -255,6 +255,17 @@ fn session() -> Option<tower_sessions::Session> {
         .cloned()
 }
 
+/// The page a plain form's answer is shown on, when it is not the form's
+/// own page (a started redrive answers on the run's page).
+#[derive(Clone)]
+struct AnswerOn(String);
+
+/// Shows this action's answer on `path` (a local path) instead of the page
+/// the form was on.
+pub fn answer_on(path: &str) {
+    provide_context(AnswerOn(crate::links::safe_next(path)));
+}
+
 /// Whether this request is a browser's own form post (it asks for HTML;
 /// the page's code asks for data).
 fn plain_form() -> bool {
@@ -334,7 +345,9 @@ pub async fn answer_form(
         Some(session) => session.insert(ACTION_ANSWER, &stored).await.is_ok(),
         None => false,
     };
-    let back = form_page();
+    let back = use_context::<AnswerOn>()
+        .map(|page| page.0)
+        .unwrap_or_else(form_page);
     let separator = if back.contains('?') { '&' } else { '?' };
     leptos_axum::redirect(&if kept {
         format!("{back}{separator}{ANSWER_PARAM}={action_id}")

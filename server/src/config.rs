@@ -23,6 +23,7 @@
 //! | `IDEM_HASH_CONCURRENCY` | password hashes computed at once | `2` |
 //! | `IDEM_READ_ONLY_CONSUMERS` | consumers read through an adapter over their own tables (comma-separated): their pages work, actions on them are refused with the reason | none |
 //! | `IDEM_CLAIM_RETENTION_DAYS` | how long consumers keep claims, in days, then any consumer's own (`30, payments=90`); replaying an older key is flagged, `/checks` lists such dead letters | `30` |
+//! | `IDEM_REDRIVE_PER_SECOND` | how many dead letters a redrive replays per second at most (1–100), so a fixed provider is not flooded again | `5` |
 //! | `IDEM_READ_CACHE_MS` | how long one dashboard read serves every viewer (0 turns the cache off) | `2000` |
 //! | `IDEM_SLO_FILE` | a TOML file of SLOs (see `slo_config`) | the built-in defaults |
 //! | `IDEM_METRICS_TOKEN` | bearer token a Prometheus scrape of `/metrics` must send; unset turns the export off | unset |
@@ -135,6 +136,8 @@ pub struct Config {
     pub log_key_secret: Option<LogKeySecret>,
     pub read_cache_ttl: Duration,
     pub claim_retention: idem_domain::ClaimRetention,
+    /// `IDEM_REDRIVE_PER_SECOND`: a redrive's pace, dead letters per second.
+    pub redrive_per_second: u32,
     /// `IDEM_READ_ONLY_CONSUMERS`: consumers read through an adapter.
     pub read_only: idem_domain::ReadOnlyConsumers,
     /// `IDEM_SLO_FILE`; `None` uses the built-in SLOs.
@@ -190,6 +193,7 @@ pub const SETTINGS: &[&str] = &[
     "IDEM_READ_CACHE_MS",
     "IDEM_READ_DATABASE_URL",
     "IDEM_READ_ONLY_CONSUMERS",
+    "IDEM_REDRIVE_PER_SECOND",
     "IDEM_REQUEST_TIMEOUT_SECONDS",
     "IDEM_SESSION_ABSOLUTE_HOURS",
     "IDEM_SESSION_IDLE_MINUTES",
@@ -299,6 +303,8 @@ impl Config {
             log_key_secret: None,
             read_cache_ttl: idem_app::ssr::READ_CACHE_TTL,
             claim_retention: idem_domain::ClaimRetention::default(),
+            // Tests follow a redrive to its end without waiting long.
+            redrive_per_second: 100,
             read_only: idem_domain::ReadOnlyConsumers::default(),
             slo_file: None,
             metrics_token: None,

@@ -33,8 +33,8 @@ mod ts;
 mod users;
 
 pub use actions::{
-    Actor, DiscardRequest, REDRIVE_MAX, Redrive, RedriveItem, RedriveRequest, RedriveSelection,
-    RedriveStart, RedriveStep, ReplayRequest, ResolveRequest,
+    Actor, DiscardRequest, REDRIVE_MAX, Redrive, RedriveItem, RedriveRequest, RedriveStart,
+    RedriveStep, ReplayRequest, ResolveRequest,
 };
 pub use audit::{AuditFilter, NewAuditEntry};
 pub use checks::{CheckLimits, SHARED_REFS_WATERMARK, SharedRefSweep};
@@ -46,7 +46,8 @@ pub use lease::BACKGROUND_LEASE;
 pub use meta::DEMO_DATA;
 pub use metrics::MetricSample;
 pub use reads::{
-    KEY_PAGE_ROWS, KEY_PAGE_SHARED_REFS, KeyRecords, OutboxFilter, OverviewRecords, Window,
+    DeadLetterFilter, KEY_PAGE_ROWS, KEY_PAGE_SHARED_REFS, KeyRecords, OutboxFilter,
+    OverviewRecords, Window,
 };
 pub use rollup::{ROLLUP_SETTLE, ROLLUP_WATERMARK, Recovery};
 pub use search::{ClaimSearch, SEARCH_CANDIDATES, SearchOrder, SearchResult};

@@ -20,6 +20,16 @@ pub struct UnknownList {
     pub objective_seconds: f64,
 }
 
+/// One page of dead letters, and whether the person may redrive them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DeadLetterList {
+    pub list: ListPage<DeadLetter>,
+    /// The signed-in person may start a redrive (operator or admin).
+    pub can_redrive: bool,
+    /// A fresh id for the redrive form.
+    pub action_id: String,
+}
+
 /// One dead letter and the claim of its key.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DeadLetterDetail {
@@ -88,6 +98,31 @@ pub(crate) mod ssr {
             from: at(from)?,
             to: at(to)?,
             consumer: crate::api::ssr::consumer_filter(consumer.as_deref())?,
+        })
+    }
+
+    /// The longest error text a dead-letter filter takes, in bytes.
+    const MAX_ERROR_FILTER_BYTES: usize = 256;
+
+    /// The dead letters the address asks for: a [`window`] and a text the
+    /// last error contains (trimmed; without control characters).
+    pub fn dead_letter_filter(
+        from: Option<String>,
+        to: Option<String>,
+        consumer: Option<String>,
+        error: Option<String>,
+    ) -> Result<idem_store::DeadLetterFilter, AppError> {
+        let error = error.map(|e| e.trim().to_owned()).filter(|e| !e.is_empty());
+        if let Some(error) = &error
+            && (error.len() > MAX_ERROR_FILTER_BYTES || error.chars().any(char::is_control))
+        {
+            return Err(AppError::BadRequest(format!(
+                "An error filter is one line of at most {MAX_ERROR_FILTER_BYTES} bytes."
+            )));
+        }
+        Ok(idem_store::DeadLetterFilter {
+            window: window(from, to, consumer)?,
+            error,
         })
     }
 
@@ -161,8 +196,8 @@ pub async fn list_unknown(
 }
 
 /// Dead letters in one state (`open` by default), oldest first; with
-/// `from`/`to`/`consumer`, only those dead-lettered in that span for that
-/// consumer.
+/// `from`/`to`/`consumer`/`error`, only those dead-lettered in that span for
+/// that consumer whose last error contains that text.
 #[server(prefix = "/api/read", input = server_fn::codec::GetUrl)]
 pub async fn list_dead_letters(
     state: Option<String>,
@@ -170,36 +205,42 @@ pub async fn list_dead_letters(
     from: Option<String>,
     to: Option<String>,
     consumer: Option<String>,
-) -> Result<ListPage<DeadLetter>, AppError> {
+    #[server(default)] error: Option<String>,
+) -> Result<DeadLetterList, AppError> {
     use idem_domain::DeadLetterState;
     crate::ssr::serve(async move {
-        crate::ssr::require(idem_domain::Role::Viewer)?;
+        let user = crate::ssr::require(idem_domain::Role::Viewer)?;
         let state = match state.as_deref() {
             None | Some("") => DeadLetterState::Open,
             Some(state) => state
                 .parse()
                 .map_err(|e: idem_domain::UnknownValue| AppError::BadRequest(e.to_string()))?,
         };
-        let window = ssr::window(from, to, consumer)?;
+        let filter = ssr::dead_letter_filter(from, to, consumer, error)?;
         let key = crate::cache::ReadKey::DeadLetters {
             state,
             cursor: cursor.clone(),
-            window: window.clone(),
+            filter: filter.clone(),
         };
-        ssr::cached_page(key, |store| async move {
+        let list = ssr::cached_page(key, |store| async move {
             let page = store
-                .dead_letters_in(state, &ssr::page_request(cursor), &window)
+                .dead_letters_in(state, &ssr::page_request(cursor), &filter)
                 .await?;
-            let total = if window.is_all() {
+            let total = if filter.is_all() {
                 store.count_dead_letters(state, super::COUNT_CAP).await?
             } else {
                 store
-                    .count_dead_letters_in(state, &window, super::COUNT_CAP)
+                    .count_dead_letters_in(state, &filter, super::COUNT_CAP)
                     .await?
             };
             Ok((page, total))
         })
-        .await
+        .await?;
+        Ok(DeadLetterList {
+            list,
+            can_redrive: user.role.includes(idem_domain::Role::Operator),
+            action_id: crate::ssr::new_action_id(),
+        })
     })
     .await
 }

@@ -17,6 +17,7 @@ mod checks;
 mod keys;
 mod lists;
 pub mod overview;
+mod redrives;
 mod slo;
 
 use idem_domain::CappedCount;
@@ -37,12 +38,15 @@ pub use keys::{
     KeyLookup, KeyQuery, KeyStory, SearchResults, get_key_story, lookup_key, search_keys,
 };
 pub use lists::{
-    DeadLetterDetail, ListPage, UnknownList, get_dead_letter, list_dead_letters, list_outbox,
-    list_unknown,
+    DeadLetterDetail, DeadLetterList, ListPage, UnknownList, get_dead_letter, list_dead_letters,
+    list_outbox, list_unknown,
 };
 #[cfg(feature = "ssr")]
 pub use overview::load_overview;
 pub use overview::{Overview, StatusCount, get_console_info, get_login_info, get_overview};
+pub use redrives::{
+    RedriveDetail, RedriveRow, StartRedrive, StopRedrive, get_redrive, start_redrive, stop_redrive,
+};
 #[cfg(feature = "ssr")]
 pub use slo::load_slo_board;
 #[cfg(feature = "ssr")]

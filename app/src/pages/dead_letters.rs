@@ -1,4 +1,4 @@
-use idem_domain::{DeadLetter, DeadLetterState};
+use idem_domain::DeadLetterState;
 use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::hooks::use_location;
@@ -7,28 +7,42 @@ use super::lists::{Pager, WindowNote, use_cursor, use_window};
 use idem_domain::action::Verdict;
 
 use crate::{
-    api::{DeadLetterDetail, ListPage, get_dead_letter, list_dead_letters},
+    api::{DeadLetterDetail, DeadLetterList, get_dead_letter, list_dead_letters},
     components::actions::{ActionAnswer, ActionIds, DiscardForm, ReplayForm},
     components::{Age, KeyLink, LiveRefresh, Loaded, StatusBadge, Time, provide_clock},
     links,
 };
 
-/// `/dead-letters?state=open|replayed|discarded`, oldest first.
+/// `/dead-letters?state=open|replayed|discarded`, oldest first; filtered
+/// by consumer, time span and a text of the last error, and — for open
+/// ones, to an operator — the form that redrives what the filter shows.
 #[component]
 pub fn DeadLettersPage() -> impl IntoView {
     let location = use_location();
-    let state = Memo::new(move |_| {
-        links::query_param(&location.search.get(), "state").filter(|s| !s.is_empty())
-    });
+    let param = move |name: &'static str| {
+        Memo::new(move |_| {
+            links::query_param(&location.search.get(), name).filter(|s| !s.is_empty())
+        })
+    };
+    let state = param("state");
+    let error = param("error");
     let cursor = use_cursor();
     let window = use_window();
     let data = Resource::new(
-        move || (state.get(), cursor.get(), window.get()),
-        |(state, cursor, w)| list_dead_letters(state, cursor, w.from, w.to, w.consumer),
+        move || (state.get(), cursor.get(), window.get(), error.get()),
+        |(state, cursor, w, error)| {
+            list_dead_letters(state, cursor, w.from, w.to, w.consumer, error)
+        },
     );
+    // What every link of the page keeps: the filter.
+    let filter_pairs = move || {
+        let mut keep = window.get().keep();
+        keep.extend(error.get().map(|e| ("error", e)));
+        keep
+    };
     let tabs = move || {
         let current = state.get().unwrap_or_else(|| "open".into());
-        let keep = window.get().keep();
+        let keep = filter_pairs();
         DeadLetterState::ALL
             .iter()
             .map(|s| {
@@ -42,7 +56,8 @@ pub fn DeadLettersPage() -> impl IntoView {
             })
             .collect_view()
     };
-    let render = move |p: ListPage<DeadLetter>| {
+    let render = move |list: DeadLetterList| {
+        let p = list.list;
         let on_first_page = cursor.get_untracked().is_none();
         let window = window.get_untracked();
         let by_state: Vec<(&'static str, String)> = state
@@ -50,7 +65,18 @@ pub fn DeadLettersPage() -> impl IntoView {
             .map(|s| vec![("state", s)])
             .unwrap_or_default();
         let mut keep = by_state.clone();
-        keep.extend(window.keep());
+        keep.extend(filter_pairs());
+        let redrive = (list.can_redrive && state.get_untracked().is_none() && p.total.value > 0)
+            .then(|| {
+                view! {
+                    <RedriveForm
+                        window=window.clone()
+                        error=error.get_untracked()
+                        total=p.total
+                        action_id=list.action_id
+                    />
+                }
+            });
         provide_clock(p.clock);
         let rows = p
             .page
@@ -71,15 +97,17 @@ pub fn DeadLettersPage() -> impl IntoView {
             })
             .collect_view();
         view! {
-            <p class="count-line">{format!("{} dead letters", p.total)}</p>
+            <p class="count-line">{crate::format::count_of(p.total, "dead letter", "dead letters")}</p>
             <WindowNote window path="/dead-letters" keep=by_state/>
             <table>
                 <thead><tr><th>"Letter"</th><th>"Key"</th><th>"Consumer"</th><th>"Dead-lettered"</th><th class="num">"Dead for"</th><th class="num">"Deliveries"</th><th>"Last error"</th></tr></thead>
                 <tbody>{rows}</tbody>
             </table>
             <Pager path="/dead-letters" next=p.page.next on_first_page keep/>
+            {redrive}
         }
     };
+    let shown = window.get_untracked();
     view! {
         <Title text="Dead letters"/>
         <div class="page-head">
@@ -87,7 +115,72 @@ pub fn DeadLettersPage() -> impl IntoView {
             <LiveRefresh on_tick=Callback::new(move |()| data.refetch())/>
         </div>
         <nav class="tabs" aria-label="State">{tabs}</nav>
+        <form class="search-form filters" method="get" action="/dead-letters">
+            {state.get_untracked().map(|s| view! { <input type="hidden" name="state" value=s/> })}
+            <label>
+                "Consumer "
+                <input type="text" name="consumer" value=shown.consumer.unwrap_or_default() maxlength="128" autocomplete="off" spellcheck="false"/>
+            </label>
+            <label>
+                "Last error contains "
+                <input type="text" name="error" value=error.get_untracked().unwrap_or_default() maxlength="256" autocomplete="off" spellcheck="false" placeholder="429"/>
+            </label>
+            <label>
+                "From "
+                <input type="text" name="from" value=shown.from.unwrap_or_default() maxlength="40" autocomplete="off" placeholder="2026-12-01 14:00"/>
+            </label>
+            <label>
+                "Until "
+                <input type="text" name="to" value=shown.to.unwrap_or_default() maxlength="40" autocomplete="off" placeholder="2026-12-01 15:00"/>
+            </label>
+            <button type="submit">"Filter"</button>
+        </form>
         <Loaded resource=data render/>
+    }
+}
+
+/// "Redrive these": a guarded replay of the open dead letters the filter
+/// shows (the oldest 500 at most), posted as a plain form; the answer is the
+/// run's page.
+#[component]
+fn RedriveForm(
+    window: super::lists::ListWindow,
+    error: Option<String>,
+    total: idem_domain::CappedCount,
+    action_id: String,
+) -> impl IntoView {
+    let max = 500;
+    let how_many = if total.value > max || total.capped {
+        format!("the oldest {max} of these")
+    } else if total.value == 1 {
+        "this one".to_owned()
+    } else {
+        format!("these {}", total.value)
+    };
+    let hidden = [
+        ("consumer", window.consumer),
+        ("error", error),
+        ("from", window.from),
+        ("to", window.to),
+    ]
+    .into_iter()
+    .filter_map(|(name, value)| value.map(|v| view! { <input type="hidden" name=name value=v/> }))
+    .collect_view();
+    let start_path = <crate::api::StartRedrive as leptos::server_fn::ServerFn>::PATH;
+    view! {
+        <section class="action-form" aria-labelledby="redrive-heading">
+            <h2 id="redrive-heading">"Redrive " {how_many.clone()}</h2>
+            <p>
+                "Each dead letter is replayed in turn through the same single replay, with the same key, "
+                "only when its verdict is “safe”. Those whose key is already sent, whose outcome is unknown "
+                "or whose claim is beyond retention are skipped and listed with why. You can stop it between two items."
+            </p>
+            <form method="post" action=start_path>
+                <input type="hidden" name="action_id" value=crate::components::actions::form_id(&action_id, "redrive")/>
+                {hidden}
+                <button type="submit">"Redrive " {how_many}</button>
+            </form>
+        </section>
     }
 }
 

@@ -9,6 +9,7 @@ mod lists;
 mod login;
 mod not_found;
 mod overview;
+mod redrives;
 mod search;
 mod slo;
 
@@ -20,5 +21,6 @@ pub use lists::{OutboxPage, UnknownPage};
 pub use login::LoginPage;
 pub use not_found::NotFoundPage;
 pub use overview::OverviewPage;
+pub use redrives::RedrivePage;
 pub use search::SearchPage;
 pub use slo::{SloDetailPage, SloPage};

@@ -38,6 +38,7 @@ impl Config {
             log_key_secret: var("IDEM_LOG_KEY_SECRET").map(super::LogKeySecret),
             read_cache_ttl,
             claim_retention,
+            redrive_per_second: redrive_per_second()?,
             read_only: read_only()?,
             slo_file: var("IDEM_SLO_FILE").map(Into::into),
             metrics_token: var("IDEM_METRICS_TOKEN").map(crate::metrics::MetricsToken::new),
@@ -51,6 +52,19 @@ impl Config {
             leptos,
         })
     }
+}
+
+/// `IDEM_REDRIVE_PER_SECOND`: 1 to 100 dead letters a second.
+fn redrive_per_second() -> Result<u32, ConfigError> {
+    let per_second: u32 = or_default("IDEM_REDRIVE_PER_SECOND", 5)?;
+    if !(1..=100).contains(&per_second) {
+        return Err(ConfigError::Invalid {
+            name: "IDEM_REDRIVE_PER_SECOND",
+            value: per_second.to_string(),
+            reason: "a redrive replays 1 to 100 dead letters a second".into(),
+        });
+    }
+    Ok(per_second)
 }
 
 /// `IDEM_CLAIM_RETENTION_DAYS`: days for every consumer, then any

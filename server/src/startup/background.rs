@@ -1,7 +1,7 @@
 //! The work beside serving: waiting for the database when it was
 //! unreachable at start-up, holding the background lease, and the work that
-//! runs under it — the demo, the session sweepers, the hourly rollups and
-//! the sweep for shared provider references (`/checks`).
+//! runs under it — the demo, the session sweepers, the hourly rollups, the
+//! sweep for shared provider references (`/checks`) and the redrives.
 
 use std::{sync::Arc, time::Duration};
 
@@ -62,6 +62,10 @@ pub(super) async fn background(
             auth.clone(),
             demo.clone(),
             caches.clone(),
+            Redrives {
+                retention: config.claim_retention.clone(),
+                per_second: config.redrive_per_second,
+            },
             work_stop_rx,
         ));
         running.store(true, std::sync::atomic::Ordering::Release);
@@ -180,11 +184,12 @@ impl<'a> Lease<'a> {
 }
 
 /// The work that runs once across replicas: the demo (if any), the session
-/// sweeper and the hourly rollups, until `stop` turns true.
+/// sweeper, the hourly rollups and the redrives, until `stop` turns true.
 async fn background_work(
     auth: Arc<AuthContext>,
     demo: Option<demo::Settings>,
     caches: Vec<idem_app::cache::ReadCache>,
+    redrives: Redrives,
     stop: watch::Receiver<bool>,
 ) {
     // Without a demo the sender is dropped at once, which lets rollups start.
@@ -203,8 +208,57 @@ async fn background_work(
         sweep_expired_sessions(auth.clone(), stop.clone()),
         close_sign_in_windows(auth.clone(), stop.clone()),
         maintain_rollups(auth.store.clone(), history_rx, caches, stop.clone()),
-        sweep_shared_provider_refs(auth.store.clone(), stop),
+        sweep_shared_provider_refs(auth.store.clone(), stop.clone()),
+        run_redrives(auth.store.clone(), redrives, stop),
     );
+}
+
+/// How the redrives are run: the retention their verdicts use, and their pace.
+struct Redrives {
+    retention: idem_domain::ClaimRetention,
+    per_second: u32,
+}
+
+/// Takes the items of running redrives one at a time, oldest run first, at
+/// most `per_second` a second (a provider that just recovered is not
+/// flooded again). Each step is its own transaction and replays through
+/// an action id derived from the run and the dead letter, so a step cut off
+/// here, or taken again by the next lease holder, replays nothing twice.
+/// Looks for newly started runs every second.
+async fn run_redrives(store: Store, redrives: Redrives, mut stop: watch::Receiver<bool>) {
+    let pause = Duration::from_secs(1) / redrives.per_second.max(1);
+    loop {
+        let running = store.running_redrives().await.unwrap_or_else(|err| {
+            tracing::warn!(error = %err, "could not read the running redrives");
+            Vec::new()
+        });
+        for redrive in running {
+            loop {
+                match store
+                    .redrive_step(redrive, &redrives.retention, idem_store::Ts::now())
+                    .await
+                {
+                    Ok(idem_store::RedriveStep::Item(_)) => {}
+                    Ok(idem_store::RedriveStep::Ended) => {
+                        tracing::info!(redrive, "redrive ended");
+                        break;
+                    }
+                    Err(err) => {
+                        tracing::warn!(redrive, error = %err, "a redrive step failed; trying again later");
+                        break;
+                    }
+                }
+                tokio::select! {
+                    () = tokio::time::sleep(pause) => {}
+                    _ = stop.changed() => return,
+                }
+            }
+        }
+        tokio::select! {
+            () = tokio::time::sleep(Duration::from_secs(1)) => {}
+            _ = stop.changed() => return,
+        }
+    }
 }
 
 /// Looks for provider references recorded on two keys among the outcomes

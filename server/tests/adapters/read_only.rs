@@ -179,6 +179,29 @@ async fn a_read_only_reminder_store_shows_its_unknown_outcomes_but_refuses_to_re
     assert_eq!(refused.status().as_u16(), 409);
     let still = app.store.dead_letter(letter).await.unwrap().unwrap();
     assert_eq!(still.state, idem_domain::DeadLetterState::Open);
+    // Nor redriven: not as that consumer's, nor among every consumer's.
+    for (consumer, says) in [
+        ("reminders-legacy", "read through an adapter"),
+        ("", "Choose one consumer to redrive"),
+    ] {
+        let refused = common::call(
+            &app,
+            &olga,
+            "start_redrive",
+            &[
+                ("action_id", format!("redrive-legacy-{}", consumer.len())),
+                ("consumer", consumer.into()),
+            ],
+        )
+        .await;
+        assert_eq!(refused.status().as_u16(), 409, "{consumer:?}");
+        let body = refused.text().await.unwrap();
+        assert!(body.contains(says), "{consumer:?}: {body}");
+    }
+    assert!(
+        app.store.running_redrives().await.unwrap().is_empty(),
+        "no redrive was started"
+    );
 
     // When the team resolves it in their own store, Idem follows.
     sqlx::query("UPDATE reminder_sends SET status = 'sent', provider_message_id = 'sms_0003' WHERE reminder_id = $1")

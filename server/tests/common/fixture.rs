@@ -4,6 +4,11 @@ use idem_store::{Store, testing};
 
 /// A dead letter for `key` of `orders`, written as a consumer would; its id.
 pub async fn dead_letter(store: &Store, key: &str) -> i64 {
+    dead_letter_with(store, key, "503 from the provider").await
+}
+
+/// An open dead letter of `orders` for `key` whose last error is `error`.
+pub async fn dead_letter_with(store: &Store, key: &str, error: &str) -> i64 {
     let now = idem_store::Ts::now();
     let mut tx = store.begin().await.unwrap();
     let id = tx
@@ -15,7 +20,7 @@ pub async fn dead_letter(store: &Store, key: &str) -> i64 {
             payload: "{}",
             delivery_count: 3,
             first_failure_at: now,
-            last_error: Some("503 from the provider"),
+            last_error: Some(error),
             at: now,
         })
         .await
@@ -26,12 +31,14 @@ pub async fn dead_letter(store: &Store, key: &str) -> i64 {
 
 /// What the valid calls below act on: a claim `key-…` of `orders` whose
 /// outcome is unknown, an open dead letter of it, and a second dead letter
-/// whose key `sent-…` is sent (one that may be discarded).
+/// whose key `sent-…` is sent (one that may be discarded); a third dead
+/// letter of the key, with an error naming it, and a redrive of it.
 pub struct Fixture {
     pub key: String,
     pub unknown_version: i64,
     pub dead_letter: i64,
     pub discardable: i64,
+    pub redrive: i64,
 }
 
 impl Fixture {
@@ -74,12 +81,44 @@ impl Fixture {
             .unwrap()
             .unwrap()
             .version;
+        let discardable = dead_letter(store, &sent).await;
+        let dead_letter = dead_letter(store, &key).await;
+        dead_letter_with(store, &key, &Fixture::redrive_error(&key)).await;
+        let selection = idem_store::DeadLetterFilter {
+            error: Some(Fixture::redrive_error(&key)),
+            ..Default::default()
+        };
+        let started = store
+            .start_redrive(&idem_store::RedriveRequest {
+                selection: &selection,
+                action_id: &idem_domain::action::ActionId::parse(
+                    &format!("fixture-{key}").replace(|c: char| !c.is_ascii_alphanumeric(), "-"),
+                )
+                .unwrap(),
+                actor: idem_store::Actor {
+                    name: "fixture",
+                    role: "operator",
+                    client_addr: None,
+                },
+            })
+            .await
+            .unwrap();
+        let idem_store::RedriveStart::Started { id: redrive, .. } = started else {
+            panic!("the fixture's redrive starts: {started:?}");
+        };
         Fixture {
             unknown_version,
-            dead_letter: dead_letter(store, &key).await,
-            discardable: dead_letter(store, &sent).await,
+            dead_letter,
+            discardable,
+            redrive,
             key,
         }
+    }
+
+    /// The error of the dead letter only the fixture's redrives take (its
+    /// key in brackets, so `key-1` is not found in `key-10`).
+    fn redrive_error(key: &str) -> String {
+        format!("redrive me: «{key}»")
     }
 
     /// Every server function by name, with arguments that are all valid:
@@ -175,6 +214,21 @@ impl Fixture {
                     ("provider_ref", "pi_2".into()),
                     ("reason", "found in the provider's dashboard".into()),
                 ],
+            ),
+            ("get_redrive", vec![("id", self.redrive.to_string())]),
+            (
+                "start_redrive",
+                vec![
+                    ("action_id", id("redrive")),
+                    ("consumer", "orders".into()),
+                    ("error", Fixture::redrive_error(&self.key)),
+                    ("from", "2026-01-01T00:00Z".into()),
+                    ("to", none()),
+                ],
+            ),
+            (
+                "stop_redrive",
+                vec![("id", self.redrive.to_string()), ("action_id", id("stop"))],
             ),
         ]
     }

@@ -10,6 +10,7 @@ mod common;
 mod checks;
 mod key_pages;
 mod lists_and_search;
+mod redrives;
 mod round_trips;
 mod zones_and_audit;
 

@@ -26,9 +26,7 @@ mod redrive;
 mod resolve;
 
 use dead_letter::{Accept, discard, replay};
-pub use redrive::{
-    REDRIVE_MAX, Redrive, RedriveItem, RedriveRequest, RedriveSelection, RedriveStart, RedriveStep,
-};
+pub use redrive::{REDRIVE_MAX, Redrive, RedriveItem, RedriveRequest, RedriveStart, RedriveStep};
 use resolve::resolve;
 
 /// Who acts, as the audit log records them.

@@ -16,8 +16,8 @@ use idem_domain::{
 
 use super::{Actor, ReplayRequest};
 use crate::{
-    NewAuditEntry, StoreResult, Window,
-    dialect::{Backend, dispatch},
+    DeadLetterFilter, NewAuditEntry, StoreResult,
+    dialect::dispatch,
     sql::{Sql, bind_all},
     store::Store,
     ts::Ts,
@@ -26,37 +26,9 @@ use crate::{
 /// The most dead letters one redrive takes.
 pub const REDRIVE_MAX: i64 = 500;
 
-/// Which open dead letters a redrive takes: those the list shows for
-/// `window`, whose last error contains `error` (exactly, case and all).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct RedriveSelection {
-    pub window: Window,
-    pub error: Option<String>,
-}
-
-impl RedriveSelection {
-    /// The selection in words, for the run's page and its audit row.
-    pub fn describe(&self) -> String {
-        let mut parts = vec!["open dead letters".to_owned()];
-        if let Some(c) = &self.window.consumer {
-            parts.push(format!("of {c}"));
-        }
-        if let Some(e) = &self.error {
-            parts.push(format!("whose last error contains “{e}”"));
-        }
-        if let Some(from) = self.window.from {
-            parts.push(format!("from {}", from.0.format("%Y-%m-%d %H:%M UTC")));
-        }
-        if let Some(to) = self.window.to {
-            parts.push(format!("until {}", to.0.format("%Y-%m-%d %H:%M UTC")));
-        }
-        parts.join(" ")
-    }
-}
-
 #[derive(Debug, Clone, Copy)]
 pub struct RedriveRequest<'a> {
-    pub selection: &'a RedriveSelection,
+    pub selection: &'a DeadLetterFilter,
     /// The form's action id.
     pub action_id: &'a ActionId,
     pub actor: Actor<'a>,
@@ -67,7 +39,7 @@ pub struct RedriveRequest<'a> {
 pub enum RedriveStart {
     /// A run with this many dead letters (or the run this action id already
     /// started, for a resubmission by the same person).
-    Started { id: i64, items: i64 },
+    Started { id: i64, items: i64, audit_id: i64 },
     /// Nothing matched: no run was started.
     NothingToRedrive,
     /// The action id was used by someone else: nothing was started.
@@ -184,6 +156,7 @@ impl Store {
         match committed {
             Ok(id) => Ok(RedriveStart::Started {
                 id,
+                audit_id,
                 items: chosen.len() as i64,
             }),
             // A twin submission committed first: its run is this one.
@@ -201,13 +174,17 @@ impl Store {
         req: &RedriveRequest<'_>,
     ) -> StoreResult<Option<RedriveStart>> {
         const SQL: &str = "SELECT r.id, r.actor, (SELECT COUNT(*) FROM redrive_items i \
-             WHERE i.redrive_id = r.id) FROM redrives r WHERE r.action_id = $1";
-        let found: Option<(i64, String, i64)> = dispatch!(&self.pools, pool => {
+             WHERE i.redrive_id = r.id), r.audit_id FROM redrives r WHERE r.action_id = $1";
+        let found: Option<(i64, String, i64, i64)> = dispatch!(&self.pools, pool => {
             sqlx::query_as(SQL).bind(req.action_id.as_str()).fetch_optional(pool).await?
         });
-        Ok(found.map(|(id, actor, items)| {
+        Ok(found.map(|(id, actor, items, audit_id)| {
             if actor == req.actor.name {
-                RedriveStart::Started { id, items }
+                RedriveStart::Started {
+                    id,
+                    items,
+                    audit_id,
+                }
             } else {
                 RedriveStart::FormReused
             }
@@ -215,17 +192,10 @@ impl Store {
     }
 
     /// The ids of the open dead letters `selection` takes, oldest first.
-    async fn redrive_candidates(&self, selection: &RedriveSelection) -> StoreResult<Vec<i64>> {
+    async fn redrive_candidates(&self, selection: &DeadLetterFilter) -> StoreResult<Vec<i64>> {
         let mut sql = Sql::default();
         sql.push("SELECT id FROM dead_letters WHERE state = 'open'");
-        selection.window.conditions(&mut sql, "dead_lettered_at");
-        if let Some(error) = &selection.error {
-            let p = sql.param(error.as_str());
-            sql.push(&match &self.pools {
-                Backend::Sqlite(_) => format!(" AND instr(last_error, {p}) > 0"),
-                Backend::Postgres(_) => format!(" AND strpos(last_error, {p}) > 0"),
-            });
-        }
+        selection.conditions(&mut sql);
         let limit = sql.param(REDRIVE_MAX);
         sql.push(&format!(" ORDER BY dead_lettered_at, id LIMIT {limit}"));
         let ids = dispatch!(&self.pools, pool => {
@@ -299,21 +269,23 @@ impl Store {
     }
 
     /// Stops a running redrive between two items: the items not yet taken
-    /// stay open dead letters. `false` when it was no longer running.
-    pub async fn stop_redrive(&self, id: i64, actor: Actor<'_>) -> StoreResult<bool> {
+    /// stay open dead letters. The stop's audit row, or `None` when it was
+    /// no longer running.
+    pub async fn stop_redrive(&self, id: i64, actor: Actor<'_>) -> StoreResult<Option<i64>> {
         self.end_redrive(id, "stopped", Some(actor), Ts::now())
             .await
     }
 
     /// Moves a running redrive to `state` and audits it with the tally, in
-    /// one transaction; `false` when it was no longer running.
+    /// one transaction: the audit row, or `None` when it was no longer
+    /// running.
     async fn end_redrive(
         &self,
         id: i64,
         state: &str,
         by: Option<Actor<'_>>,
         at: Ts,
-    ) -> StoreResult<bool> {
+    ) -> StoreResult<Option<i64>> {
         const END: &str = "UPDATE redrives SET state = $2, ended_at = $3, ended_by = $4 \
              WHERE id = $1 AND state = 'running' RETURNING actor, actor_role";
         const TALLY: &str = "SELECT \
@@ -328,7 +300,7 @@ impl Store {
         });
         let Some((starter, starter_role)) = ended else {
             tx.rollback().await?;
-            return Ok(false);
+            return Ok(None);
         };
         let (replayed, skipped, left): (i64, i64, i64) = dispatch!(&mut tx.inner, tx => {
             sqlx::query_as(TALLY).bind(id).fetch_one(&mut **tx).await?
@@ -340,27 +312,28 @@ impl Store {
             role: &starter_role,
             client_addr: None,
         });
-        tx.append_audit_at(
-            &NewAuditEntry {
-                action_id: None,
-                actor: actor.name,
-                actor_role: actor.role,
-                action: "redrive",
-                consumer: None,
-                key: None,
-                target: Some(&target),
-                state_before: Some("running"),
-                state_after: Some(state),
-                reason: Some(&tally),
-                result: "ok",
-                client_addr: actor.client_addr,
-                recovery_seconds: None,
-            },
-            at,
-        )
-        .await?;
+        let audit_id = tx
+            .append_audit_at(
+                &NewAuditEntry {
+                    action_id: None,
+                    actor: actor.name,
+                    actor_role: actor.role,
+                    action: "redrive",
+                    consumer: None,
+                    key: None,
+                    target: Some(&target),
+                    state_before: Some("running"),
+                    state_after: Some(state),
+                    reason: Some(&tally),
+                    result: "ok",
+                    client_addr: actor.client_addr,
+                    recovery_seconds: None,
+                },
+                at,
+            )
+            .await?;
         tx.commit().await?;
-        Ok(true)
+        Ok(Some(audit_id))
     }
 
     /// A run and its items, in order.

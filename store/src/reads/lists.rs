@@ -78,17 +78,18 @@ impl Store {
         state: DeadLetterState,
         page: &PageRequest,
     ) -> StoreResult<Page<DeadLetter>> {
-        self.dead_letters_in(state, page, &Window::default()).await
+        self.dead_letters_in(state, page, &DeadLetterFilter::default())
+            .await
     }
 
-    /// Dead letters in `state` dead-lettered inside `window`, oldest first.
+    /// Dead letters in `state` that `filter` lets through, oldest first.
     pub async fn dead_letters_in(
         &self,
         state: DeadLetterState,
         page: &PageRequest,
-        window: &Window,
+        filter: &DeadLetterFilter,
     ) -> StoreResult<Page<DeadLetter>> {
-        let sql = dead_letter_page(state, page, window)?;
+        let sql = dead_letter_page(state, page, filter)?;
         let rows: Vec<DeadLetterRow> = dispatch!(&self.pools, pool => {
             bind_all!(sqlx::query_as(&sql.text), &sql.binds).fetch_all(pool).await?
         });
@@ -100,18 +101,18 @@ impl Store {
         ))
     }
 
-    /// Dead letters in `state` dead-lettered inside `window`, counting no
+    /// Dead letters in `state` that `filter` lets through, counting no
     /// further than `cap`.
     pub async fn count_dead_letters_in(
         &self,
         state: DeadLetterState,
-        window: &Window,
+        filter: &DeadLetterFilter,
         cap: u64,
     ) -> StoreResult<CappedCount> {
         let mut sql = Sql::default();
         sql.push("SELECT 1 FROM dead_letters WHERE ");
         sql.push(dead_letter_state(state));
-        window.conditions(&mut sql, "dead_lettered_at");
+        filter.conditions(&mut sql);
         self.capped_count(sql, cap).await
     }
 
@@ -191,7 +192,7 @@ fn unknown_position(c: &Claim) -> (i64, String, String) {
 pub(super) fn dead_letter_page(
     state: DeadLetterState,
     page: &PageRequest,
-    window: &Window,
+    filter: &DeadLetterFilter,
 ) -> StoreResult<Sql> {
     let after = cursor::time_and_id(&dead_letter_list(state), page)?;
     let mut sql = Sql::default();
@@ -204,7 +205,7 @@ pub(super) fn dead_letter_page(
         let (a, i) = (sql.param(at), sql.param(id));
         sql.push(&format!(" AND (dead_lettered_at, id) > ({a}, {i})"));
     }
-    window.conditions(&mut sql, "dead_lettered_at");
+    filter.conditions(&mut sql);
     let limit = sql.param(page.limit + 1);
     sql.push(&format!(" ORDER BY dead_lettered_at, id LIMIT {limit}"));
     Ok(sql)
@@ -300,5 +301,50 @@ impl Window {
             let p = sql.param(consumer.as_str());
             sql.push(&format!(" AND consumer = {p}"));
         }
+    }
+}
+
+/// Which dead letters a list shows and a redrive takes: those dead-lettered
+/// inside `window` (for its consumer), whose last error contains `error`
+/// (exactly, case and all). The default is all of them.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub struct DeadLetterFilter {
+    pub window: Window,
+    pub error: Option<String>,
+}
+
+impl DeadLetterFilter {
+    pub fn is_all(&self) -> bool {
+        *self == Self::default()
+    }
+
+    /// ` AND …` for each part of the filter that is set.
+    pub(crate) fn conditions(&self, sql: &mut Sql) {
+        self.window.conditions(sql, "dead_lettered_at");
+        if let Some(error) = self.error.as_deref().filter(|e| !e.is_empty()) {
+            // "Contains", the same on both backends (SQLite has no strpos,
+            // Postgres no instr, and LIKE would read % and _ in the text and
+            // ignore case on SQLite): removing the text changes the error.
+            let p = sql.param(error);
+            sql.push(&format!(" AND replace(last_error, {p}, '') <> last_error"));
+        }
+    }
+
+    /// The filter in words, for a redrive's page and its audit row.
+    pub fn describe(&self) -> String {
+        let mut parts = vec!["open dead letters".to_owned()];
+        if let Some(c) = &self.window.consumer {
+            parts.push(format!("of {c}"));
+        }
+        if let Some(e) = &self.error {
+            parts.push(format!("whose last error contains “{e}”"));
+        }
+        if let Some(from) = self.window.from {
+            parts.push(format!("from {}", from.0.format("%Y-%m-%d %H:%M UTC")));
+        }
+        if let Some(to) = self.window.to {
+            parts.push(format!("until {}", to.0.format("%Y-%m-%d %H:%M UTC")));
+        }
+        parts.join(" ")
     }
 }

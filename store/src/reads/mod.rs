@@ -25,7 +25,7 @@ use crate::{
 mod lists;
 mod overview;
 
-pub use lists::{OutboxFilter, Window};
+pub use lists::{DeadLetterFilter, OutboxFilter, Window};
 pub use overview::OverviewRecords;
 
 /// How many rows a key page shows of each kind (a key with more is a bug in

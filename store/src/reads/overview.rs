@@ -45,7 +45,7 @@ impl Store {
         let page = PageRequest::first(rows);
         let all = Window::default();
         let unknown = unknown_page(&page, &all)?;
-        let dead = dead_letter_page(DeadLetterState::Open, &page, &all)?;
+        let dead = dead_letter_page(DeadLetterState::Open, &page, &Default::default())?;
         let outbox = outbox_page(&page, &super::OutboxFilter::default())?;
         let (counted, unknown, dead, outbox): (
             Counts,

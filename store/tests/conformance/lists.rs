@@ -2,7 +2,7 @@
 //! and behind cursors that cannot be forged.
 
 use idem_domain::{CappedCount, DeadLetterState};
-use idem_store::{Outcome, PageRequest, Store, StoreError, Window, testing};
+use idem_store::{DeadLetterFilter, Outcome, PageRequest, Store, StoreError, Window, testing};
 
 use crate::{at, claim_once, dead_letter, delivery, outbox_row, settle};
 
@@ -14,7 +14,68 @@ idem_store::on_both_backends!(
     a_cursor_from_another_list_or_an_edited_one_is_refused,
     a_window_narrows_unknown_outcomes_and_dead_letters_by_time_and_consumer,
     the_outbox_backlog_narrows_to_a_consumer_and_a_topic,
+    dead_letters_narrow_to_a_text_their_last_error_contains_taken_literally,
 );
+
+/// The dead letters of `window`, whatever their error.
+fn of(window: &Window) -> DeadLetterFilter {
+    DeadLetterFilter {
+        window: window.clone(),
+        error: None,
+    }
+}
+
+async fn dead_letters_narrow_to_a_text_their_last_error_contains_taken_literally(store: &Store) {
+    let mut tx = store.begin().await.unwrap();
+    for (key, error) in [
+        ("a", "429 Too Many Requests"),
+        ("b", "too many requests (429)"),
+        ("c", "disk 100% full"),
+        ("d", "disk 1000 full"),
+        ("e", "relay_timeout"),
+        ("f", "relayXtimeout"),
+    ] {
+        let letter = idem_store::NewDeadLetter {
+            last_error: Some(error),
+            ..dead_letter(key, 100)
+        };
+        tx.dead_letter(&letter).await.unwrap();
+    }
+    tx.commit().await.unwrap();
+    let shown = |error: &str| {
+        let filter = DeadLetterFilter {
+            error: Some(error.to_owned()),
+            ..DeadLetterFilter::default()
+        };
+        async move {
+            let page = store
+                .dead_letters_in(DeadLetterState::Open, &PageRequest::first(10), &filter)
+                .await
+                .unwrap();
+            let count = store
+                .count_dead_letters_in(DeadLetterState::Open, &filter, 100)
+                .await
+                .unwrap();
+            let keys: Vec<String> = page.items.into_iter().map(|d| d.key).collect();
+            assert_eq!(CappedCount::from_limited(keys.len() as u64, 100), count);
+            keys
+        }
+    };
+    assert_eq!(shown("Too Many").await, ["a"], "case counts");
+    assert_eq!(shown("429").await, ["a", "b"]);
+    assert_eq!(
+        shown("100%").await,
+        ["c"],
+        "% is a character, not a wildcard"
+    );
+    assert_eq!(
+        shown("relay_").await,
+        ["e"],
+        "_ is a character, not a wildcard"
+    );
+    assert!(shown("'; DROP TABLE dead_letters; --").await.is_empty());
+    assert_eq!(shown("").await.len(), 6, "an empty text filters nothing");
+}
 
 async fn the_outbox_backlog_narrows_to_a_consumer_and_a_topic(store: &Store) {
     let mut tx = store.begin().await.unwrap();
@@ -349,14 +410,14 @@ async fn a_window_narrows_unknown_outcomes_and_dead_letters_by_time_and_consumer
         consumer: Some(testing::consumer("orders")),
     };
     let letters = store
-        .dead_letters_in(DeadLetterState::Open, &PageRequest::first(10), &window)
+        .dead_letters_in(DeadLetterState::Open, &PageRequest::first(10), &of(&window))
         .await
         .unwrap();
     let keys: Vec<&str> = letters.items.iter().map(|d| d.key.as_str()).collect();
     assert_eq!(keys, ["d2", "d3"]);
     assert_eq!(
         store
-            .count_dead_letters_in(DeadLetterState::Open, &window, 100)
+            .count_dead_letters_in(DeadLetterState::Open, &of(&window), 100)
             .await
             .unwrap(),
         CappedCount::from_limited(2, 100)
@@ -367,7 +428,11 @@ async fn a_window_narrows_unknown_outcomes_and_dead_letters_by_time_and_consumer
     };
     assert!(
         store
-            .dead_letters_in(DeadLetterState::Open, &PageRequest::first(10), &elsewhere)
+            .dead_letters_in(
+                DeadLetterState::Open,
+                &PageRequest::first(10),
+                &of(&elsewhere)
+            )
             .await
             .unwrap()
             .items
