@@ -1,4 +1,4 @@
-use idem_domain::DeadLetterState;
+use idem_domain::{DeadLetter, DeadLetterState};
 use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::hooks::use_location;
@@ -40,22 +40,7 @@ pub fn DeadLettersPage() -> impl IntoView {
         keep.extend(error.get().map(|e| ("error", e)));
         keep
     };
-    let tabs = move || {
-        let current = state.get().unwrap_or_else(|| "open".into());
-        let keep = filter_pairs();
-        DeadLetterState::ALL
-            .iter()
-            .map(|s| {
-                let mut pairs: Vec<(&str, &str)> =
-                    keep.iter().map(|(k, v)| (*k, v.as_str())).collect();
-                if *s != DeadLetterState::Open {
-                    pairs.insert(0, ("state", s.as_str()));
-                }
-                let href = links::with_query("/dead-letters", &pairs);
-                view! { <a href=href rel="external" aria-current=(current == s.as_str()).then_some("page")>{s.as_str()}</a> }
-            })
-            .collect_view()
-    };
+    let tabs = move || state_tabs(state.get(), filter_pairs());
     let render = move |list: DeadLetterList| {
         let p = list.list;
         let on_first_page = cursor.get_untracked().is_none();
@@ -78,24 +63,7 @@ pub fn DeadLettersPage() -> impl IntoView {
                 }
             });
         provide_clock(p.clock);
-        let rows = p
-            .page
-            .items
-            .into_iter()
-            .map(|d| {
-                view! {
-                    <tr>
-                        <td><a href=format!("/dead-letters/{}", d.id)>"#"{d.id}</a></td>
-                        <td><KeyLink consumer=d.consumer.clone() key=d.key/></td>
-                        <td>{d.consumer}</td>
-                        <td><Time at=d.dead_lettered_at/></td>
-                        <td class="num"><Age at=d.dead_lettered_at/></td>
-                        <td class="num">{d.delivery_count}</td>
-                        <td class="error-text">{d.last_error}</td>
-                    </tr>
-                }
-            })
-            .collect_view();
+        let rows = p.page.items.into_iter().map(dead_letter_row).collect_view();
         view! {
             <p class="count-line">{crate::format::count_of(p.total, "dead letter", "dead letters")}</p>
             <WindowNote window path="/dead-letters" keep=by_state/>
@@ -107,7 +75,6 @@ pub fn DeadLettersPage() -> impl IntoView {
             {redrive}
         }
     };
-    let shown = window.get_untracked();
     view! {
         <Title text="Dead letters"/>
         <div class="page-head">
@@ -115,27 +82,70 @@ pub fn DeadLettersPage() -> impl IntoView {
             <LiveRefresh on_tick=Callback::new(move |()| data.refetch())/>
         </div>
         <nav class="tabs" aria-label="State">{tabs}</nav>
+        <DeadLetterFilters state=state.get_untracked() window=window.get_untracked() error=error.get_untracked()/>
+        <Loaded resource=data render/>
+    }
+}
+
+/// One link per state, each keeping the filter; `current` is marked.
+fn state_tabs(current: Option<String>, keep: Vec<(&'static str, String)>) -> impl IntoView {
+    let current = current.unwrap_or_else(|| "open".into());
+    DeadLetterState::ALL
+        .iter()
+        .map(|s| {
+            let mut pairs: Vec<(&str, &str)> = keep.iter().map(|(k, v)| (*k, v.as_str())).collect();
+            if *s != DeadLetterState::Open {
+                pairs.insert(0, ("state", s.as_str()));
+            }
+            let href = links::with_query("/dead-letters", &pairs);
+            view! { <a href=href rel="external" aria-current=(current == s.as_str()).then_some("page")>{s.as_str()}</a> }
+        })
+        .collect_view()
+}
+
+fn dead_letter_row(d: DeadLetter) -> impl IntoView {
+    view! {
+        <tr>
+            <td><a href=format!("/dead-letters/{}", d.id)>"#"{d.id}</a></td>
+            <td><KeyLink consumer=d.consumer.clone() key=d.key/></td>
+            <td>{d.consumer}</td>
+            <td><Time at=d.dead_lettered_at/></td>
+            <td class="num"><Age at=d.dead_lettered_at/></td>
+            <td class="num">{d.delivery_count}</td>
+            <td class="error-text">{d.last_error}</td>
+        </tr>
+    }
+}
+
+/// The list's filter as a plain `GET` form: consumer, a text of the last
+/// error, and a span (as the charts' links write it).
+#[component]
+fn DeadLetterFilters(
+    state: Option<String>,
+    window: super::lists::ListWindow,
+    error: Option<String>,
+) -> impl IntoView {
+    view! {
         <form class="search-form filters" method="get" action="/dead-letters">
-            {state.get_untracked().map(|s| view! { <input type="hidden" name="state" value=s/> })}
+            {state.map(|s| view! { <input type="hidden" name="state" value=s/> })}
             <label>
                 "Consumer "
-                <input type="text" name="consumer" value=shown.consumer.unwrap_or_default() maxlength="128" autocomplete="off" spellcheck="false"/>
+                <input type="text" name="consumer" value=window.consumer.unwrap_or_default() maxlength="128" autocomplete="off" spellcheck="false"/>
             </label>
             <label>
                 "Last error contains "
-                <input type="text" name="error" value=error.get_untracked().unwrap_or_default() maxlength="256" autocomplete="off" spellcheck="false" placeholder="429"/>
+                <input type="text" name="error" value=error.unwrap_or_default() maxlength="256" autocomplete="off" spellcheck="false" placeholder="429"/>
             </label>
             <label>
-                "From "
-                <input type="text" name="from" value=shown.from.unwrap_or_default() maxlength="40" autocomplete="off" placeholder="2026-12-01 14:00"/>
+                "From (UTC) "
+                <input type="text" name="from" value=window.from.unwrap_or_default() maxlength="40" autocomplete="off" placeholder="2026-11-30T14:00Z"/>
             </label>
             <label>
-                "Until "
-                <input type="text" name="to" value=shown.to.unwrap_or_default() maxlength="40" autocomplete="off" placeholder="2026-12-01 15:00"/>
+                "Until (UTC) "
+                <input type="text" name="to" value=window.to.unwrap_or_default() maxlength="40" autocomplete="off" placeholder="2026-11-30T15:00Z"/>
             </label>
             <button type="submit">"Filter"</button>
         </form>
-        <Loaded resource=data render/>
     }
 }
 
