@@ -10,7 +10,8 @@ use std::time::Instant;
 
 use idem_domain::{ClaimStatus, ConsumerName, DeadLetterState, IdempotencyKey};
 use idem_store::{
-    AuditFilter, ClaimSearch, PageRequest, Store, StoreConfig, StoreError, StoreResult, Ts,
+    AuditFilter, ClaimSearch, DeadLetterFilter, PageRequest, Store, StoreConfig, StoreError,
+    StoreResult, Ts,
 };
 use tracing_subscriber::prelude::*;
 
@@ -226,6 +227,11 @@ impl Reads<'_> {
         let unknown_deep = PageRequest::new(PageRequest::DEFAULT_LIMIT, unknown_deep);
         let dead_deep = PageRequest::new(PageRequest::DEFAULT_LIMIT, dead_deep);
         let open = DeadLetterState::Open;
+        // What a redrive takes has this shape too (the open ones, filtered).
+        let rate_limited = DeadLetterFilter {
+            error: Some("429".into()),
+            ..DeadLetterFilter::default()
+        };
         Ok(vec![
             measure(notices, "/unknown first page", || {
                 store.unknown_claims(&first)
@@ -242,6 +248,18 @@ impl Reads<'_> {
             measure(notices, "/dead-letters page 2,000 rows deep", || {
                 store.dead_letters(open, &dead_deep)
             })
+            .await?,
+            measure(
+                notices,
+                "/dead-letters whose error contains 429, first page",
+                || store.dead_letters_in(open, &first, &rate_limited),
+            )
+            .await?,
+            measure(
+                notices,
+                "/dead-letters whose error contains 429, counted",
+                || store.count_dead_letters_in(open, &rate_limited, 10_000),
+            )
             .await?,
             measure(notices, "/outbox first page", || {
                 store.unpublished_outbox(&first)
