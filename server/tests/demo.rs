@@ -367,6 +367,27 @@ async fn a_day_of_demo_history_ending_at(store: &Store, end: chrono::DateTime<Ut
         "{} open unknown outcomes",
         open.items.len()
     );
+    // …and reminders rate limited into the dead-letter queue, waiting for
+    // a redrive.
+    let waiting = store
+        .count_dead_letters_in(
+            idem_domain::DeadLetterState::Open,
+            &idem_store::DeadLetterFilter {
+                window: Window {
+                    from: Some(Ts(from)),
+                    to: Some(Ts(end)),
+                    consumer: Some(idem_store::testing::consumer("reminders")),
+                },
+                error: Some("429".into()),
+            },
+            100,
+        )
+        .await
+        .unwrap();
+    assert!(
+        waiting.value >= 4,
+        "{waiting} open dead letters of the incident"
+    );
     // …while the healthy hours' ones were settled by the on-call, all but
     // the tour's, which are left for people.
     let left_open: Vec<String> = store

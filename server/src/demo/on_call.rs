@@ -118,7 +118,9 @@ impl Simulation {
 
     /// The incident still open when the history ends: besides its random
     /// lost responses, six reminders whose responses are lost for sure, so
-    /// the unknown-outcome queue has work in it whatever the time of day.
+    /// the unknown-outcome queue has work in it whatever the time of day —
+    /// and four rate limited into the dead-letter queue, waiting for the
+    /// redrive after the fix (the provider accepts them then).
     pub(super) fn schedule_open_incident(&mut self, end: DateTime<Utc>) {
         let (from, _) = incidents::Incident::EmailProviderDegraded.span(self.now, end);
         let date = flows::renewal_date(end);
@@ -127,6 +129,23 @@ impl Simulation {
             self.left_for_people.insert(fact.key.clone());
             self.schedule(
                 from + TimeDelta::minutes(3 + 4 * n),
+                Event::Publish { fact, retry: false },
+            );
+        }
+        for n in 0..4 {
+            let account = format!(
+                "account-{}",
+                8_000_000 + self.rng.random_range(0..1_000_000)
+            );
+            let fact = flows::reminder(&account, &date);
+            let accepted = Call::Accepted {
+                provider_ref: provider::reference(&mut self.rng, "sms"),
+            };
+            self.scripts
+                .insert(fact.key.clone(), super::tour::three_429s_then([accepted]));
+            self.left_for_people.insert(fact.key.clone());
+            self.schedule(
+                from + TimeDelta::minutes(5 + 3 * n),
                 Event::Publish { fact, retry: false },
             );
         }

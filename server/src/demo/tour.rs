@@ -90,7 +90,7 @@ fn rate_limited(retry_after_seconds: u32) -> Call {
 }
 
 /// Three 429s (into the dead-letter queue), then what comes after.
-fn three_429s_then(then: impl IntoIterator<Item = Call>) -> VecDeque<Call> {
+pub(super) fn three_429s_then(then: impl IntoIterator<Item = Call>) -> VecDeque<Call> {
     let mut script = VecDeque::from([rate_limited(20), rate_limited(30), rate_limited(30)]);
     script.extend(then);
     script
