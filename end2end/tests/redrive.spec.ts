@@ -32,15 +32,15 @@ test("an operator redrives the open incident's rate-limited reminders and reads 
   }).toPass({ timeout: 45_000 });
   await expect(page.locator(".fields")).toContainText(/\d+ replayed, \d+ skipped, 0 waiting/);
   await expect(page.getByRole("button", { name: "Stop the redrive" })).toHaveCount(0);
-  const outcomes = await page.locator("table tbody tr td:nth-child(3)").allInnerTexts();
+  const outcomes = await page.locator("table tbody tr td:nth-child(4)").allInnerTexts();
   expect(outcomes.length).toBe(Math.min(total, 500));
   for (const outcome of outcomes) expect(["replayed", "skipped"]).toContain(outcome.trim());
   // A skipped one says why; a replayed one leads to its dead letter, now replayed.
   for (const row of await page.locator("table tbody tr", { hasText: "skipped" }).all()) {
-    await expect(row.locator("td").nth(3)).not.toBeEmpty();
+    await expect(row.locator("td").nth(4)).not.toBeEmpty();
   }
   // The incident's reminders are still pending: safe, so replayed.
   expect(outcomes.filter((o) => o.trim() === "replayed").length).toBeGreaterThanOrEqual(4);
-  await page.locator("table tbody tr", { hasText: "replayed" }).first().locator("a").click();
+  await page.locator("table tbody tr", { hasText: "replayed" }).first().locator("a").first().click();
   await expect(page.locator(".fields")).toContainText("replayed");
 });

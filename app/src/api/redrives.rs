@@ -56,6 +56,8 @@ impl RedriveDetail {
 pub struct RedriveRow {
     pub position: i64,
     pub dead_letter_id: i64,
+    pub consumer: String,
+    pub key: String,
     /// `replayed`, `skipped`, or `None` while waiting.
     pub outcome: Option<String>,
     /// Why it was skipped.
@@ -114,6 +116,8 @@ mod ssr {
                 .map(|i| RedriveRow {
                     position: i.position,
                     dead_letter_id: i.dead_letter_id,
+                    consumer: i.consumer,
+                    key: i.key,
                     outcome: i.outcome,
                     reason: i.reason,
                     audit_id: i.audit_id,

@@ -67,6 +67,7 @@ pub fn DeadLettersPage() -> impl IntoView {
         view! {
             <p class="count-line">{crate::format::count_of(p.total, "dead letter", "dead letters")}</p>
             <WindowNote window path="/dead-letters" keep=by_state/>
+            {error.get_untracked().map(|e| view! { <p class="window-note">"Only those whose last error contains “" {e} "”."</p> })}
             <table>
                 <thead><tr><th>"Letter"</th><th>"Key"</th><th>"Consumer"</th><th>"Dead-lettered"</th><th class="num">"Dead for"</th><th class="num">"Deliveries"</th><th>"Last error"</th></tr></thead>
                 <tbody>{rows}</tbody>

@@ -5,7 +5,7 @@ use leptos_router::hooks::use_location;
 use crate::{
     api::{RedriveDetail, RedriveRow, get_redrive},
     components::actions::{ActionAnswer, form_id},
-    components::{LiveRefresh, Loaded, Time, provide_clock},
+    components::{KeyLink, LiveRefresh, Loaded, Time, provide_clock},
     links,
 };
 
@@ -71,7 +71,7 @@ pub fn RedrivePage() -> impl IntoView {
                 {ended}
                 {stop}
                 <table>
-                    <thead><tr><th class="num">"#"</th><th>"Dead letter"</th><th>"Outcome"</th><th>"Why"</th></tr></thead>
+                    <thead><tr><th class="num">"#"</th><th>"Dead letter"</th><th>"Key"</th><th>"Outcome"</th><th>"Why"</th></tr></thead>
                     <tbody>{rows}</tbody>
                 </table>
             }
@@ -85,6 +85,7 @@ fn item_row(item: RedriveRow) -> impl IntoView {
         <tr>
             <td class="num">{item.position}</td>
             <td><a href=format!("/dead-letters/{}", item.dead_letter_id)>"#"{item.dead_letter_id}</a></td>
+            <td><KeyLink consumer=item.consumer key=item.key/></td>
             <td class=format!("redrive-{outcome}")>{outcome.clone()}</td>
             <td>{item.reason}</td>
         </tr>

@@ -51,6 +51,9 @@ pub enum RedriveStart {
 pub struct RedriveItem {
     pub position: i64,
     pub dead_letter_id: i64,
+    /// The dead letter's consumer and key.
+    pub consumer: String,
+    pub key: String,
     /// `None` until its turn; then `replayed` or `skipped`.
     pub outcome: Option<String>,
     pub reason: Option<String>,
@@ -214,14 +217,17 @@ impl Store {
         retention: &ClaimRetention,
         at: Ts,
     ) -> StoreResult<RedriveStep> {
-        const NEXT: &str = "SELECT r.actor, r.actor_role, i.position, i.dead_letter_id \
+        const NEXT: &str = "SELECT r.actor, r.actor_role, i.position, i.dead_letter_id, \
+             d.consumer, d.idempotency_key \
              FROM redrives r JOIN redrive_items i ON i.redrive_id = r.id \
+             JOIN dead_letters d ON d.id = i.dead_letter_id \
              WHERE r.id = $1 AND r.state = 'running' AND i.outcome IS NULL \
              ORDER BY i.position LIMIT 1";
-        let next: Option<(String, String, i64, i64)> = dispatch!(&self.pools, pool => {
+        type Next = (String, String, i64, i64, String, String);
+        let next: Option<Next> = dispatch!(&self.pools, pool => {
             sqlx::query_as(NEXT).bind(id).fetch_optional(pool).await?
         });
-        let Some((actor, role, position, dead_letter_id)) = next else {
+        let Some((actor, role, position, dead_letter_id, consumer, key)) = next else {
             self.finish_redrive(id, at).await?;
             return Ok(RedriveStep::Ended);
         };
@@ -256,6 +262,8 @@ impl Store {
         Ok(RedriveStep::Item(RedriveItem {
             position,
             dead_letter_id,
+            consumer,
+            key,
             outcome: Some(outcome.to_owned()),
             reason: why,
             audit_id,
@@ -340,8 +348,10 @@ impl Store {
     pub async fn redrive(&self, id: i64) -> StoreResult<Option<(Redrive, Vec<RedriveItem>)>> {
         const RUN: &str = "SELECT id, actor, actor_role, selection, state, started_at, ended_at, \
              ended_by, audit_id FROM redrives WHERE id = $1";
-        const ITEMS: &str = "SELECT position, dead_letter_id, outcome, reason, audit_id \
-             FROM redrive_items WHERE redrive_id = $1 ORDER BY position";
+        const ITEMS: &str = "SELECT i.position, i.dead_letter_id, d.consumer, d.idempotency_key AS key, \
+             i.outcome, i.reason, i.audit_id \
+             FROM redrive_items i JOIN dead_letters d ON d.id = i.dead_letter_id \
+             WHERE i.redrive_id = $1 ORDER BY i.position";
         let run: Option<Redrive> = dispatch!(&self.pools, pool => {
             sqlx::query_as(RUN).bind(id).fetch_optional(pool).await?
         });
