@@ -268,13 +268,24 @@ fn alerts_firing(out: &mut Exposition, slos: &[SloStatus]) {
     }
 }
 
-/// Claims per status, open dead letters and unpublished outbox rows.
+/// Unknown outcomes, claims that went pending or failed in the last hour,
+/// open dead letters and unpublished outbox rows.
 fn work_counts(out: &mut Exposition, overview: &Overview) {
     out.capped_counts(
         "idem_claims",
-        "Claims per status that needs a person (pending, failed, unknown), counted up to a cap (10000); see idem_claims_capped.",
+        "Claims in a status that waits for a person (unknown), counted up to a cap (10000); see idem_claims_capped.",
         "status",
-        overview.statuses.iter().map(|s| (s.status.as_str(), s.count)),
+        [("unknown", overview.unknown_count)].into_iter(),
+    );
+    out.capped_counts(
+        "idem_claims_last_hour",
+        "Claims that went pending (and still are) or failed in the last hour, counted up to a cap (10000); see idem_claims_last_hour_capped.",
+        "status",
+        [
+            ("pending", overview.last_hour.pending),
+            ("failed", overview.last_hour.failed),
+        ]
+        .into_iter(),
     );
     out.family(
         "idem_dead_letters_open",

@@ -43,7 +43,7 @@ pub use lists::{
 };
 #[cfg(feature = "ssr")]
 pub use overview::load_overview;
-pub use overview::{Overview, StatusCount, get_console_info, get_login_info, get_overview};
+pub use overview::{LastHour, Overview, get_console_info, get_login_info, get_overview};
 pub use redrives::{
     RedriveDetail, RedriveRow, StartRedrive, StopRedrive, get_redrive, start_redrive, stop_redrive,
 };

@@ -1,11 +1,11 @@
-use idem_domain::{Claim, ClaimStatus, DeadLetter, OutboxRow};
+use idem_domain::{CappedCount, Claim, ClaimStatus, DeadLetter, OutboxRow};
 use leptos::prelude::*;
 use leptos_meta::Title;
 
 use leptos_router::hooks::use_location;
 
 use crate::{
-    api::{ChartSet, DEFAULT_RANGE, Overview, RANGES, StatusCount, get_charts, get_overview},
+    api::{ChartSet, DEFAULT_RANGE, LastHour, Overview, RANGES, get_charts, get_overview},
     components::{Age, ChartFigure, KeyLink, LiveRefresh, Loaded, StatusBadge, provide_clock},
     links,
 };
@@ -30,14 +30,14 @@ pub fn OverviewPage() -> impl IntoView {
 fn OverviewBody(o: Overview) -> impl IntoView {
     let as_of = o.clock.as_of;
     provide_clock(o.clock);
-    let tiles = status_tiles(o.statuses, o.sends_last_hour);
+    let tiles = status_tiles(o.last_hour, o.unknown_count);
     let unknown_rows = unknown_rows(o.unknown);
     let dead_rows = dead_rows(o.dead_letters);
     let outbox_rows = outbox_rows(o.outbox);
 
     view! {
         <section aria-labelledby="claims-heading">
-            <h2 id="claims-heading">"Claims by status"</h2>
+            <h2 id="claims-heading">"Claims"</h2>
             <ul class="tiles">{tiles}</ul>
         </section>
         <div class="attention">
@@ -76,34 +76,31 @@ fn OverviewBody(o: Overview) -> impl IntoView {
     }
 }
 
-/// A tile per claim status that needs a person, with its count (unknown
-/// outcomes link to their list), and the sends the providers confirmed in
-/// the last hour: a count of `sent` claims would be the whole table.
-fn status_tiles(statuses: Vec<StatusCount>, sends_last_hour: u64) -> impl IntoView {
-    let sends = view! {
-        <li class="tile status-sent">
-            <span class="tile-count">{idem_domain::CappedCount::exact(sends_last_hour).to_string()}</span>
-            " " <StatusBadge status=ClaimStatus::Sent/> " " <span class="tile-note">"in the last hour"</span>
-        </li>
+/// The unknown outcomes waiting for a person (all of them, up to the cap),
+/// then what the last hour brought: sends the providers confirmed, claims
+/// that failed, claims that went pending and still are. Failed and pending
+/// link to the keys in that status, newest first.
+fn status_tiles(last_hour: LastHour, unknown: CappedCount) -> impl IntoView {
+    let tile = |status: ClaimStatus, count: String, note: &'static str, href: Option<String>| {
+        let body = view! {
+            <span class="tile-count">{count}</span>
+            " " <StatusBadge status/> " " <span class="tile-note">{note}</span>
+        };
+        let body = match href {
+            Some(href) => view! { <a href=href>{body}</a> }.into_any(),
+            None => body.into_any(),
+        };
+        view! { <li class=format!("tile status-{}", status.as_str())>{body}</li> }
     };
-    let counts = statuses
-        .into_iter()
-        .map(|s| {
-            let body = view! {
-                <span class="tile-count">{s.count.to_string()}</span>
-                " "
-                <StatusBadge status=s.status/>
-            };
-            // Unknown outcomes have their own work list; the others are counts.
-            let body = if s.status == ClaimStatus::Unknown {
-                view! { <a href="/unknown">{body}</a> }.into_any()
-            } else {
-                body.into_any()
-            };
-            view! { <li class=format!("tile status-{}", s.status.as_str())>{body}</li> }
-        })
-        .collect_view();
-    (counts, sends)
+    let by_status = |status: ClaimStatus| Some(links::with_query("/keys", &[("status", status.as_str())]));
+    [
+        tile(ClaimStatus::Unknown, unknown.to_string(), "waiting for a person", Some("/unknown".to_owned())),
+        tile(ClaimStatus::Sent, CappedCount::exact(last_hour.sent).to_string(), "in the last hour", None),
+        tile(ClaimStatus::Failed, last_hour.failed.to_string(), "in the last hour", by_status(ClaimStatus::Failed)),
+        tile(ClaimStatus::Pending, last_hour.pending.to_string(), "in the last hour", by_status(ClaimStatus::Pending)),
+    ]
+    .into_iter()
+    .collect_view()
 }
 
 /// A row per oldest unknown outcome.

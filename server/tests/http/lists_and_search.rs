@@ -11,8 +11,18 @@ use crate::{
 };
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_overview_counts_claims_and_the_last_hour_s_sends_and_links_each_unknown_outcome() {
+async fn the_overview_counts_unknown_outcomes_and_what_the_last_hour_brought_and_links_each() {
     let app = spawn_app(TestDatabase::sqlite().await).await;
+    claim(&app.store, "reminders", "renewal:account-7:2026-12-28", None).await;
+    claim(
+        &app.store,
+        "reminders",
+        "renewal:account-8:2026-12-28",
+        Some(Outcome::Permanent {
+            error: "400 invalid address",
+        }),
+    )
+    .await;
     claim(
         &app.store,
         "reminders",
@@ -63,8 +73,15 @@ async fn the_overview_counts_claims_and_the_last_hour_s_sends_and_links_each_unk
     );
     let page = visible(&html);
     assert!(
-        page.contains("Claims by status 0 pending 0 failed 1 unknown 1,250 sent in the last hour"),
+        page.contains(
+            "Claims 1 unknown waiting for a person 1,250 sent in the last hour \
+             1 failed in the last hour 1 pending in the last hour"
+        ),
         "{page}"
+    );
+    assert!(
+        html.contains("href=\"/keys?status=failed\""),
+        "the failed tile links to the failed keys"
     );
     let (status, key_page) = app.get(&href).await;
     assert_eq!(status, 200);

@@ -19,12 +19,23 @@ use crate::{
     ts::Ts,
 };
 
-/// What the overview shows: capped counts of what needs a person, what the
-/// providers confirmed in the last hour, and the oldest items of each list.
+/// What the overview shows: what the last hour brought (claims that went
+/// pending or failed, sends the providers confirmed), capped counts of what
+/// waits for a person, and the oldest items of each list.
+///
+/// Pending and failed are counted over the last hour, not in all: failed
+/// claims stay in the table for their retention and pending ones pile up
+/// wherever a consumer holds no lease, so at production size a count of
+/// either always read "10,000+" and walked ten thousand index entries to
+/// say so. The last hour is a range of their partial index, and it is what
+/// moves during an incident.
 #[derive(Debug, Clone, PartialEq)]
 pub struct OverviewRecords {
-    pub pending: CappedCount,
-    pub failed: CappedCount,
+    /// Claims that went pending (were claimed, or re-claimed for a retry)
+    /// in the hour before `now` and are still pending.
+    pub pending_last_hour: CappedCount,
+    /// Claims that failed in the hour before `now`.
+    pub failed_last_hour: CappedCount,
     pub unknown: CappedCount,
     pub open_dead_letters: CappedCount,
     pub unpublished_outbox: CappedCount,
@@ -38,8 +49,8 @@ pub struct OverviewRecords {
 }
 
 impl Store {
-    /// The overview's reads: counts up to `cap`, `rows` of each list, the
-    /// sends of the hour before `now`.
+    /// The overview's reads: counts up to `cap`, `rows` of each list, what
+    /// the hour before `now` brought.
     pub async fn overview(&self, rows: u32, cap: u64, now: Ts) -> StoreResult<OverviewRecords> {
         let counts = counts(cap, now);
         let page = PageRequest::first(rows);
@@ -66,8 +77,8 @@ impl Store {
         });
         let capped = |n: i64| CappedCount::from_limited(u64::try_from(n).unwrap_or(0), cap);
         Ok(OverviewRecords {
-            pending: capped(counted.0),
-            failed: capped(counted.1),
+            pending_last_hour: capped(counted.0),
+            failed_last_hour: capped(counted.1),
             unknown: capped(counted.2),
             open_dead_letters: capped(counted.3),
             unpublished_outbox: capped(counted.4),
@@ -86,22 +97,29 @@ fn oldest<T>(mut items: Vec<T>, rows: u32) -> Vec<T> {
     items
 }
 
-/// Pending, failed, unknown, open dead letters, unpublished outbox, sends.
+/// Pending and failed in the last hour, unknown, open dead letters,
+/// unpublished outbox, sends in the last hour.
 type Counts = (i64, i64, i64, i64, i64, f64);
 
 /// Every count of the overview in one statement: each capped count stops
-/// after `cap + 1` entries of its partial index; the sends are at most 60
-/// per-minute rows per consumer.
+/// after `cap + 1` entries of its partial index (pending and failed read
+/// only the last hour of theirs); the sends are at most 60 per-minute rows
+/// per consumer.
 fn counts(cap: u64, now: Ts) -> Sql {
     let mut sql = Sql::default();
+    let since = sql.param(now - chrono::TimeDelta::hours(1));
     let limit = i64::try_from(cap.saturating_add(1)).unwrap_or(i64::MAX);
     let mut capped = |rows: &str| {
         let limit = sql.param(limit);
         format!("(SELECT COUNT(*) FROM ({rows} LIMIT {limit}) AS capped)")
     };
     let columns = [
-        capped("SELECT 1 FROM claims WHERE status = 'pending'"),
-        capped("SELECT 1 FROM claims WHERE status = 'failed'"),
+        capped(&format!(
+            "SELECT 1 FROM claims WHERE status = 'pending' AND status_at >= {since}"
+        )),
+        capped(&format!(
+            "SELECT 1 FROM claims WHERE status = 'failed' AND status_at >= {since}"
+        )),
         capped("SELECT 1 FROM claims WHERE status = 'unknown'"),
         capped(&format!(
             "SELECT 1 FROM dead_letters WHERE {}",
@@ -110,7 +128,6 @@ fn counts(cap: u64, now: Ts) -> Sql {
         capped("SELECT 1 FROM outbox WHERE published_at IS NULL"),
     ];
     let metric = sql.param(Metric::Sends.name());
-    let since = sql.param(now - chrono::TimeDelta::hours(1));
     sql.push(&format!(
         "SELECT {}, (SELECT COALESCE(SUM(value), 0.0) FROM consumer_metrics \
          WHERE metric = {metric} AND minute >= {since}) AS sends",

@@ -8,7 +8,7 @@ use crate::{at, claim_once, dead_letter, delivery, outbox_row, settle};
 
 idem_store::on_both_backends!(
     counts_are_exact_when_small_and_capped_when_large,
-    the_overview_counts_what_needs_a_person_and_the_sends_of_the_last_hour,
+    the_overview_counts_what_needs_a_person_and_what_the_last_hour_brought,
     metric_upserts_add_counters_and_buckets_and_keep_the_largest_gauge,
     an_adapter_counter_survives_a_rollback_and_is_sampled_once,
 );
@@ -45,25 +45,28 @@ async fn counts_are_exact_when_small_and_capped_when_large(store: &Store) {
     );
 }
 
-async fn the_overview_counts_what_needs_a_person_and_the_sends_of_the_last_hour(store: &Store) {
-    // One pending, two failed, three unknown (the oldest first), six sent.
-    for i in 0..12 {
+async fn the_overview_counts_what_needs_a_person_and_what_the_last_hour_brought(store: &Store) {
+    // Two hours before the overview's clock: one pending, one failed, one
+    // unknown. Within its last hour: one pending, two failed, two more
+    // unknown (the oldest unknown first), six sent.
+    let hour = 3600;
+    let now = at(2 * hour);
+    for (i, seconds) in (0..3).map(|i| (i, i)).chain((3..14).map(|i| (i, hour + 60 * i))) {
         let key = format!("r{i:02}");
-        claim_once(store, delivery("reminders", &key, i)).await;
+        claim_once(store, delivery("reminders", &key, seconds)).await;
         let outcome = match i {
-            0 => continue,
-            1 | 2 => Outcome::Permanent { error: "400" },
-            3..=5 => Outcome::Unknown { error: "timeout" },
+            0 | 3 => continue,
+            1 | 4 | 5 => Outcome::Permanent { error: "400" },
+            2 | 6 | 7 => Outcome::Unknown { error: "timeout" },
             _ => Outcome::Sent { provider_ref: None },
         };
-        settle(store, "reminders", &key, outcome, i).await;
+        settle(store, "reminders", &key, outcome, seconds).await;
     }
     let mut tx = store.begin().await.unwrap();
     tx.dead_letter(&dead_letter("dl-1", 5)).await.unwrap();
     tx.enqueue(&outbox_row("ob-1", 6)).await.unwrap();
     tx.commit().await.unwrap();
     // Sends 10 and 30 minutes ago count; two hours ago does not.
-    let now = Ts::now();
     let sends = |minutes_ago: i64, value: f64| MetricSample {
         consumer: "reminders".into(),
         metric: Metric::Sends,
@@ -78,8 +81,8 @@ async fn the_overview_counts_what_needs_a_person_and_the_sends_of_the_last_hour(
 
     let overview = store.overview(2, 2, now).await.unwrap();
     let counts = [
-        overview.pending,
-        overview.failed,
+        overview.pending_last_hour,
+        overview.failed_last_hour,
         overview.unknown,
         overview.open_dead_letters,
         overview.unpublished_outbox,
@@ -92,7 +95,7 @@ async fn the_overview_counts_what_needs_a_person_and_the_sends_of_the_last_hour(
         .iter()
         .map(|c| c.key.as_str())
         .collect();
-    assert_eq!(oldest, ["r03", "r04"], "the two oldest unknown outcomes");
+    assert_eq!(oldest, ["r02", "r06"], "the two oldest unknown outcomes");
     assert_eq!(overview.oldest_dead_letters[0].key, "dl-1");
     assert_eq!(overview.oldest_outbox[0].key, "ob-1");
 }
