@@ -13,7 +13,13 @@ use crate::{
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_overview_counts_unknown_outcomes_and_what_the_last_hour_brought_and_links_each() {
     let app = spawn_app(TestDatabase::sqlite().await).await;
-    claim(&app.store, "reminders", "renewal:account-7:2026-12-28", None).await;
+    claim(
+        &app.store,
+        "reminders",
+        "renewal:account-7:2026-12-28",
+        None,
+    )
+    .await;
     claim(
         &app.store,
         "reminders",

@@ -51,7 +51,10 @@ async fn the_overview_counts_what_needs_a_person_and_what_the_last_hour_brought(
     // unknown (the oldest unknown first), six sent.
     let hour = 3600;
     let now = at(2 * hour);
-    for (i, seconds) in (0..3).map(|i| (i, i)).chain((3..14).map(|i| (i, hour + 60 * i))) {
+    for (i, seconds) in (0..3)
+        .map(|i| (i, i))
+        .chain((3..14).map(|i| (i, hour + 60 * i)))
+    {
         let key = format!("r{i:02}");
         claim_once(store, delivery("reminders", &key, seconds)).await;
         let outcome = match i {
