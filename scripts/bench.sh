@@ -67,7 +67,9 @@ consumer=${key_row%%|*}
 key=${key_row#*|}
 enc() { python3 -c 'import sys, urllib.parse; print(urllib.parse.quote(sys.argv[1], safe=""))' "$1"; }
 key_path="/keys/$(enc "$consumer")/$(enc "$key")"
-charts_fn=$(grep -ao '/api/read/get_charts[0-9A-Za-z_]*' target/site/pkg/idem.wasm | head -1)
+# The server function's path (its name and a hash), from the server: the
+# WASM holds only the islands and calls no server function.
+charts_fn=$(grep -ao '/api/read/get_charts[0-9A-Za-z_]*' target/release/idem | head -1)
 # 1,000 keys' pages, from a sample of the table's pages (not a scan).
 psql "$largest" -AtF $'\t' -c "SELECT consumer, idempotency_key FROM claims TABLESAMPLE SYSTEM (1) LIMIT 1000" |
   python3 -c '

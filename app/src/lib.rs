@@ -3,8 +3,11 @@
 //! Idem's pages and server functions.
 //!
 //! Built twice: with `ssr` into the server (server functions run their
-//! bodies, pages render to HTML) and with `hydrate` into the WASM that makes
-//! the rendered pages interactive. Everything that touches the database sits
+//! bodies, pages render to HTML) and with `hydrate` into the WASM. Pages are
+//! Leptos islands: only the components marked `#[island]` run in the
+//! browser (they take serializable props and no context from the page), so
+//! the WASM holds those and no page's view code, and no page's data is sent
+//! a second time for hydration. Everything that touches the database sits
 //! behind `#[cfg(feature = "ssr")]`; the WASM never links it.
 
 pub mod api;
@@ -53,7 +56,7 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
                     href=format!("/{}/{}.css", options.site_pkg_dir, options.output_name)
                 />
                 <AutoReload options=options.clone()/>
-                <HydrationScripts options/>
+                <HydrationScripts options islands=true/>
                 <MetaTags/>
             </head>
             <body>

@@ -135,6 +135,41 @@ test("a double-clicked confirm button has one effect", async ({ page }) => {
   await expect(page.locator("#outbox-heading + table tbody tr", { hasText: "resolution" })).toHaveCount(1);
 });
 
+test("a pressed confirm button says the action is under way and cannot be pressed again", async ({ page }) => {
+  await signIn(page, "operator");
+  // The demo's on-call resolves unknown outcomes too: take one still open.
+  await expect(async () => {
+    await page.goto("/unknown");
+    await page.locator("table tbody tr").first().getByRole("link", { name: "Resolve" }).click();
+    await expect(page.locator("#resolve")).toBeVisible({ timeout: 1_000 });
+  }).toPass({ timeout: 30_000 });
+  await expect(page.locator("html")).toHaveAttribute("data-hydrated", "true");
+  // What the pressed button looked like while its post was in flight, kept
+  // where it outlives the page (the post replaces it).
+  await page.evaluate(() => {
+    window.addEventListener("submit", (event) => {
+      const button = (event as SubmitEvent).submitter as HTMLButtonElement;
+      setTimeout(() => {
+        const seen = { text: button.textContent, disabled: button.disabled };
+        sessionStorage.setItem("pressed", JSON.stringify(seen));
+      });
+    });
+  });
+  // A slow database: the answer takes a second.
+  await page.route("**/api/act/**", async (route) => {
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    await route.continue();
+  });
+  const form = page.locator("#resolve");
+  await form.getByLabel("did not act: mark failed and retry").check();
+  await form.getByRole("button", { name: "Record the outcome" }).click();
+  // Done, or a conflict if the demo's on-call got there in the meantime.
+  await expect(page.locator("p.outcome")).toBeVisible();
+  const pressed = await page.evaluate(() => JSON.parse(sessionStorage.getItem("pressed") ?? "null"));
+  expect(pressed).toEqual({ text: "Recording…", disabled: true });
+  await page.unroute("**/api/act/**");
+});
+
 test.describe("without JavaScript", () => {
   test.use({ javaScriptEnabled: false });
 

@@ -1,6 +1,7 @@
 use leptos::prelude::*;
 use leptos_router::hooks::use_location;
 
+use super::{AutoSubmit, HydrationMark};
 use crate::{
     api::{ConsoleInfo, get_console_info},
     zones,
@@ -12,13 +13,6 @@ use crate::{
 pub fn Layout(children: Children) -> impl IntoView {
     let info = Resource::new(|| (), |_| get_console_info());
     let location = use_location();
-    // Marks the document once the WASM has taken over; effects never run on
-    // the server, so a page without JavaScript never carries the mark.
-    Effect::new(move |_| {
-        if let Some(root) = document().document_element() {
-            let _ = root.set_attribute("data-hydrated", "true");
-        }
-    });
     let nav_link = move |href: &'static str, label: &'static str| {
         let current = move || {
             let path = location.pathname.get();
@@ -71,6 +65,9 @@ pub fn Layout(children: Children) -> impl IntoView {
             })}
         </Suspense>
         <main id="main" tabindex="-1">{children()}</main>
+        // Last, so the mark means every island of the page has hydrated; a
+        // page without JavaScript never carries it.
+        <HydrationMark/>
     }
 }
 
@@ -111,7 +108,7 @@ fn console_bar(info: ConsoleInfo) -> impl IntoView {
 }
 
 /// "Times in UTC [change]": a plain form, so it works without JavaScript;
-/// with JavaScript, choosing a zone submits it at once.
+/// with JavaScript ([`super::AutoSubmit`]), choosing a zone submits it at once.
 #[component]
 fn ZoneSwitch(current: String) -> impl IntoView {
     let location = use_location();
@@ -138,13 +135,9 @@ fn ZoneSwitch(current: String) -> impl IntoView {
     view! {
         <form class="zone-switch" method="post" action="/preferences/zone">
             <label for="zone-select">"Times in "</label>
-            <select id="zone-select" name="tz" on:change=|ev| {
-                if let Some(form) = event_target::<web_sys::HtmlSelectElement>(&ev).form() {
-                    let _ = form.submit();
-                }
-            }>
-                {options}
-            </select>
+            <AutoSubmit>
+                <select id="zone-select" name="tz">{options}</select>
+            </AutoSubmit>
             <input type="hidden" name="next" value=here/>
             <noscript><button type="submit">"Change"</button></noscript>
         </form>

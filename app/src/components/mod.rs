@@ -2,10 +2,12 @@
 //! panels and the loading wrapper.
 
 pub mod actions;
+mod islands;
 mod layout;
 mod refresh;
 mod widgets;
 
+pub use islands::{AutoSubmit, HydrationMark, SubmitOnce};
 pub use layout::Layout;
 pub use refresh::LiveRefresh;
 pub use widgets::{

@@ -8,12 +8,15 @@ const DEFAULT_SECONDS: u64 = 30;
 /// Where the browser remembers the choice.
 const STORAGE_KEY: &str = "idem.refresh";
 
-/// "Refresh every 30 s": reloads the page's data on an interval the viewer
-/// picks (or never), and not while the tab is hidden. The server answers
-/// repeated reads of a list from a short shared cache, so many open tabs do
-/// not multiply database load.
-#[component]
-pub fn LiveRefresh(on_tick: Callback<()>) -> impl IntoView {
+/// "Refresh every 30 s": reloads the page on an interval the viewer picks
+/// (or never), not while the tab is hidden and not while the person is
+/// writing in one of its fields. The server answers repeated reads from a
+/// short shared cache, so many open tabs do not multiply database load.
+///
+/// An island: the page around it is rendered by the server only, so a tick
+/// reloads the whole page rather than re-reading its data in place.
+#[island]
+pub fn LiveRefresh() -> impl IntoView {
     let seconds = RwSignal::new(DEFAULT_SECONDS);
     let paused = RwSignal::new(false);
 
@@ -39,8 +42,8 @@ pub fn LiveRefresh(on_tick: Callback<()>) -> impl IntoView {
             move || {
                 let hidden = document().hidden();
                 paused.set(hidden);
-                if !hidden {
-                    on_tick.run(());
+                if !hidden && !writing() {
+                    let _ = window().location().reload();
                 }
             },
             Duration::from_secs(every),
@@ -70,6 +73,36 @@ pub fn LiveRefresh(on_tick: Callback<()>) -> impl IntoView {
             {move || paused.get().then_some(" (paused while this tab is hidden)")}
         </label>
     }
+}
+
+/// Whether the person is in the middle of filling a field of the page: one
+/// (other than this control) has the focus, or a text field holds something
+/// other than what the page came with. A reload would throw their words
+/// away.
+fn writing() -> bool {
+    use leptos::wasm_bindgen::JsCast;
+    let document = document();
+    let focused = document.active_element().is_some_and(|e| {
+        matches!(e.tag_name().as_str(), "INPUT" | "TEXTAREA" | "SELECT")
+            && e.closest(".refresh").ok().flatten().is_none()
+    });
+    let Ok(fields) = document.query_selector_all("input[type=text], input[type=search], textarea")
+    else {
+        return focused;
+    };
+    let edited = (0..fields.length())
+        .filter_map(|i| fields.item(i))
+        .any(|node| {
+            if let Some(input) = node.dyn_ref::<web_sys::HtmlInputElement>() {
+                input.value() != input.default_value()
+            } else if let Some(area) = node.dyn_ref::<web_sys::HtmlTextAreaElement>() {
+                area.default_value()
+                    .is_ok_and(|initial| area.value() != initial)
+            } else {
+                false
+            }
+        });
+    focused || edited
 }
 
 fn storage() -> Option<web_sys::Storage> {

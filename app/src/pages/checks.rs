@@ -58,7 +58,7 @@ pub fn ChecksPage() -> impl IntoView {
         <Title text="Consistency checks"/>
         <div class="page-head">
             <h1>"Consistency checks"</h1>
-            <LiveRefresh on_tick=Callback::new(move |()| data.refetch())/>
+            <LiveRefresh/>
         </div>
         <p class="lede">
             "What a key's page flags for that key, asked of every key at once: after an incident, "

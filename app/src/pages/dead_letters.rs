@@ -8,7 +8,7 @@ use idem_domain::action::Verdict;
 
 use crate::{
     api::{DeadLetterDetail, DeadLetterList, get_dead_letter, list_dead_letters},
-    components::actions::{ActionAnswer, ActionIds, DiscardForm, ReplayForm},
+    components::actions::{ActionAnswer, DiscardForm, ReplayForm},
     components::{Age, KeyLink, LiveRefresh, Loaded, StatusBadge, Time, provide_clock},
     links,
 };
@@ -80,7 +80,7 @@ pub fn DeadLettersPage() -> impl IntoView {
         <Title text="Dead letters"/>
         <div class="page-head">
             <h1>"Dead letters"</h1>
-            <LiveRefresh on_tick=Callback::new(move |()| data.refetch())/>
+            <LiveRefresh/>
         </div>
         <nav class="tabs" aria-label="State">{tabs}</nav>
         <DeadLetterFilters state=state.get_untracked() window=window.get_untracked() error=error.get_untracked()/>
@@ -209,8 +209,6 @@ pub fn DeadLetterPage() -> impl IntoView {
             get_dead_letter(id).await
         },
     );
-    ActionIds::provide();
-    let reload = Callback::new(move |()| data.refetch());
     view! {
         <Title text="Dead letter"/>
         <ActionAnswer/>
@@ -223,10 +221,10 @@ pub fn DeadLetterPage() -> impl IntoView {
                 .map(|reason| view! { <p class="notice read-only">{reason}</p> });
             let actions = (d.can_act && d.read_only.is_none() && dl.state == DeadLetterState::Open).then(|| {
                 let discard = (d.verdict == Verdict::AlreadySent).then(|| view! {
-                    <DiscardForm dead_letter_id=dl.id action_id=d.action_id.clone() reload/>
+                    <DiscardForm dead_letter_id=dl.id action_id=d.action_id.clone()/>
                 });
                 view! {
-                    <ReplayForm dead_letter=dl.clone() verdict=d.verdict.clone() action_id=d.action_id.clone() reload/>
+                    <ReplayForm dead_letter=dl.clone() verdict=d.verdict.clone() action_id=d.action_id.clone()/>
                     {discard}
                 }
             });

@@ -10,7 +10,7 @@ use idem_domain::action::Verdict;
 
 use crate::{
     api::{KeyLookup, KeyStory, get_key_story, lookup_key},
-    components::actions::{ActionAnswer, ActionIds, DiscardForm, ReplayForm, ResolveForm},
+    components::actions::{ActionAnswer, DiscardForm, ReplayForm, ResolveForm},
     components::{Age, Loaded, StatusBadge, Time, provide_clock},
     links,
 };
@@ -39,12 +39,10 @@ pub fn KeyPage() -> impl IntoView {
         },
     );
     let search = key_in(&location.pathname.get_untracked(), 1);
-    ActionIds::provide();
-    let reload = Callback::new(move |()| story.refetch());
     view! {
         <Title text="Key"/>
         <ActionAnswer/>
-        <Loaded resource=story search render={move |s: KeyStory| view! { <Story s reload/> }}/>
+        <Loaded resource=story search render={move |s: KeyStory| view! { <Story s/> }}/>
     }
 }
 
@@ -63,8 +61,6 @@ pub fn KeyLookupPage() -> impl IntoView {
         },
     );
     let search = key_in(&location.pathname.get_untracked(), 0);
-    ActionIds::provide();
-    let reload = Callback::new(move |()| lookup.refetch());
     view! {
         <Title text="Key"/>
         <ActionAnswer/>
@@ -72,7 +68,7 @@ pub fn KeyLookupPage() -> impl IntoView {
             resource=lookup
             search
             render={move |l: KeyLookup| match l {
-                KeyLookup::One(s) => view! { <Story s=*s reload/> }.into_any(),
+                KeyLookup::One(s) => view! { <Story s=*s/> }.into_any(),
                 KeyLookup::Several { clock, key, claims } => {
                     provide_clock(clock);
                     view! { <Chooser key claims/> }.into_any()
@@ -110,7 +106,7 @@ fn Chooser(key: String, claims: Vec<Claim>) -> impl IntoView {
 /// One key's page: its claim, flags, actions, timeline, outbox rows and
 /// dead letters.
 #[component]
-fn Story(s: KeyStory, reload: Callback<()>) -> impl IntoView {
+fn Story(s: KeyStory) -> impl IntoView {
     let as_of = s.clock.as_of;
     // A copy: the action forms below borrow the whole story.
     provide_clock(s.clock.clone());
@@ -122,7 +118,7 @@ fn Story(s: KeyStory, reload: Callback<()>) -> impl IntoView {
         .read_only
         .clone()
         .map(|reason| view! { <p class="notice read-only">{reason}</p> });
-    let actions = actions_view(&s, reload);
+    let actions = actions_view(&s);
     let timeline = timeline_items(s.story.events);
     let outbox = outbox_table(s.outbox);
     let dead_letters = dead_letter_table(s.dead_letters);
@@ -203,7 +199,7 @@ fn flags_section(flags: &[Flag]) -> Option<impl IntoView + use<>> {
 }
 
 /// What would apply to the key, and the forms to do it for someone who may.
-fn actions_view(s: &KeyStory, reload: Callback<()>) -> AnyView {
+fn actions_view(s: &KeyStory) -> AnyView {
     if s.story.actions.is_empty() {
         return view! { <p class="empty">"Nothing to do: no unknown outcome and no open dead letter."</p> }
             .into_any();
@@ -214,7 +210,7 @@ fn actions_view(s: &KeyStory, reload: Callback<()>) -> AnyView {
         .iter()
         .map(|a| view! { <li>{a.describe()}</li> })
         .collect_view();
-    let forms = (s.can_act && s.read_only.is_none()).then(|| action_forms(s, reload));
+    let forms = (s.can_act && s.read_only.is_none()).then(|| action_forms(s));
     let viewer_note = (!s.can_act && s.read_only.is_none())
         .then(|| view! { <p class="lede">"An operator can do these from this page."</p> });
     view! {
@@ -227,22 +223,22 @@ fn actions_view(s: &KeyStory, reload: Callback<()>) -> AnyView {
 
 /// The forms an operator acts with: resolve an unknown claim, replay (or
 /// discard, when it was already sent) each open dead letter.
-fn action_forms(s: &KeyStory, reload: Callback<()>) -> impl IntoView + use<> {
+fn action_forms(s: &KeyStory) -> impl IntoView + use<> {
     let resolve = s
         .claim
         .clone()
         .filter(|c| c.status == idem_domain::ClaimStatus::Unknown)
-        .map(|claim| view! { <ResolveForm claim action_id=s.action_id.clone() reload/> });
+        .map(|claim| view! { <ResolveForm claim action_id=s.action_id.clone()/> });
     let dead_letters = s
         .dead_letters
         .iter()
         .filter_map(|dl| {
             let verdict = s.verdicts.iter().find(|(id, _)| *id == dl.id)?.1.clone();
             let discard = (verdict == Verdict::AlreadySent).then(|| {
-                view! { <DiscardForm dead_letter_id=dl.id action_id=s.action_id.clone() reload/> }
+                view! { <DiscardForm dead_letter_id=dl.id action_id=s.action_id.clone()/> }
             });
             Some(view! {
-                <ReplayForm dead_letter=dl.clone() verdict action_id=s.action_id.clone() reload/>
+                <ReplayForm dead_letter=dl.clone() verdict action_id=s.action_id.clone()/>
                 {discard}
             })
         })

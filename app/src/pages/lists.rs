@@ -163,7 +163,7 @@ pub fn UnknownPage() -> impl IntoView {
         <Title text="Unknown outcomes"/>
         <div class="page-head">
             <h1>"Unknown outcomes"</h1>
-            <LiveRefresh on_tick=Callback::new(move |()| data.refetch())/>
+            <LiveRefresh/>
         </div>
         <p class="lede">
             "The provider may or may not have acted on these keys. Each one needs a person to find out "
@@ -234,7 +234,7 @@ pub fn OutboxPage() -> impl IntoView {
         <Title text="Outbox"/>
         <div class="page-head">
             <h1>"Outbox backlog"</h1>
-            <LiveRefresh on_tick=Callback::new(move |()| data.refetch())/>
+            <LiveRefresh/>
         </div>
         <p class="lede">"Rows written by consumers (and by replays) that the relay has not published yet. Oldest first."</p>
         <form class="search-form filters" method="get" action="/outbox">

@@ -17,7 +17,7 @@ pub fn OverviewPage() -> impl IntoView {
         <Title text="Overview"/>
         <div class="page-head">
             <h1>"Overview"</h1>
-            <LiveRefresh on_tick=Callback::new(move |()| data.refetch())/>
+            <LiveRefresh/>
         </div>
         <Loaded resource=data render=|o: Overview| view! { <OverviewBody o/> }/>
         <super::slo::SloTiles/>
@@ -92,12 +92,33 @@ fn status_tiles(last_hour: LastHour, unknown: CappedCount) -> impl IntoView {
         };
         view! { <li class=format!("tile status-{}", status.as_str())>{body}</li> }
     };
-    let by_status = |status: ClaimStatus| Some(links::with_query("/keys", &[("status", status.as_str())]));
+    let by_status =
+        |status: ClaimStatus| Some(links::with_query("/keys", &[("status", status.as_str())]));
     [
-        tile(ClaimStatus::Unknown, unknown.to_string(), "waiting for a person", Some("/unknown".to_owned())),
-        tile(ClaimStatus::Sent, CappedCount::exact(last_hour.sent).to_string(), "in the last hour", None),
-        tile(ClaimStatus::Failed, last_hour.failed.to_string(), "in the last hour", by_status(ClaimStatus::Failed)),
-        tile(ClaimStatus::Pending, last_hour.pending.to_string(), "in the last hour", by_status(ClaimStatus::Pending)),
+        tile(
+            ClaimStatus::Unknown,
+            unknown.to_string(),
+            "waiting for a person",
+            Some("/unknown".to_owned()),
+        ),
+        tile(
+            ClaimStatus::Sent,
+            CappedCount::exact(last_hour.sent).to_string(),
+            "in the last hour",
+            None,
+        ),
+        tile(
+            ClaimStatus::Failed,
+            last_hour.failed.to_string(),
+            "in the last hour",
+            by_status(ClaimStatus::Failed),
+        ),
+        tile(
+            ClaimStatus::Pending,
+            last_hour.pending.to_string(),
+            "in the last hour",
+            by_status(ClaimStatus::Pending),
+        ),
     ]
     .into_iter()
     .collect_view()

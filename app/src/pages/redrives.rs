@@ -32,7 +32,7 @@ pub fn RedrivePage() -> impl IntoView {
             provide_clock(run.clock.clone());
             // Follow a running redrive; a finished one does not change.
             let refresh = run.is_running().then(|| view! {
-                <LiveRefresh on_tick=Callback::new(move |()| data.refetch())/>
+                <LiveRefresh/>
             });
             let stop_path = <crate::api::StopRedrive as leptos::server_fn::ServerFn>::PATH;
             let stop = (run.is_running() && run.can_act).then(|| view! {

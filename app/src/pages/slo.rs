@@ -73,7 +73,7 @@ pub fn SloPage() -> impl IntoView {
         <Title text="SLOs"/>
         <div class="page-head">
             <h1>"Service level objectives"</h1>
-            <LiveRefresh on_tick=Callback::new(move |()| data.refetch())/>
+            <LiveRefresh/>
         </div>
         <Loaded resource=data render/>
     }

@@ -76,6 +76,38 @@ async fn a_key_page_shows_the_claim_its_outbox_rows_and_its_dead_letters() {
     );
 }
 
+/// Pages are islands: what the server rendered is the page, and no script
+/// on it carries a second, serialized copy of the data for hydration.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_key_page_sends_its_data_once_with_no_copy_for_the_browser_to_hydrate() {
+    let app = spawn_app(TestDatabase::sqlite().await).await;
+    let key = "refund:EU/2026/Ø-1842";
+    let error = "provider said 409 at the second attempt";
+    claim(
+        &app.store,
+        "order-events",
+        key,
+        Some(Outcome::Unknown { error }),
+    )
+    .await;
+
+    let (status, html) = app.get(&key_href("order-events", key)).await;
+    assert_eq!(status, 200);
+    assert!(text(&html).contains(error), "the page shows the error");
+    let scripts: Vec<&str> = html
+        .split("<script")
+        .skip(1)
+        .filter_map(|s| s.split_once("</script>").map(|(script, _)| script))
+        .collect();
+    assert!(!scripts.is_empty(), "the page loads its islands");
+    for script in scripts {
+        assert!(
+            !script.contains(error) && !script.contains("order-events"),
+            "a script carries the page's data: {script:.300}"
+        );
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn keys_with_url_metacharacters_and_any_unicode_round_trip_through_their_page() {
     let app = spawn_app(TestDatabase::sqlite().await).await;
