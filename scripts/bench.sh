@@ -215,12 +215,10 @@ awk -v off="$off" -v on="$on" -v offs="${offs[*]}" -v ons="${ons[*]}" \
 fi
 
 if step wasm; then
-say "WASM bundle (release, wasm-opt)"
-wasm=target/site/pkg/idem.wasm
-raw=$(stat -c %s $wasm)
-gz=$(gzip -9 -c $wasm | wc -c)
-br=$(brotli -q 11 -c $wasm | wc -c)
+say "WASM bundle and its JS (release, wasm-opt)"
 echo "| file | raw | gzip -9 | brotli -q 11 |"
 echo "|---|---:|---:|---:|"
-echo "| idem.wasm | $raw | $gz | $br |"
+for file in target/site/pkg/idem.wasm target/site/pkg/idem.js; do
+  echo "| ${file##*/} | $(stat -c %s "$file") | $(gzip -9 -c "$file" | wc -c) | $(brotli -q 11 -c "$file" | wc -c) |"
+done
 fi
