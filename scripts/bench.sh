@@ -13,9 +13,10 @@
 #      axum+sqlx key lookup (the floor); then latency at a fixed 200 and
 #      1,000 req/s (`idem-tools load`, measured from when each request was
 #      due: corrected for coordinated omission);
-#   4. ingest: claims/s through idem-consumer with Idem's indexes and rollup
-#      running, without them, and with the dashboard under load;
-#   5. the release WASM bundle's size, raw, gzip and brotli.
+#   4. ingest: claims/s through idem-consumer (claims and its per-minute
+#      metrics) with Idem's indexes and rollup running, without them, with
+#      the dashboard under load, and into the largest data set;
+#   5. the release WASM bundle and its JS: size raw, gzip and brotli.
 #
 # Needs: the release build (`make bench` builds it), wrk, brotli, taskset.
 set -euo pipefail
@@ -202,15 +203,28 @@ under_load() { # wrk options...
 IFS='|' read -r flat flats flat_rps <<<"$(under_load -c8)"
 IFS='|' read -r paced paceds paced_rps <<<"$(under_load -c4 -s scripts/bench-paced.lua)"
 kill $idem_pid 2>/dev/null || true
+# The same writes into the largest data set (its claims, 30 days of
+# metrics, its audit log) with Idem running on it: ingest at production
+# size, not only into an empty table.
+big=$(basename "$largest")
+IDEM_DEMO=0 DATABASE_URL=$largest IDEM_ADDR=127.0.0.1:3953 $IDEM >"$OUT/idem-ingest-big.log" 2>&1 &
+idem_pid=$!
+for _ in $(seq 100); do curl -sf http://127.0.0.1:3953/readyz >/dev/null && break; sleep 0.2; done
+ingest "$big" 5 >/dev/null
+bigs=()
+for _ in $(seq "$ROUNDS"); do bigs+=("$(ingest "$big")"); done
+kill $idem_pid 2>/dev/null || true
 echo "| setup | claims/s (median) | runs | vs. without Idem |"
 echo "|---|---:|---|---:|"
 awk -v off="$off" -v on="$on" -v offs="${offs[*]}" -v ons="${ons[*]}" \
     -v flat="$flat" -v flats="$flats" -v flat_rps="$flat_rps" \
-    -v paced="$paced" -v paceds="$paceds" -v paced_rps="$paced_rps" 'BEGIN {
+    -v paced="$paced" -v paceds="$paceds" -v paced_rps="$paced_rps" \
+    -v big="$(median "${bigs[@]}")" -v bigs="${bigs[*]}" -v big_name="$big" 'BEGIN {
   printf "| contract only: primary key, no Idem indexes | %d | %s | 1.00× |\n", off, offs
   printf "| Idem: its indexes, Idem running (rollup) | %d | %s | %.2f× slower |\n", on, ons, off / on
   printf "| Idem, overview paced (%.0f req/s) | %d | %s | %.1f%% below unloaded |\n", paced_rps, paced, paceds, (on - paced) * 100 / on
   printf "| Idem, overview flat out (%.0f req/s) | %d | %s | %.1f%% below unloaded |\n", flat_rps, flat, flats, (on - flat) * 100 / on
+  printf "| Idem running, into %s | %d | %s | %.2f× slower |\n", big_name, big, bigs, off / big
 }'
 fi
 
