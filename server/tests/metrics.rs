@@ -12,7 +12,19 @@ use prometheus_parse::{Sample, Scrape, Value};
 const TOKEN: &str = "scrape-token-for-tests";
 
 async fn unknown_outcome(store: &Store, consumer: &str, key: &str) {
-    let at = Ts::now() - TimeDelta::minutes(20);
+    attempt(
+        store,
+        consumer,
+        key,
+        Outcome::Unknown { error: "timeout" },
+        20,
+    )
+    .await;
+}
+
+/// A claim of `key` whose one attempt ended in `outcome` `minutes_ago`.
+async fn attempt(store: &Store, consumer: &str, key: &str, outcome: Outcome<'_>, minutes_ago: i64) {
+    let at = Ts::now() - TimeDelta::minutes(minutes_ago);
     let mut tx = store.begin().await.unwrap();
     tx.claim(&Delivery {
         consumer,
@@ -23,9 +35,7 @@ async fn unknown_outcome(store: &Store, consumer: &str, key: &str) {
     .await
     .unwrap();
     tx.lease(consumer, key, at, at).await.unwrap();
-    tx.record(consumer, key, Outcome::Unknown { error: "timeout" }, at)
-        .await
-        .unwrap();
+    tx.record(consumer, key, outcome, at).await.unwrap();
     tx.commit().await.unwrap();
 }
 
@@ -94,6 +104,16 @@ async fn a_scrape_parses_as_prometheus_text_with_slos_burn_rates_and_stuck_keys(
     for n in 0..5 {
         unknown_outcome(&app.store, "reminders", &format!("remind:{n}")).await;
     }
+    // The last hour: two failed and one retrying; a failure of two hours ago
+    // is outside it.
+    let rejected = Outcome::Permanent {
+        error: "400 invalid iban",
+    };
+    attempt(&app.store, "payments", "pay:1", rejected, 10).await;
+    attempt(&app.store, "payments", "pay:2", rejected, 50).await;
+    attempt(&app.store, "payments", "pay:old", rejected, 120).await;
+    let busy = Outcome::Retryable { error: "503" };
+    attempt(&app.store, "payments", "pay:3", busy, 5).await;
 
     let (status, text) = scrape(&app, Some(TOKEN)).await;
     assert_eq!(status, 200, "{text}");
@@ -134,6 +154,9 @@ async fn a_scrape_parses_as_prometheus_text_with_slos_burn_rates_and_stuck_keys(
         value(samples, "idem_claims", &[("status", "unknown")]),
         Some(6.0)
     );
+    let last_hour = |status| value(samples, "idem_claims_last_hour", &[("status", status)]);
+    assert_eq!(last_hour("failed"), Some(2.0));
+    assert_eq!(last_hour("pending"), Some(1.0));
     let age = value(
         samples,
         "idem_stuck_key_age_seconds",
