@@ -16,6 +16,12 @@ export IDEM_PROMTOOL ?= $(CURDIR)/.tools/bin/promtool
 # Where the browser tests' server listens (a port of its own, so a running
 # `make run` on 3000 does not collide).
 E2E_ADDR ?= 127.0.0.1:3917
+# The OpenID provider the browser tests sign in through (end2end/oidc-provider.mjs,
+# started by Playwright), and Idem's settings for it.
+E2E_OIDC_ADDR ?= 127.0.0.1:3951
+E2E_OIDC = IDEM_OIDC_ISSUER=http://$(E2E_OIDC_ADDR) IDEM_OIDC_CLIENT_ID=idem \
+  IDEM_OIDC_CLIENT_SECRET=idem-e2e-secret IDEM_OIDC_NAME="Example SSO" \
+  IDEM_OIDC_SCOPES="openid email profile groups" IDEM_OIDC_ROLES="sre=operator,idem-admins=admin"
 
 .PHONY: run test tools tools-run fmt-check sizes unit lint e2e embedded release bench clean-test-dbs fuzz screenshots
 
@@ -122,4 +128,5 @@ e2e:
 	  LEPTOS_SITE_ADDR=$(E2E_ADDR) \
 	  DATABASE_URL="sqlite://$$db/idem.db" \
 	  IDEM_DEMO=1 IDEM_DEMO_BACKFILL_HOURS=24 IDEM_DEMO_SEED=1842 IDEM_REDRIVE_PER_SECOND=20 \
+	  OIDC_PROVIDER_ADDR=$(E2E_OIDC_ADDR) $(E2E_OIDC) \
 	  cargo leptos end-to-end

@@ -13,6 +13,10 @@ pub struct CurrentUser {
     pub id: i64,
     pub username: String,
     pub role: Role,
+    /// Signed in through an OpenID provider that offers to sign out there
+    /// too (RP-initiated logout).
+    #[serde(default)]
+    pub provider_sign_out: bool,
 }
 
 /// The client's address (after trusted proxies), put in the request by the guard.

@@ -35,6 +35,13 @@ pub struct AppState {
     /// Password sign-in is on (`IDEM_PASSWORD_LOGIN`).
     #[from_ref(skip)]
     pub password_login: bool,
+    /// The OpenID provider's name for the sign-in button, when configured.
+    #[from_ref(skip)]
+    pub oidc_name: Option<String>,
+    /// The OpenID provider's origin: the sign-out form may be sent on to it
+    /// (RP-initiated logout), so pages allow it as a form target.
+    #[from_ref(skip)]
+    pub oidc_origin: Option<String>,
     /// A read replica for read-only pages and charts
     /// (`IDEM_READ_DATABASE_URL`); actions, audit and sessions always use
     /// `store`, the primary.
@@ -165,6 +172,8 @@ impl AppState {
             slos: std::sync::Arc::default(),
             database: DatabaseStatus::default(),
             password_login: true,
+            oidc_name: None,
+            oidc_origin: None,
             replica: None,
             read_only: std::sync::Arc::default(),
             log_keys: crate::fingerprint::LogKeys::default(),
@@ -205,9 +214,15 @@ pub fn content_security_policy() {
     ) else {
         return;
     };
+    // A form's redirect counts as its target: the sign-out form goes on to
+    // the OpenID provider when someone signs out there too.
+    let provider = use_context::<AppState>()
+        .and_then(|state| state.oidc_origin)
+        .map(|origin| format!(" {origin}"))
+        .unwrap_or_default();
     let policy = format!(
         "default-src 'self'; script-src 'self' 'nonce-{nonce}' 'wasm-unsafe-eval'; style-src 'self'; \
-         img-src 'self' data:; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; \
+         img-src 'self' data:; connect-src 'self'; form-action 'self'{provider}; frame-ancestors 'none'; \
          base-uri 'none'; object-src 'none'"
     );
     if let Ok(value) = http::HeaderValue::from_str(&policy) {

@@ -117,13 +117,16 @@ text_enum! {
 }
 
 text_enum! {
-    /// How an account signs in. A password account and a person an identity
-    /// proxy names are never the same account, whatever their names.
+    /// How an account signs in. A password account, a person an identity
+    /// proxy names and one an OpenID provider signs in are never the same
+    /// account, whatever their names.
     AccountOrigin, "account origin" {
         /// Created with `idem user add`; signs in with a password.
         Password => "password",
         /// Created on first sight by the identity proxy; no password.
         Proxy => "proxy",
+        /// Created on first sign-in through OpenID Connect; no password.
+        Oidc => "oidc",
     }
 }
 

@@ -19,7 +19,15 @@
 //! | `IDEM_AUTH_PROXY_GROUPS_HEADER` | the header carrying the user's groups, comma-separated | none |
 //! | `IDEM_AUTH_PROXY_ROLES` | `group=role, …`: the highest role of the user's groups applies | none |
 //! | `IDEM_AUTH_PROXY_DEFAULT_ROLE` | the role of a user in no mapped group, or `none` to refuse them | `viewer` |
-//! | `IDEM_PASSWORD_LOGIN` | `0` turns password sign-in off (the proxy signs people in) | `1` |
+//! | `IDEM_OIDC_ISSUER` | sign-in with this OpenID provider (discovery from `{issuer}/.well-known/openid-configuration`) | off |
+//! | `IDEM_OIDC_CLIENT_ID`, `IDEM_OIDC_CLIENT_SECRET` | Idem's client at the provider (the secret may come from `IDEM_OIDC_CLIENT_SECRET_FILE`; none for a public client) | none |
+//! | `IDEM_OIDC_NAME` | the provider's name on the button ("Sign in with Okta") | `your identity provider` |
+//! | `IDEM_OIDC_SCOPES` | scopes asked for (`openid` always) | `openid email profile` |
+//! | `IDEM_OIDC_USERNAME_CLAIM` | the claim accounts are named by | `email` |
+//! | `IDEM_OIDC_ROLES_CLAIM`, `IDEM_OIDC_ROLES` | the claim with groups or roles, and `group=role, …` | `groups`, none |
+//! | `IDEM_OIDC_DEFAULT_ROLE` | the role of a person in no mapped group, or `none` to refuse them | `viewer` |
+//! | `IDEM_OIDC_CLOCK_SKEW_SECONDS` | how far the provider's clock may be off (at most 300) | `60` |
+//! | `IDEM_PASSWORD_LOGIN` | `0` turns password sign-in off (the proxy or the OpenID provider signs people in) | `1` |
 //! | `IDEM_HASH_CONCURRENCY` | password hashes computed at once | `2` |
 //! | `IDEM_READ_ONLY_CONSUMERS` | consumers read through an adapter over their own tables (comma-separated): their pages work, actions on them are refused with the reason | none |
 //! | `IDEM_CLAIM_RETENTION_DAYS` | how long consumers keep claims, in days, then any consumer's own (`30, payments=90`); replaying an older key is flagged, `/checks` lists such dead letters | `30` |
@@ -51,6 +59,7 @@ use leptos::prelude::LeptosOptions;
 use crate::auth::{AuthSettings, TrustedProxies};
 
 mod env;
+mod oidc_env;
 #[cfg(test)]
 mod tests;
 
@@ -188,6 +197,17 @@ pub const SETTINGS: &[&str] = &[
     "IDEM_MAX_CONNECTIONS_PER_CLIENT",
     "IDEM_MAX_IN_FLIGHT",
     "IDEM_METRICS_TOKEN",
+    "IDEM_OIDC_CLIENT_ID",
+    "IDEM_OIDC_CLIENT_SECRET",
+    "IDEM_OIDC_CLIENT_SECRET_FILE",
+    "IDEM_OIDC_CLOCK_SKEW_SECONDS",
+    "IDEM_OIDC_DEFAULT_ROLE",
+    "IDEM_OIDC_ISSUER",
+    "IDEM_OIDC_NAME",
+    "IDEM_OIDC_ROLES",
+    "IDEM_OIDC_ROLES_CLAIM",
+    "IDEM_OIDC_SCOPES",
+    "IDEM_OIDC_USERNAME_CLAIM",
     "IDEM_PASSWORD_LOGIN",
     "IDEM_PUBLIC_URL",
     "IDEM_READ_CACHE_MS",
@@ -315,6 +335,7 @@ impl Config {
                 trusted_proxies: TrustedProxies::default(),
                 hash_concurrency: 2,
                 proxy: None,
+                oidc: None,
                 password_login: true,
                 sign_in: idem_domain::sign_in::SignInLimits::default(),
                 hash_wait: Duration::from_secs(5),

@@ -125,16 +125,31 @@ pub fn refusal(status: StatusCode, title: &str, message: &str) -> Response {
 /// [`refusal`], with its link leading to `back` (a local path; empty for
 /// the address asked for).
 pub fn refusal_to(status: StatusCode, title: &str, message: &str, back: &str) -> Response {
+    if back.is_empty() {
+        refusal_with_link(status, title, message, "", "Try again")
+    } else {
+        refusal_with_link(
+            status,
+            title,
+            message,
+            back,
+            "Back to the page you came from",
+        )
+    }
+}
+
+/// [`refusal`], with a link to `href` (a local path; empty for the address
+/// asked for) that says `link_text`.
+pub fn refusal_with_link(
+    status: StatusCode,
+    title: &str,
+    message: &str,
+    href: &str,
+    link_text: &str,
+) -> Response {
     use base64::Engine;
     use sha2::{Digest, Sha256};
-    let link = if back.is_empty() {
-        "<a href=\"\">Try again</a>".to_owned()
-    } else {
-        format!(
-            "<a href=\"{}\">Back to the page you came from</a>",
-            escape(back)
-        )
-    };
+    let link = format!("<a href=\"{}\">{}</a>", escape(href), escape(link_text));
     let page = format!(
         "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\

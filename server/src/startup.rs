@@ -124,6 +124,7 @@ impl Application {
         state.slos = Arc::new(slos);
         state.database = database;
         state.password_login = config.auth.password_login;
+        (state.oidc_name, state.oidc_origin) = oidc_for_pages(&config.auth);
         state.log_keys = idem_app::fingerprint::LogKeys::new(config.log_keys_full);
         if let Some(prepared) = &prepared {
             state
@@ -288,6 +289,20 @@ fn route_list() -> Vec<AxumRouteListing> {
     ROUTES.get_or_init(|| generate_route_list(App)).clone()
 }
 
+/// What pages need of the OpenID provider: its name for the sign-in
+/// button, and its origin as a form target (sign-out there too).
+fn oidc_for_pages(auth: &crate::auth::AuthSettings) -> (Option<String>, Option<String>) {
+    let Some(oidc) = &auth.oidc else {
+        return (None, None);
+    };
+    let origin = url::Url::parse(&oidc.issuer)
+        .ok()
+        .map(|url| url.origin())
+        .filter(|origin| origin.is_tuple())
+        .map(|origin| origin.ascii_serialization());
+    (Some(oidc.name.clone()), origin)
+}
+
 /// The whole HTTP surface: health probes, the pages and their server
 /// functions, and the static assets cargo-leptos built.
 ///
@@ -308,6 +323,14 @@ pub fn router(
         .route("/preferences/zone", post(preferences::set_zone))
         .route("/login", post(auth::login).with_state(auth.clone()))
         .route("/logout", post(auth::logout).with_state(auth.clone()))
+        .route(
+            "/auth/oidc/start",
+            get(auth::oidc::start).with_state(auth.clone()),
+        )
+        .route(
+            "/auth/oidc/callback",
+            get(auth::oidc::callback).with_state(auth.clone()),
+        )
         .leptos_routes_with_context(
             &state,
             routes,

@@ -42,6 +42,9 @@ pub struct UserRecord {
     pub password_hash: Option<PasswordHash>,
     /// How the account signs in (never both ways).
     pub origin: AccountOrigin,
+    /// For an OpenID Connect account: the issuer and `sub` of the person it
+    /// was made for (see [`Store::create_oidc_account`]).
+    pub subject: Option<String>,
 }
 
 impl std::fmt::Debug for UserRecord {
@@ -53,6 +56,7 @@ impl std::fmt::Debug for UserRecord {
             .field("disabled", &self.disabled)
             .field("session_epoch", &self.session_epoch)
             .field("origin", &self.origin)
+            .field("subject", &self.subject)
             .finish_non_exhaustive()
     }
 }
@@ -66,6 +70,7 @@ struct UserRow {
     session_epoch: i64,
     password_hash: Option<String>,
     origin: String,
+    subject: Option<String>,
 }
 
 impl TryFrom<UserRow> for UserRecord {
@@ -85,11 +90,13 @@ impl TryFrom<UserRow> for UserRecord {
                 .origin
                 .parse()
                 .map_err(|e: idem_domain::UnknownValue| StoreError::Contract(e.to_string()))?,
+            subject: row.subject,
         })
     }
 }
 
-const USER_COLUMNS: &str = "id, username, role, disabled, session_epoch, password_hash, origin";
+const USER_COLUMNS: &str =
+    "id, username, role, disabled, session_epoch, password_hash, origin, subject";
 
 impl Store {
     pub async fn user_by_name(&self, username: &str) -> StoreResult<Option<UserRecord>> {
@@ -145,6 +152,25 @@ impl Store {
         Ok(id)
     }
 
+    /// Creates an account for a person an OpenID provider signed in, bound
+    /// to their `subject` (issuer and `sub`); `Ok(None)` when the name or
+    /// the subject already has an account.
+    pub async fn create_oidc_account(
+        &self,
+        username: &str,
+        role: Role,
+        subject: &str,
+    ) -> StoreResult<Option<i64>> {
+        const SQL: &str = "INSERT INTO users (username, role, password_hash, disabled, created_at, updated_at, origin, subject) \
+             VALUES ($1, $2, NULL, FALSE, $3, $3, 'oidc', $4) ON CONFLICT DO NOTHING RETURNING id";
+        let now = Ts::now();
+        let id: Option<i64> = dispatch!(&self.pools, pool => {
+            sqlx::query_scalar(SQL).bind(username).bind(role.as_str()).bind(now).bind(subject)
+                .fetch_optional(pool).await?
+        });
+        Ok(id)
+    }
+
     /// Changes a user's role and ends their sessions; `false` when no such user.
     pub async fn set_role(&self, username: &str, role: Role) -> StoreResult<bool> {
         const SQL: &str = "UPDATE users SET role = $2, session_epoch = session_epoch + 1, updated_at = $3 WHERE username = $1";
@@ -158,6 +184,16 @@ impl Store {
         const SQL: &str = "UPDATE users SET password_hash = $2, session_epoch = session_epoch + 1, updated_at = $3 \
              WHERE username = $1 AND origin = 'password'";
         self.update_user(SQL, username, hash.expose()).await
+    }
+
+    /// Ends every session of a user (their role stays); `false` when no such user.
+    pub async fn end_sessions(&self, username: &str) -> StoreResult<bool> {
+        const SQL: &str = "UPDATE users SET session_epoch = session_epoch + 1, updated_at = $2 WHERE username = $1";
+        let now = Ts::now();
+        let done = dispatch!(&self.pools, pool => {
+            sqlx::query(SQL).bind(username).bind(now).execute(pool).await?.rows_affected()
+        });
+        Ok(done == 1)
     }
 
     /// Disables (or re-enables) a user; disabling ends their sessions.

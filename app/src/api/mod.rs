@@ -132,6 +132,8 @@ pub struct LoginInfo {
     pub any_accounts: bool,
     /// Password sign-in is on (off when only the identity proxy signs in).
     pub password_login: bool,
+    /// Sign-in through an OpenID provider, by this name, is offered.
+    pub oidc_name: Option<String>,
 }
 
 /// How far the dashboard counts before it says "10,000+".

@@ -64,6 +64,7 @@ pub async fn get_login_info() -> Result<super::LoginInfo, AppError> {
             demo_accounts,
             any_accounts,
             password_login: state.password_login,
+            oidc_name: state.oidc_name.clone(),
         })
     })
     .await

@@ -91,11 +91,20 @@ fn console_bar(info: ConsoleInfo) -> impl IntoView {
             </p>
         }
     });
-    let account = info.user.map(|user| view! {
-        <form class="account" method="post" action="/logout">
-            <span>"Signed in as " <strong>{user.username}</strong> " (" {user.role.as_str()} ") "</span>
-            <button type="submit" class="link-button">"Sign out"</button>
-        </form>
+    let account = info.user.map(|user| {
+        let everywhere = user.provider_sign_out.then(|| view! {
+            " · "
+            <button type="submit" name="provider" value="1" class="link-button">
+                "Sign out here and at your identity provider"
+            </button>
+        });
+        view! {
+            <form class="account" method="post" action="/logout">
+                <span>"Signed in as " <strong>{user.username}</strong> " (" {user.role.as_str()} ") "</span>
+                <button type="submit" class="link-button">"Sign out"</button>
+                {everywhere}
+            </form>
+        }
     });
     view! {
         {outage}

@@ -22,8 +22,15 @@ pub fn LoginPage() -> impl IntoView {
     let throttled = links::query_param(&search, "throttled").is_some();
     let info = Resource::new(|| (), |_| get_login_info());
     let render = move |info: LoginInfo| {
+        let provider = info
+            .oidc_name
+            .clone()
+            .map(|name| provider_sign_in(&name, &next, info.password_login));
         if !info.password_login {
-            return proxy_sign_in_notice().into_any();
+            return match provider {
+                Some(button) => button.into_any(),
+                None => proxy_sign_in_notice().into_any(),
+            };
         }
         let form = view! {
             <form method="post" action="/login" class="login-form">
@@ -45,7 +52,7 @@ pub fn LoginPage() -> impl IntoView {
                 </section>
             }
         });
-        view! { {form} {demo} {empty} }.into_any()
+        view! { {provider} {form} {demo} {empty} }.into_any()
     };
     view! {
         <Title text="Sign in"/>
@@ -65,6 +72,18 @@ pub fn LoginPage() -> impl IntoView {
             })}
             <Loaded resource=info render/>
         </div>
+    }
+}
+
+/// "Sign in with Okta": a plain link to the server, which sends the browser
+/// to the provider and back to `next`.
+fn provider_sign_in(name: &str, next: &str, password_too: bool) -> impl IntoView + use<> {
+    let href = links::with_query("/auth/oidc/start", &[("next", next)]);
+    view! {
+        <section class="sign-in-provider">
+            <a class="button" href=href>"Sign in with " {name.to_owned()}</a>
+            {password_too.then(|| view! { <p class="or">"or with a password"</p> })}
+        </section>
     }
 }
 

@@ -24,6 +24,8 @@ fn is_public(method: &Method, path: &str) -> bool {
         "/livez" | "/readyz" | "/favicon.ico" | "/preferences/zone" | "/logout"
     ) || (path == "/metrics" && matches!(*method, Method::GET | Method::HEAD))
         || (path == "/login" && matches!(*method, Method::GET | Method::HEAD | Method::POST))
+        || (matches!(path, "/auth/oidc/start" | "/auth/oidc/callback")
+            && matches!(*method, Method::GET | Method::HEAD))
         || path.starts_with("/pkg/")
 }
 
@@ -92,12 +94,19 @@ async fn authenticate(
             && age >= 0
             && (age as u64) <= ctx.settings.absolute_timeout.as_secs()
     });
+    let provider_sign_out = session
+        .get::<String>(super::oidc::ID_TOKEN)
+        .await
+        .ok()
+        .flatten()
+        .is_some();
     match valid {
         Some(u) => Ok(Some((
             CurrentUser {
                 id: u.id,
                 username: u.username.clone(),
                 role: u.role,
+                provider_sign_out,
             },
             source,
         ))),
@@ -317,7 +326,7 @@ pub async fn guard(
     };
 
     let Some(user) = user else {
-        return sign_in_first(&req, &method, &path);
+        return sign_in_first(&ctx, &req, &method, &path);
     };
     match needed {
         Some(role) if user.role.includes(role) => next.run(req).await,
@@ -347,12 +356,21 @@ fn lookup_failed(ctx: &AuthContext, back: &str) -> Response {
 }
 
 /// Nobody is signed in: a page goes to the sign-in form (and back after
-/// it), anything else is answered 401.
-fn sign_in_first(req: &Request, method: &Method, path: &str) -> Response {
+/// it), anything else is answered 401. Where the OpenID provider is the
+/// only way in, a page goes straight to it: an alert link is one click on
+/// the company's sign-in away from its page.
+fn sign_in_first(ctx: &AuthContext, req: &Request, method: &Method, path: &str) -> Response {
     if !path.starts_with("/api/") && matches!(*method, Method::GET | Method::HEAD) {
         let target = req.uri().path_and_query().map_or("/", |pq| pq.as_str());
         let next = idem_app::links::safe_next(target);
-        return Redirect::to(&idem_app::links::with_query("/login", &[("next", &next)]))
+        let only_oidc =
+            ctx.oidc.is_some() && !ctx.settings.password_login && ctx.settings.proxy.is_none();
+        let sign_in = if only_oidc {
+            "/auth/oidc/start"
+        } else {
+            "/login"
+        };
+        return Redirect::to(&idem_app::links::with_query(sign_in, &[("next", &next)]))
             .into_response();
     }
     (StatusCode::UNAUTHORIZED, "Sign in first.\n").into_response()

@@ -139,8 +139,8 @@ fn password_login_off() -> Response {
     crate::limits::refusal_to(
         axum::http::StatusCode::FORBIDDEN,
         "Password sign-in is off",
-        "This Idem signs people in through the company's identity proxy. Open it through \
-         its usual address and sign in there.",
+        "This Idem signs people in through the company's sign-in (its identity proxy or \
+         provider), not with passwords. Open the sign-in page and use the company's sign-in.",
         "/login",
     )
 }
@@ -285,14 +285,25 @@ async fn signed_in(
     .await;
 }
 
-/// Signs out: the session is destroyed on the server, not just forgotten by the browser.
+/// Signs out: the session is destroyed on the server, not just forgotten by
+/// the browser. With `provider=1` (the second button of a session that came
+/// through an OpenID provider with an end-session endpoint) the browser goes
+/// on to sign out there too, and the provider sends it back to `/login`.
 pub async fn logout(
     State(ctx): State<Arc<AuthContext>>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
     headers: HeaderMap,
     session: Session,
     user: Option<axum::Extension<CurrentUser>>,
+    body: String,
 ) -> Response {
+    let at_provider = url::form_urlencoded::parse(body.as_bytes())
+        .any(|(name, value)| name == "provider" && value == "1");
+    let provider_logout = if at_provider {
+        super::oidc::provider_logout_url(&ctx, &session).await
+    } else {
+        None
+    };
     // During an outage the entry cannot be written (the sign-out itself
     // still takes effect: see `DbSessionStore::delete`).
     if let Some(axum::Extension(user)) = user.filter(|_| ctx.database.down_since().is_none()) {
@@ -314,7 +325,7 @@ pub async fn logout(
     if let Err(err) = session.flush().await {
         return unavailable(&err);
     }
-    Redirect::to("/login").into_response()
+    Redirect::to(provider_logout.as_deref().unwrap_or("/login")).into_response()
 }
 
 async fn audit(

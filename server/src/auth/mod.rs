@@ -12,6 +12,7 @@ mod device;
 mod guard;
 mod headers;
 mod login;
+pub mod oidc;
 pub mod outage;
 pub mod password;
 pub mod proxy;
@@ -79,6 +80,8 @@ pub struct AuthSettings {
     /// Sign-in through an identity-aware proxy, believed only on
     /// connections from the proxy's own addresses.
     pub proxy: Option<proxy::ProxyAuth>,
+    /// Sign-in with the company's identity provider through OpenID Connect.
+    pub oidc: Option<oidc::OidcSettings>,
     /// `POST /login` with a password is accepted (off when only the proxy signs in).
     pub password_login: bool,
     /// How failed sign-ins are throttled (see `idem_domain::sign_in`).
@@ -123,6 +126,8 @@ pub struct AuthContext {
     /// While the database is known to be down, sign-in answers from memory
     /// at once instead of waiting for a connection that will not come.
     pub database: idem_app::ssr::DatabaseStatus,
+    /// The OpenID provider, when one is configured.
+    pub oidc: Option<Arc<oidc::Provider>>,
 }
 
 impl AuthContext {
@@ -132,7 +137,15 @@ impl AuthContext {
         database: idem_app::ssr::DatabaseStatus,
     ) -> Arc<Self> {
         let passwords = Passwords::waiting(settings.hash_concurrency, settings.hash_wait);
+        // The settings were checked when read (see `config::env`).
+        let oidc = settings.oidc.clone().and_then(|oidc| {
+            oidc::Provider::new(oidc, &settings.public_url)
+                .inspect_err(|reason| tracing::error!(reason, "OpenID Connect sign-in is off"))
+                .ok()
+                .map(Arc::new)
+        });
         Arc::new(AuthContext {
+            oidc,
             sessions: DbSessionStore::new(&store, database.clone(), settings.idle()),
             database,
             settings,

@@ -117,8 +117,8 @@ impl ProxyAuth {
 pub enum Refused {
     /// The account exists and is disabled.
     Disabled,
-    /// The name belongs to a password account: the proxy never signs in
-    /// as one, nor changes its role (no takeover by name).
+    /// The name belongs to a password (or OpenID Connect) account: the
+    /// proxy never signs in as one, nor changes its role (no takeover by name).
     PasswordAccount,
     /// The database could not be asked.
     Store(StoreError),
@@ -191,6 +191,7 @@ pub async fn account(
         id: user.id,
         username: user.username,
         role: user.role,
+        provider_sign_out: false,
     })
 }
 

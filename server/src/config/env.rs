@@ -102,7 +102,10 @@ fn number(name: &'static str) -> Result<Option<u64>, ConfigError> {
 }
 
 /// A setting's value, or `default` when it is not set.
-fn or_default<T: std::str::FromStr>(name: &'static str, default: T) -> Result<T, ConfigError>
+pub(super) fn or_default<T: std::str::FromStr>(
+    name: &'static str,
+    default: T,
+) -> Result<T, ConfigError>
 where
     T::Err: std::fmt::Display,
 {
@@ -218,6 +221,7 @@ fn auth(addr: SocketAddr) -> Result<AuthSettings, ConfigError> {
         })?,
         hash_concurrency: or_default("IDEM_HASH_CONCURRENCY", 2)?,
         proxy: proxy_auth()?,
+        oidc: super::oidc_env::oidc()?,
         password_login: match var("IDEM_PASSWORD_LOGIN") {
             None => true,
             Some(v) => switch("IDEM_PASSWORD_LOGIN", &v)?,

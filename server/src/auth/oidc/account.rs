@@ -1,0 +1,135 @@
+//! The account of a person the provider signed in: made on first sign-in,
+//! its role brought in line with the claims at every sign-in, never a
+//! password or proxy account of the same name.
+
+use idem_domain::{AccountOrigin, Role};
+use idem_store::{NewAuditEntry, Store, StoreError, UserRecord};
+
+/// The name the provider's changes are audited under.
+pub const ACTOR: &str = "openid-connect";
+
+/// Why a signed-in person is not let in.
+#[derive(Debug)]
+pub enum Refused {
+    /// The account exists and is disabled.
+    Disabled,
+    /// The name belongs to a password or proxy account (no takeover by name).
+    OtherOrigin(AccountOrigin),
+    /// The name belongs to an account made for another subject (the
+    /// directory reused a name, or the provider changed).
+    OtherSubject,
+    /// The database could not be asked.
+    Store(StoreError),
+}
+
+/// The account for `username` (bound to `subject`) with `role`: created on
+/// first sign-in, its role changed otherwise, both audited. A changed role
+/// ends the account's other sessions (the store bumps its epoch).
+pub async fn account(
+    store: &Store,
+    username: &str,
+    subject: &str,
+    role: Role,
+    client: &str,
+) -> Result<UserRecord, Refused> {
+    let user = match store.user_by_name(username).await.map_err(Refused::Store)? {
+        Some(user) => user,
+        None => {
+            let created = store
+                .create_oidc_account(username, role, subject)
+                .await
+                .map_err(Refused::Store)?;
+            if created.is_some() {
+                audit(
+                    store,
+                    username,
+                    "user created by OpenID Connect",
+                    "none",
+                    role,
+                    client,
+                )
+                .await;
+            }
+            // Made just now, by this sign-in or a concurrent one; or the
+            // subject already has an account under another name.
+            store
+                .user_by_name(username)
+                .await
+                .map_err(Refused::Store)?
+                .ok_or(Refused::OtherSubject)?
+        }
+    };
+    if user.origin != AccountOrigin::Oidc {
+        return Err(Refused::OtherOrigin(user.origin));
+    }
+    if user.subject.as_deref() != Some(subject) {
+        return Err(Refused::OtherSubject);
+    }
+    if user.disabled {
+        return Err(Refused::Disabled);
+    }
+    if user.role == role {
+        return Ok(user);
+    }
+    store
+        .set_role(username, role)
+        .await
+        .map_err(Refused::Store)?;
+    audit(
+        store,
+        username,
+        "role changed by OpenID Connect",
+        user.role.as_str(),
+        role,
+        client,
+    )
+    .await;
+    store
+        .user_by_name(username)
+        .await
+        .map_err(Refused::Store)?
+        .ok_or(Refused::OtherSubject)
+}
+
+/// The claims give `username` no role any more: its sessions end (the
+/// account stays, for its audit trail). Only an account made for `subject`;
+/// its id, when there is one.
+pub async fn no_role(
+    store: &Store,
+    username: &str,
+    subject: &str,
+) -> Result<Option<i64>, StoreError> {
+    match store.user_by_name(username).await? {
+        Some(user)
+            if user.origin == AccountOrigin::Oidc && user.subject.as_deref() == Some(subject) =>
+        {
+            store.end_sessions(username).await?;
+            Ok(Some(user.id))
+        }
+        _ => Ok(None),
+    }
+}
+
+async fn audit(
+    store: &Store,
+    username: &str,
+    action: &str,
+    before: &str,
+    role: Role,
+    client: &str,
+) {
+    let entry = NewAuditEntry {
+        actor: ACTOR,
+        actor_role: "admin",
+        action,
+        target: Some(username),
+        state_before: Some(before),
+        state_after: Some(role.as_str()),
+        result: "ok",
+        client_addr: Some(client),
+        ..Default::default()
+    };
+    if let Err(err) = store.append_audit(&entry).await {
+        tracing::error!(error = %idem_app::ssr::cause_chain(&err), action, "could not audit an OpenID Connect sign-in");
+    }
+}

@@ -1,0 +1,162 @@
+//! What an ID token's claims say about a person: their name in Idem and
+//! their role.
+
+use idem_domain::{ConsumerName, Role};
+use openidconnect::{AdditionalClaims, IdTokenClaims, core::CoreGenderClaim};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::OidcSettings;
+
+/// The claims beyond the standard ones (`groups`, `roles`, a custom one).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct OtherClaims {
+    #[serde(flatten)]
+    pub claims: serde_json::Map<String, Value>,
+}
+
+impl AdditionalClaims for OtherClaims {}
+
+pub type Claims = IdTokenClaims<OtherClaims, CoreGenderClaim>;
+
+/// The role the claims map to; `None` when nothing grants one.
+pub fn role(settings: &OidcSettings, claims: &Claims) -> Option<Role> {
+    values(claims.additional_claims().claims.get(&settings.roles_claim))
+        .iter()
+        .filter_map(|group| settings.roles.get(group.as_str()).copied())
+        .max()
+        .or(settings.default_role)
+}
+
+/// A claim's values: an array of strings, one string, or a
+/// space- or comma-separated string (as some providers send roles).
+fn values(claim: Option<&Value>) -> Vec<String> {
+    match claim {
+        Some(Value::Array(items)) => items
+            .iter()
+            .filter_map(Value::as_str)
+            .map(str::to_owned)
+            .collect(),
+        Some(Value::String(text)) => text
+            .split([',', ' '])
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(str::to_owned)
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// The account name: the configured claim (`email`, `preferred_username`,
+/// `sub` or any other that holds a string). `None` when the token does not
+/// carry it or it is not a usable name.
+pub fn username(settings: &OidcSettings, claims: &Claims) -> Option<String> {
+    let text = match settings.username_claim.as_str() {
+        "email" => claims.email().map(|e| e.as_str().to_owned()),
+        "preferred_username" => claims.preferred_username().map(|n| n.as_str().to_owned()),
+        "sub" => Some(claims.subject().as_str().to_owned()),
+        other => claims
+            .additional_claims()
+            .claims
+            .get(other)
+            .and_then(Value::as_str)
+            .map(str::to_owned),
+    }?;
+    ConsumerName::parse(text.trim())
+        .ok()
+        .map(|name| name.to_string())
+}
+
+/// Who the provider says this is, for good: issuer and subject.
+pub fn subject(claims: &Claims) -> String {
+    format!("{} {}", claims.issuer().as_str(), claims.subject().as_str())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+
+    use super::*;
+
+    fn settings() -> OidcSettings {
+        OidcSettings {
+            issuer: "https://idp.example.com".into(),
+            client_id: "idem".into(),
+            client_secret: None,
+            scopes: Vec::new(),
+            name: "Example".into(),
+            username_claim: "email".into(),
+            roles_claim: "groups".into(),
+            roles: HashMap::from([
+                ("sre".to_owned(), Role::Operator),
+                ("idem-admins".to_owned(), Role::Admin),
+            ]),
+            default_role: Some(Role::Viewer),
+            clock_skew: std::time::Duration::from_secs(60),
+            sign_in_ttl: std::time::Duration::from_secs(600),
+        }
+    }
+
+    fn claims(extra: Value) -> Claims {
+        let mut token = serde_json::json!({
+            "iss": "https://idp.example.com",
+            "sub": "00u1",
+            "aud": "idem",
+            "exp": 2_000_000_000,
+            "iat": 1_700_000_000,
+            "email": "alice@example.com",
+        });
+        token
+            .as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        serde_json::from_value(token).unwrap()
+    }
+
+    #[test]
+    fn the_highest_mapped_group_wins_and_others_get_the_default_role() {
+        let s = settings();
+        let with = |groups: Value| role(&s, &claims(serde_json::json!({ "groups": groups })));
+        assert_eq!(
+            with(serde_json::json!(["payments", "sre"])),
+            Some(Role::Operator)
+        );
+        assert_eq!(
+            with(serde_json::json!(["sre", "idem-admins"])),
+            Some(Role::Admin)
+        );
+        assert_eq!(
+            with(serde_json::json!("sre idem-admins")),
+            Some(Role::Admin)
+        );
+        assert_eq!(with(serde_json::json!(["payments"])), Some(Role::Viewer));
+        assert_eq!(role(&s, &claims(serde_json::json!({}))), Some(Role::Viewer));
+        let strict = OidcSettings {
+            default_role: None,
+            ..settings()
+        };
+        assert_eq!(
+            role(
+                &strict,
+                &claims(serde_json::json!({ "groups": ["payments"] }))
+            ),
+            None
+        );
+    }
+
+    #[test]
+    fn the_name_comes_from_the_configured_claim_and_must_be_usable() {
+        let mut s = settings();
+        let c = claims(serde_json::json!({ "upn": "alice@corp.example", "blank": "  " }));
+        assert_eq!(username(&s, &c).as_deref(), Some("alice@example.com"));
+        s.username_claim = "sub".into();
+        assert_eq!(username(&s, &c).as_deref(), Some("00u1"));
+        s.username_claim = "upn".into();
+        assert_eq!(username(&s, &c).as_deref(), Some("alice@corp.example"));
+        s.username_claim = "blank".into();
+        assert_eq!(username(&s, &c), None);
+        s.username_claim = "preferred_username".into();
+        assert_eq!(username(&s, &c), None);
+        assert_eq!(subject(&c), "https://idp.example.com 00u1");
+    }
+}

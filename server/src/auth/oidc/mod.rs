@@ -1,0 +1,225 @@
+//! Sign-in with the company's identity provider through OpenID Connect: the
+//! authorization code flow with PKCE, the way Grafana or Argo CD offer
+//! "Sign in with Okta".
+//!
+//! `GET /auth/oidc/start?next=…` keeps a fresh `state`, `nonce` and PKCE
+//! verifier in the (server-side) session and sends the browser to the
+//! provider; `GET /auth/oidc/callback` takes them out again (each is used
+//! once), exchanges the code, checks the ID token's signature, issuer,
+//! audience, expiry (with a bounded clock skew) and nonce, maps a claim to a
+//! role and starts Idem's session. Accounts made this way are a third kind,
+//! bound to the provider's subject: never a password or proxy account of the
+//! same name (see [`account`]).
+//!
+//! The provider's metadata and keys are read by discovery when first needed
+//! and again after [`DISCOVERY_TTL`], or at once when an ID token names a
+//! key Idem has not seen (the provider rotated its keys).
+
+mod account;
+mod claims;
+mod flow;
+mod refusals;
+
+use std::{
+    collections::HashMap,
+    sync::Arc,
+    time::{Duration, Instant},
+};
+
+use idem_domain::Role;
+use openidconnect::{
+    Client, ClientId, ClientSecret, EmptyExtraTokenFields, EndSessionUrl, EndpointMaybeSet,
+    EndpointNotSet, EndpointSet, IdTokenFields, IssuerUrl, ProviderMetadataWithLogout, RedirectUrl,
+    StandardErrorResponse, StandardTokenResponse,
+    core::{
+        CoreAuthDisplay, CoreAuthPrompt, CoreClientAuthMethod, CoreErrorResponseType,
+        CoreGenderClaim, CoreJsonWebKey, CoreJweContentEncryptionAlgorithm,
+        CoreJwsSigningAlgorithm, CoreRevocableToken, CoreRevocationErrorResponse,
+        CoreTokenIntrospectionResponse, CoreTokenType,
+    },
+};
+use tokio::sync::Mutex;
+
+pub use claims::OtherClaims;
+pub(crate) use flow::ID_TOKEN;
+pub use flow::{callback, provider_logout_url, start};
+
+/// How long discovered metadata and keys are used before they are read again.
+pub const DISCOVERY_TTL: Duration = Duration::from_secs(10 * 60);
+
+/// How long a started sign-in may take at the provider by default (its
+/// `state` is refused after this).
+pub const SIGN_IN_TTL: Duration = Duration::from_secs(10 * 60);
+
+/// How the provider is reached and what its claims mean.
+#[derive(Clone)]
+pub struct OidcSettings {
+    /// `IDEM_OIDC_ISSUER`: discovery reads `{issuer}/.well-known/openid-configuration`.
+    pub issuer: String,
+    pub client_id: String,
+    /// `None` for a public client (PKCE alone).
+    pub client_secret: Option<String>,
+    /// Scopes asked for besides `openid`.
+    pub scopes: Vec<String>,
+    /// The provider's name on the sign-in button ("Sign in with Okta").
+    pub name: String,
+    /// The claim that names the account (`email` by default).
+    pub username_claim: String,
+    /// The claim that carries groups or roles (`groups` by default).
+    pub roles_claim: String,
+    /// Group (or role value) → role; a person in several gets the highest.
+    pub roles: HashMap<String, Role>,
+    /// The role of a person in no mapped group; `None` refuses them.
+    pub default_role: Option<Role>,
+    /// How far the provider's clock may be from Idem's.
+    pub clock_skew: Duration,
+    /// How long a started sign-in may take ([`SIGN_IN_TTL`]).
+    pub sign_in_ttl: Duration,
+}
+
+impl std::fmt::Debug for OidcSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OidcSettings")
+            .field("issuer", &self.issuer)
+            .field("client_id", &self.client_id)
+            .field(
+                "client_secret",
+                &self.client_secret.as_ref().map(|_| "<redacted>"),
+            )
+            .field("scopes", &self.scopes)
+            .field("roles_claim", &self.roles_claim)
+            .field("default_role", &self.default_role)
+            .finish_non_exhaustive()
+    }
+}
+
+type IdFields = IdTokenFields<
+    OtherClaims,
+    EmptyExtraTokenFields,
+    CoreGenderClaim,
+    CoreJweContentEncryptionAlgorithm,
+    CoreJwsSigningAlgorithm,
+>;
+type TokenAnswer = StandardTokenResponse<IdFields, CoreTokenType>;
+
+/// A client for the discovered provider, with the claims Idem reads.
+type OidcClient = Client<
+    OtherClaims,
+    CoreAuthDisplay,
+    CoreGenderClaim,
+    CoreJweContentEncryptionAlgorithm,
+    CoreJsonWebKey,
+    CoreAuthPrompt,
+    StandardErrorResponse<CoreErrorResponseType>,
+    TokenAnswer,
+    CoreTokenIntrospectionResponse,
+    CoreRevocableToken,
+    CoreRevocationErrorResponse,
+    EndpointSet,
+    EndpointNotSet,
+    EndpointNotSet,
+    EndpointNotSet,
+    EndpointMaybeSet,
+    EndpointMaybeSet,
+>;
+
+/// What discovery found.
+struct Discovered {
+    client: OidcClient,
+    end_session: Option<EndSessionUrl>,
+    at: Instant,
+}
+
+/// Why the provider could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ProviderError {
+    #[error("the identity provider's discovery document could not be read")]
+    Discovery(#[source] Box<dyn std::error::Error + Send + Sync>),
+    #[error("the identity provider's metadata has no token endpoint")]
+    NoTokenEndpoint,
+}
+
+/// The configured provider: settings, an HTTP client that never follows
+/// redirects (a provider answer must not send Idem elsewhere), and the
+/// metadata discovery last found.
+pub struct Provider {
+    pub settings: OidcSettings,
+    issuer: IssuerUrl,
+    redirect: RedirectUrl,
+    /// Where the provider sends people back after RP-initiated logout.
+    after_logout: String,
+    http: reqwest::Client,
+    discovered: Mutex<Option<Arc<Discovered>>>,
+}
+
+impl Provider {
+    /// `public_url` is where people reach Idem; the redirect URI to register
+    /// at the provider is `{public_url}/auth/oidc/callback`.
+    pub fn new(settings: OidcSettings, public_url: &url::Url) -> Result<Self, String> {
+        let issuer = IssuerUrl::new(settings.issuer.clone()).map_err(|e| e.to_string())?;
+        let base = public_url.as_str().trim_end_matches('/');
+        let redirect =
+            RedirectUrl::new(format!("{base}/auth/oidc/callback")).map_err(|e| e.to_string())?;
+        let http = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .connect_timeout(Duration::from_secs(5))
+            .timeout(Duration::from_secs(10))
+            .build()
+            .map_err(|e| e.to_string())?;
+        Ok(Provider {
+            after_logout: format!("{base}/login"),
+            settings,
+            issuer,
+            redirect,
+            http,
+            discovered: Mutex::new(None),
+        })
+    }
+
+    /// The redirect URI to register at the provider.
+    pub fn redirect_uri(&self) -> &str {
+        self.redirect.as_str()
+    }
+
+    /// The provider's metadata and keys: as discovered within
+    /// [`DISCOVERY_TTL`], unless `fresh`.
+    async fn discovered(&self, fresh: bool) -> Result<Arc<Discovered>, ProviderError> {
+        let mut cached = self.discovered.lock().await;
+        if let Some(found) = cached
+            .as_ref()
+            .filter(|d| !fresh && d.at.elapsed() < DISCOVERY_TTL)
+        {
+            return Ok(found.clone());
+        }
+        let metadata = ProviderMetadataWithLogout::discover_async(self.issuer.clone(), &self.http)
+            .await
+            .map_err(|e| ProviderError::Discovery(Box::new(e)))?;
+        if metadata.token_endpoint().is_none() {
+            return Err(ProviderError::NoTokenEndpoint);
+        }
+        // A provider that takes the secret only in the form body says so.
+        let post_only = metadata
+            .token_endpoint_auth_methods_supported()
+            .is_some_and(|methods| {
+                methods.contains(&CoreClientAuthMethod::ClientSecretPost)
+                    && !methods.contains(&CoreClientAuthMethod::ClientSecretBasic)
+            });
+        let end_session = metadata.additional_metadata().end_session_endpoint.clone();
+        let mut client = OidcClient::from_provider_metadata(
+            metadata,
+            ClientId::new(self.settings.client_id.clone()),
+            self.settings.client_secret.clone().map(ClientSecret::new),
+        )
+        .set_redirect_uri(self.redirect.clone());
+        if post_only {
+            client = client.set_auth_type(openidconnect::AuthType::RequestBody);
+        }
+        let found = Arc::new(Discovered {
+            client,
+            end_session,
+            at: Instant::now(),
+        });
+        *cached = Some(found.clone());
+        Ok(found)
+    }
+}

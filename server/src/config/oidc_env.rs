@@ -1,0 +1,88 @@
+//! `IDEM_OIDC_*`: sign-in with the company's identity provider, if configured.
+
+use std::time::Duration;
+
+use idem_domain::Role;
+
+use super::{ConfigError, env::or_default, var};
+use crate::auth::{oidc::OidcSettings, proxy::ProxyAuth};
+
+fn invalid(name: &'static str, value: impl Into<String>, reason: impl Into<String>) -> ConfigError {
+    ConfigError::Invalid {
+        name,
+        value: value.into(),
+        reason: reason.into(),
+    }
+}
+
+/// The provider's settings; `None` when `IDEM_OIDC_ISSUER` is unset.
+pub(super) fn oidc() -> Result<Option<OidcSettings>, ConfigError> {
+    let Some(issuer) = var("IDEM_OIDC_ISSUER") else {
+        return Ok(None);
+    };
+    let issuer = issuer.trim().to_owned();
+    match url::Url::parse(&issuer) {
+        Ok(url) if matches!(url.scheme(), "https" | "http") => {}
+        _ => return Err(invalid("IDEM_OIDC_ISSUER", issuer, "not an http(s) URL")),
+    }
+    let client_id = var("IDEM_OIDC_CLIENT_ID").ok_or_else(|| {
+        invalid(
+            "IDEM_OIDC_ISSUER",
+            issuer.clone(),
+            "set IDEM_OIDC_CLIENT_ID too",
+        )
+    })?;
+    let roles_text = var("IDEM_OIDC_ROLES").unwrap_or_default();
+    let roles = ProxyAuth::parse_roles(&roles_text)
+        .map_err(|reason| invalid("IDEM_OIDC_ROLES", roles_text.clone(), reason))?;
+    let default_role = match var("IDEM_OIDC_DEFAULT_ROLE").as_deref().map(str::trim) {
+        None => Some(Role::Viewer),
+        Some("none") => None,
+        Some(text) => Some(text.parse().map_err(|e: idem_domain::UnknownValue| {
+            invalid("IDEM_OIDC_DEFAULT_ROLE", text, e.to_string())
+        })?),
+    };
+    let scopes = var("IDEM_OIDC_SCOPES").unwrap_or_else(|| "openid email profile".into());
+    let scopes = scopes
+        .split([' ', ','])
+        .map(str::trim)
+        // `openid` is always asked for.
+        .filter(|s| !s.is_empty() && *s != "openid")
+        .map(str::to_owned)
+        .collect();
+    let claim = |name: &'static str, default: &str| {
+        var(name).map_or_else(|| default.to_owned(), |v| v.trim().to_owned())
+    };
+    Ok(Some(OidcSettings {
+        client_secret: client_secret()?,
+        issuer,
+        client_id: client_id.trim().to_owned(),
+        scopes,
+        name: claim("IDEM_OIDC_NAME", "your identity provider"),
+        username_claim: claim("IDEM_OIDC_USERNAME_CLAIM", "email"),
+        roles_claim: claim("IDEM_OIDC_ROLES_CLAIM", "groups"),
+        roles,
+        default_role,
+        clock_skew: Duration::from_secs(or_default("IDEM_OIDC_CLOCK_SKEW_SECONDS", 60)?.min(300)),
+        sign_in_ttl: crate::auth::oidc::SIGN_IN_TTL,
+    }))
+}
+
+/// `IDEM_OIDC_CLIENT_SECRET`, or the first line of `IDEM_OIDC_CLIENT_SECRET_FILE`
+/// (a mounted secret); neither for a public client.
+fn client_secret() -> Result<Option<String>, ConfigError> {
+    if let Some(path) = var("IDEM_OIDC_CLIENT_SECRET_FILE") {
+        let text = std::fs::read_to_string(path.trim())
+            .map_err(|e| invalid("IDEM_OIDC_CLIENT_SECRET_FILE", path.clone(), e.to_string()))?;
+        let secret = text.lines().next().unwrap_or_default().trim().to_owned();
+        if secret.is_empty() {
+            return Err(invalid(
+                "IDEM_OIDC_CLIENT_SECRET_FILE",
+                path,
+                "the file is empty",
+            ));
+        }
+        return Ok(Some(secret));
+    }
+    Ok(var("IDEM_OIDC_CLIENT_SECRET").map(|s| s.trim().to_owned()))
+}

@@ -1,0 +1,286 @@
+//! An OpenID provider on 127.0.0.1 for Idem's Rust tests: discovery, keys,
+//! an authorization endpoint that signs in whoever the test says, a token
+//! endpoint that checks the client secret, the code and its PKCE verifier,
+//! and RS256 ID tokens signed with a real key — or, when a test asks, with
+//! one defect (another audience, expired, the wrong key, another nonce,
+//! another issuer). The browser flow against a certified provider is the
+//! Playwright suite's (end2end/oidc-provider.mjs); this one exists to send
+//! the answers no correct provider would.
+//!
+//! The keys next to this file were made for these tests only
+//! (`openssl genrsa -traditional 2048`).
+
+use std::{
+    collections::HashMap,
+    sync::{Arc, Mutex},
+};
+
+use axum::{
+    Form, Json, Router,
+    extract::{Query, State},
+    http::{HeaderMap, StatusCode},
+    response::{IntoResponse, Redirect, Response},
+    routing::{get, post},
+};
+use base64::Engine;
+use chrono::{Duration, Utc};
+use idem::auth::oidc::OtherClaims;
+use openidconnect::{
+    Audience, EndUserEmail, IdToken, IdTokenClaims, IssuerUrl, JsonWebKeyId, Nonce,
+    PrivateSigningKey, StandardClaims, SubjectIdentifier,
+    core::{
+        CoreGenderClaim, CoreJsonWebKeySet, CoreJweContentEncryptionAlgorithm,
+        CoreJwsSigningAlgorithm, CoreRsaPrivateSigningKey,
+    },
+};
+use serde::Deserialize;
+use sha2::{Digest, Sha256};
+
+pub const CLIENT_ID: &str = "idem";
+pub const CLIENT_SECRET: &str = "idem-test-secret";
+const KEY: &str = include_str!("provider-key.pem");
+const IMPOSTOR_KEY: &str = include_str!("impostor-key.pem");
+
+/// What is wrong with the next ID token, if anything.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Defect {
+    None,
+    OtherAudience,
+    /// Expired ten minutes ago: beyond any allowed clock skew.
+    Expired,
+    /// Expired twenty seconds ago: within the allowed clock skew.
+    JustExpired,
+    /// Signed with a key the provider does not publish, under its key id.
+    ForeignSignature,
+    OtherNonce,
+    OtherIssuer,
+}
+
+/// The person the authorization endpoint signs in.
+#[derive(Debug, Clone)]
+pub struct Person {
+    pub sub: String,
+    pub email: String,
+    pub groups: Vec<String>,
+}
+
+struct Grant {
+    nonce: Option<String>,
+    challenge: String,
+    redirect_uri: String,
+    person: Person,
+}
+
+struct Inner {
+    person: Person,
+    defect: Defect,
+    deny: bool,
+    codes: HashMap<String, Grant>,
+    next_code: u64,
+}
+
+#[derive(Clone)]
+pub struct Provider {
+    pub issuer: String,
+    inner: Arc<Mutex<Inner>>,
+}
+
+impl Provider {
+    /// Starts the provider, signing in `person`.
+    pub async fn start(person: Person) -> Provider {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let issuer = format!("http://{}", listener.local_addr().unwrap());
+        let provider = Provider {
+            issuer,
+            inner: Arc::new(Mutex::new(Inner {
+                person,
+                defect: Defect::None,
+                deny: false,
+                codes: HashMap::new(),
+                next_code: 1,
+            })),
+        };
+        let app = Router::new()
+            .route("/.well-known/openid-configuration", get(discovery))
+            .route("/jwks", get(jwks))
+            .route("/authorize", get(authorize))
+            .route("/token", post(token))
+            .with_state(provider.clone());
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        provider
+    }
+
+    pub fn sign_in_as(&self, person: Person) {
+        self.inner.lock().unwrap().person = person;
+    }
+
+    pub fn set_defect(&self, defect: Defect) {
+        self.inner.lock().unwrap().defect = defect;
+    }
+
+    /// The next sign-in is declined (`access_denied`).
+    pub fn deny(&self, deny: bool) {
+        self.inner.lock().unwrap().deny = deny;
+    }
+}
+
+async fn discovery(State(p): State<Provider>) -> Json<serde_json::Value> {
+    let base = &p.issuer;
+    Json(serde_json::json!({
+        "issuer": base,
+        "authorization_endpoint": format!("{base}/authorize"),
+        "token_endpoint": format!("{base}/token"),
+        "jwks_uri": format!("{base}/jwks"),
+        "end_session_endpoint": format!("{base}/session/end"),
+        "response_types_supported": ["code"],
+        "subject_types_supported": ["public"],
+        "id_token_signing_alg_values_supported": ["RS256"],
+        "token_endpoint_auth_methods_supported": ["client_secret_basic"],
+        "code_challenge_methods_supported": ["S256"],
+    }))
+}
+
+fn signing_key(pem: &str) -> CoreRsaPrivateSigningKey {
+    CoreRsaPrivateSigningKey::from_pem(pem, Some(JsonWebKeyId::new("k1".into()))).unwrap()
+}
+
+async fn jwks() -> Json<CoreJsonWebKeySet> {
+    Json(CoreJsonWebKeySet::new(vec![
+        signing_key(KEY).as_verification_key(),
+    ]))
+}
+
+#[derive(Deserialize)]
+struct AuthorizeQuery {
+    redirect_uri: String,
+    state: String,
+    nonce: Option<String>,
+    code_challenge: String,
+    code_challenge_method: String,
+}
+
+async fn authorize(State(p): State<Provider>, Query(q): Query<AuthorizeQuery>) -> Response {
+    assert_eq!(q.code_challenge_method, "S256", "Idem sends PKCE with S256");
+    let mut inner = p.inner.lock().unwrap();
+    let back = |pairs: &[(&str, &str)]| {
+        let mut url = url::Url::parse(&q.redirect_uri).unwrap();
+        url.query_pairs_mut().extend_pairs(pairs);
+        Redirect::to(url.as_str()).into_response()
+    };
+    if inner.deny {
+        return back(&[("error", "access_denied"), ("state", &q.state)]);
+    }
+    let code = format!("code-{}", inner.next_code);
+    inner.next_code += 1;
+    let grant = Grant {
+        nonce: q.nonce.clone(),
+        challenge: q.code_challenge.clone(),
+        redirect_uri: q.redirect_uri.clone(),
+        person: inner.person.clone(),
+    };
+    inner.codes.insert(code.clone(), grant);
+    back(&[("code", &code), ("state", &q.state)])
+}
+
+#[derive(Deserialize)]
+struct TokenForm {
+    grant_type: String,
+    code: String,
+    redirect_uri: String,
+    code_verifier: String,
+}
+
+fn oauth_error(status: StatusCode, error: &str) -> Response {
+    (status, Json(serde_json::json!({ "error": error }))).into_response()
+}
+
+async fn token(
+    State(p): State<Provider>,
+    headers: HeaderMap,
+    Form(f): Form<TokenForm>,
+) -> Response {
+    let basic =
+        base64::engine::general_purpose::STANDARD.encode(format!("{CLIENT_ID}:{CLIENT_SECRET}"));
+    if headers.get("authorization").and_then(|v| v.to_str().ok()) != Some(&format!("Basic {basic}"))
+    {
+        return oauth_error(StatusCode::UNAUTHORIZED, "invalid_client");
+    }
+    let (grant, defect) = {
+        let mut inner = p.inner.lock().unwrap();
+        (inner.codes.remove(&f.code), inner.defect)
+    };
+    let Some(grant) = grant else {
+        return oauth_error(StatusCode::BAD_REQUEST, "invalid_grant");
+    };
+    let challenge = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .encode(Sha256::digest(f.code_verifier.as_bytes()));
+    if f.grant_type != "authorization_code"
+        || challenge != grant.challenge
+        || f.redirect_uri != grant.redirect_uri
+    {
+        return oauth_error(StatusCode::BAD_REQUEST, "invalid_grant");
+    }
+    let id_token = id_token(&p.issuer, &grant, defect);
+    Json(serde_json::json!({
+        "access_token": "an-access-token",
+        "token_type": "Bearer",
+        "expires_in": 300,
+        "id_token": id_token,
+    }))
+    .into_response()
+}
+
+fn id_token(issuer: &str, grant: &Grant, defect: Defect) -> String {
+    let now = Utc::now();
+    let (issued, expires) = match defect {
+        Defect::Expired => (now - Duration::minutes(20), now - Duration::minutes(10)),
+        Defect::JustExpired => (now - Duration::minutes(5), now - Duration::seconds(20)),
+        _ => (now, now + Duration::minutes(5)),
+    };
+    let audience = if defect == Defect::OtherAudience {
+        "another-app"
+    } else {
+        CLIENT_ID
+    };
+    let issuer = if defect == Defect::OtherIssuer {
+        "https://impostor.example".to_owned()
+    } else {
+        issuer.to_owned()
+    };
+    let nonce = match defect {
+        Defect::OtherNonce => Some("another-sign-in".to_owned()),
+        _ => grant.nonce.clone(),
+    };
+    let person = &grant.person;
+    let mut other = serde_json::Map::new();
+    other.insert("groups".into(), serde_json::json!(person.groups));
+    let claims = IdTokenClaims::<OtherClaims, CoreGenderClaim>::new(
+        IssuerUrl::new(issuer).unwrap(),
+        vec![Audience::new(audience.into())],
+        expires,
+        issued,
+        StandardClaims::new(SubjectIdentifier::new(person.sub.clone()))
+            .set_email(Some(EndUserEmail::new(person.email.clone()))),
+        OtherClaims { claims: other },
+    )
+    .set_nonce(nonce.map(Nonce::new));
+    let key = if defect == Defect::ForeignSignature {
+        IMPOSTOR_KEY
+    } else {
+        KEY
+    };
+    IdToken::<
+        OtherClaims,
+        CoreGenderClaim,
+        CoreJweContentEncryptionAlgorithm,
+        CoreJwsSigningAlgorithm,
+    >::new(
+        claims,
+        &signing_key(key),
+        CoreJwsSigningAlgorithm::RsaSsaPkcs1V15Sha256,
+        None,
+        None,
+    )
+    .unwrap()
+    .to_string()
+}
