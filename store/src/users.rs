@@ -107,6 +107,15 @@ impl Store {
         row.map(UserRecord::try_from).transpose()
     }
 
+    /// The account made for an OpenID Connect subject (issuer and `sub`).
+    pub async fn user_by_subject(&self, subject: &str) -> StoreResult<Option<UserRecord>> {
+        let sql = format!("SELECT {USER_COLUMNS} FROM users WHERE subject = $1");
+        let row: Option<UserRow> = dispatch!(&self.pools, pool => {
+            sqlx::query_as(&sql).bind(subject).fetch_optional(pool).await?
+        });
+        row.map(UserRecord::try_from).transpose()
+    }
+
     pub async fn user_by_id(&self, id: i64) -> StoreResult<Option<UserRecord>> {
         let sql = format!("SELECT {USER_COLUMNS} FROM users WHERE id = $1");
         let row: Option<UserRow> = dispatch!(&self.pools, pool => {
@@ -184,6 +193,20 @@ impl Store {
         const SQL: &str = "UPDATE users SET password_hash = $2, session_epoch = session_epoch + 1, updated_at = $3 \
              WHERE username = $1 AND origin = 'password'";
         self.update_user(SQL, username, hash.expose()).await
+    }
+
+    /// Changes a user's role from `from` to `to` and ends their sessions,
+    /// only if it still is `from` (two sign-ins at once change it once);
+    /// `false` when it was not.
+    pub async fn change_role(&self, username: &str, from: Role, to: Role) -> StoreResult<bool> {
+        const SQL: &str = "UPDATE users SET role = $3, session_epoch = session_epoch + 1, updated_at = $4 \
+             WHERE username = $1 AND role = $2";
+        let now = Ts::now();
+        let done = dispatch!(&self.pools, pool => {
+            sqlx::query(SQL).bind(username).bind(from.as_str()).bind(to.as_str()).bind(now)
+                .execute(pool).await?.rows_affected()
+        });
+        Ok(done == 1)
     }
 
     /// Ends every session of a user (their role stays); `false` when no such user.

@@ -231,12 +231,13 @@ async fn check(
     }))
 }
 
-/// A fresh id: whatever session existed before sign-in is gone.
+/// A fresh id and nothing of what the session held before sign-in.
 async fn start_session(
     session: &Session,
     user: &UserRecord,
 ) -> Result<(), tower_sessions::session::Error> {
     session.cycle_id().await?;
+    session.clear().await;
     session.insert(USER_ID, user.id).await?;
     session.insert(EPOCH, user.session_epoch).await?;
     session.insert(LOGIN_AT, Utc::now().timestamp()).await?;
@@ -325,7 +326,20 @@ pub async fn logout(
     if let Err(err) = session.flush().await {
         return unavailable(&err);
     }
-    Redirect::to(provider_logout.as_deref().unwrap_or("/login")).into_response()
+    match provider_logout {
+        None => Redirect::to("/login").into_response(),
+        Some(out) if out.redirect => Redirect::to(&out.url).into_response(),
+        Some(out) => crate::limits::refusal_with_link(
+            axum::http::StatusCode::OK,
+            "Signed out of Idem",
+            &format!(
+                "You are signed out of Idem. To sign out of {} too, continue there.",
+                out.provider
+            ),
+            &out.url,
+            &format!("Sign out of {}", out.provider),
+        ),
+    }
 }
 
 async fn audit(

@@ -21,10 +21,7 @@ pub(super) fn oidc() -> Result<Option<OidcSettings>, ConfigError> {
         return Ok(None);
     };
     let issuer = issuer.trim().to_owned();
-    match url::Url::parse(&issuer) {
-        Ok(url) if matches!(url.scheme(), "https" | "http") => {}
-        _ => return Err(invalid("IDEM_OIDC_ISSUER", issuer, "not an http(s) URL")),
-    }
+    check_issuer(&issuer)?;
     let client_id = var("IDEM_OIDC_CLIENT_ID").ok_or_else(|| {
         invalid(
             "IDEM_OIDC_ISSUER",
@@ -68,6 +65,29 @@ pub(super) fn oidc() -> Result<Option<OidcSettings>, ConfigError> {
     }))
 }
 
+/// Whoever can change the answers of an `http://` issuer can hand Idem
+/// their own keys: https, except on this machine (a provider under test).
+fn check_issuer(issuer: &str) -> Result<(), ConfigError> {
+    match url::Url::parse(issuer) {
+        Ok(url) if url.scheme() == "https" => Ok(()),
+        Ok(url) if url.scheme() == "http" && is_loopback(&url) => Ok(()),
+        _ => Err(invalid(
+            "IDEM_OIDC_ISSUER",
+            issuer,
+            "not an https URL (http only for a provider on this machine)",
+        )),
+    }
+}
+
+fn is_loopback(url: &url::Url) -> bool {
+    match url.host() {
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        Some(url::Host::Domain(name)) => name == "localhost",
+        None => false,
+    }
+}
+
 /// `IDEM_OIDC_CLIENT_SECRET`, or the first line of `IDEM_OIDC_CLIENT_SECRET_FILE`
 /// (a mounted secret); neither for a public client.
 fn client_secret() -> Result<Option<String>, ConfigError> {
@@ -85,4 +105,28 @@ fn client_secret() -> Result<Option<String>, ConfigError> {
         return Ok(Some(secret));
     }
     Ok(var("IDEM_OIDC_CLIENT_SECRET").map(|s| s.trim().to_owned()))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn an_issuer_is_https_unless_it_runs_on_this_machine() {
+        for ok in [
+            "https://example.okta.com",
+            "https://login.microsoftonline.com/7d1c/v2.0",
+            "http://127.0.0.1:3951",
+            "http://localhost:8080/realms/idem",
+            "http://[::1]:9000",
+        ] {
+            assert!(super::check_issuer(ok).is_ok(), "{ok}");
+        }
+        for refused in [
+            "http://keycloak.internal/realms/idem",
+            "http://10.0.0.5",
+            "ftp://example.com",
+            "example.okta.com",
+        ] {
+            assert!(super::check_issuer(refused).is_err(), "{refused}");
+        }
+    }
 }

@@ -3,7 +3,11 @@ use super::parse_file;
 #[test]
 fn every_setting_this_module_reads_is_a_known_name() {
     // Every file of this module that reads settings.
-    let sources = [include_str!("../config.rs"), include_str!("env.rs")];
+    let sources = [
+        include_str!("../config.rs"),
+        include_str!("env.rs"),
+        include_str!("oidc_env.rs"),
+    ];
     for quoted in sources
         .iter()
         .flat_map(|source| source.split('"').skip(1).step_by(2))

@@ -24,6 +24,12 @@ async fn every_id_token_that_fails_a_check_is_refused_with_a_page_that_says_whic
         ),
         (Defect::OtherNonce, "it belongs to another sign-in (nonce)"),
         (Defect::OtherIssuer, "issued by another provider"),
+        (Defect::SharedSecret, "not signed with one of the provider"),
+        (Defect::OtherAccessToken, "access token hash does not match"),
+        (
+            Defect::OtherIss,
+            "the answer came from another provider (iss)",
+        ),
     ];
     for (defect, says) in cases {
         provider.set_defect(defect);
@@ -97,16 +103,11 @@ async fn a_replayed_callback_and_one_from_another_browser_are_refused_and_sign_n
     provider.set_defect(Defect::None);
     let again = third.get(&callback).send().await.unwrap();
     assert_eq!(again.status().as_u16(), 400);
-    let mut reasons = refused_logins(&app).await;
-    reasons.sort();
+    // Only the refused token is audited: a callback with no sign-in behind
+    // it is something anyone can send, so it is logged, not kept for good.
     assert_eq!(
-        reasons,
-        [
-            "ID token refused: it was issued for another application (audience)",
-            "unknown, expired or reused state",
-            "unknown, expired or reused state",
-            "unknown, expired or reused state",
-        ]
+        refused_logins(&app).await,
+        ["ID token refused: it was issued for another application (audience)"]
     );
 }
 
@@ -208,8 +209,5 @@ async fn a_sign_in_left_at_the_provider_too_long_has_expired_and_says_to_start_a
     assert!(html.contains("This sign-in has expired"), "{html}");
     assert!(html.contains("start again"), "{html}");
     assert_eq!(signed_in_as(&app, &browser).await, None);
-    assert_eq!(
-        refused_logins(&app).await,
-        ["unknown, expired or reused state"]
-    );
+    assert!(refused_logins(&app).await.is_empty(), "logged, not audited");
 }

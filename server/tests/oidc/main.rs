@@ -2,6 +2,7 @@
 //! the test provider of `provider.rs` on another, and a client that follows
 //! each redirect by hand, as a browser would, keeping cookies.
 
+mod accounts;
 #[path = "../common/mod.rs"]
 mod common;
 mod failures;
@@ -23,6 +24,7 @@ fn alice(groups: &[&str]) -> Person {
     Person {
         sub: "00u-alice".into(),
         email: "alice@example.com".into(),
+        email_verified: true,
         groups: groups.iter().map(|g| g.to_string()).collect(),
     }
 }
@@ -107,13 +109,16 @@ async fn sign_in(
     (callback, answer)
 }
 
-/// Who the page says is signed in, or `None` when it sends the browser to sign in.
+/// Who the page says is signed in, or `None` when it sends the browser to
+/// sign in (anything else fails the test).
 async fn signed_in_as(app: &TestApp, browser: &reqwest::Client) -> Option<String> {
-    let (status, html) = get(browser, &app.url("/")).await;
-    if status == 303 {
+    let page = browser.get(app.url("/")).send().await.unwrap();
+    if page.status().as_u16() == 303 {
+        assert!(location(&page).starts_with("/login"), "{}", location(&page));
         return None;
     }
-    let page = visible(&html);
+    assert_eq!(page.status().as_u16(), 200);
+    let page = visible(&page.text().await.unwrap());
     let at = page.find("Signed in as ")?;
     Some(page[at..].split(')').next()?.to_owned() + ")")
 }

@@ -2,8 +2,9 @@
 //! an authorization endpoint that signs in whoever the test says, a token
 //! endpoint that checks the client secret, the code and its PKCE verifier,
 //! and RS256 ID tokens signed with a real key — or, when a test asks, with
-//! one defect (another audience, expired, the wrong key, another nonce,
-//! another issuer). The browser flow against a certified provider is the
+//! one defect (another audience, expired, the wrong key, an HMAC, another
+//! nonce, another issuer, an `at_hash` or `iss` that does not match); it can
+//! also rotate its keys. The browser flow against a certified provider is the
 //! Playwright suite's (end2end/oidc-provider.mjs); this one exists to send
 //! the answers no correct provider would.
 //!
@@ -26,10 +27,10 @@ use base64::Engine;
 use chrono::{Duration, Utc};
 use idem::auth::oidc::OtherClaims;
 use openidconnect::{
-    Audience, EndUserEmail, IdToken, IdTokenClaims, IssuerUrl, JsonWebKeyId, Nonce,
+    AccessToken, Audience, EndUserEmail, IdToken, IdTokenClaims, IssuerUrl, JsonWebKeyId, Nonce,
     PrivateSigningKey, StandardClaims, SubjectIdentifier,
     core::{
-        CoreGenderClaim, CoreJsonWebKeySet, CoreJweContentEncryptionAlgorithm,
+        CoreGenderClaim, CoreHmacKey, CoreJsonWebKeySet, CoreJweContentEncryptionAlgorithm,
         CoreJwsSigningAlgorithm, CoreRsaPrivateSigningKey,
     },
 };
@@ -38,6 +39,7 @@ use sha2::{Digest, Sha256};
 
 pub const CLIENT_ID: &str = "idem";
 pub const CLIENT_SECRET: &str = "idem-test-secret";
+const ACCESS_TOKEN: &str = "an-access-token";
 const KEY: &str = include_str!("provider-key.pem");
 const IMPOSTOR_KEY: &str = include_str!("impostor-key.pem");
 
@@ -54,6 +56,13 @@ pub enum Defect {
     ForeignSignature,
     OtherNonce,
     OtherIssuer,
+    /// An HMAC with the client secret (`HS256`, which this provider lists):
+    /// a token anyone holding Idem's own secret could make.
+    SharedSecret,
+    /// The ID token's `at_hash` is for another access token.
+    OtherAccessToken,
+    /// The redirect back names another issuer (`iss`, RFC 9207).
+    OtherIss,
 }
 
 /// The person the authorization endpoint signs in.
@@ -61,6 +70,7 @@ pub enum Defect {
 pub struct Person {
     pub sub: String,
     pub email: String,
+    pub email_verified: bool,
     pub groups: Vec<String>,
 }
 
@@ -74,6 +84,10 @@ struct Grant {
 struct Inner {
     person: Person,
     defect: Defect,
+    /// Signs with its second key (`k2`) and publishes only that one.
+    rotated: bool,
+    /// Its end-session endpoint is on another origin (`localhost`).
+    end_session_elsewhere: bool,
     deny: bool,
     codes: HashMap<String, Grant>,
     next_code: u64,
@@ -95,6 +109,8 @@ impl Provider {
             inner: Arc::new(Mutex::new(Inner {
                 person,
                 defect: Defect::None,
+                rotated: false,
+                end_session_elsewhere: false,
                 deny: false,
                 codes: HashMap::new(),
                 next_code: 1,
@@ -118,6 +134,17 @@ impl Provider {
         self.inner.lock().unwrap().defect = defect;
     }
 
+    /// Its discovery document puts the end-session endpoint on another
+    /// origin (the same server, called `localhost`).
+    pub fn end_session_elsewhere(&self) {
+        self.inner.lock().unwrap().end_session_elsewhere = true;
+    }
+
+    /// From now on signs with a new key, and publishes only that one.
+    pub fn rotate_keys(&self) {
+        self.inner.lock().unwrap().rotated = true;
+    }
+
     /// The next sign-in is declined (`access_denied`).
     pub fn deny(&self, deny: bool) {
         self.inner.lock().unwrap().deny = deny;
@@ -126,27 +153,42 @@ impl Provider {
 
 async fn discovery(State(p): State<Provider>) -> Json<serde_json::Value> {
     let base = &p.issuer;
+    let end_session = if p.inner.lock().unwrap().end_session_elsewhere {
+        format!("{}/session/end", base.replace("127.0.0.1", "localhost"))
+    } else {
+        format!("{base}/session/end")
+    };
     Json(serde_json::json!({
         "issuer": base,
         "authorization_endpoint": format!("{base}/authorize"),
         "token_endpoint": format!("{base}/token"),
         "jwks_uri": format!("{base}/jwks"),
-        "end_session_endpoint": format!("{base}/session/end"),
+        "end_session_endpoint": end_session,
         "response_types_supported": ["code"],
         "subject_types_supported": ["public"],
-        "id_token_signing_alg_values_supported": ["RS256"],
+        "id_token_signing_alg_values_supported": ["RS256", "HS256"],
         "token_endpoint_auth_methods_supported": ["client_secret_basic"],
         "code_challenge_methods_supported": ["S256"],
     }))
 }
 
-fn signing_key(pem: &str) -> CoreRsaPrivateSigningKey {
-    CoreRsaPrivateSigningKey::from_pem(pem, Some(JsonWebKeyId::new("k1".into()))).unwrap()
+fn signing_key(pem: &str, id: &str) -> CoreRsaPrivateSigningKey {
+    CoreRsaPrivateSigningKey::from_pem(pem, Some(JsonWebKeyId::new(id.into()))).unwrap()
 }
 
-async fn jwks() -> Json<CoreJsonWebKeySet> {
+/// The key the provider signs with now: `k1`, or `k2` after a rotation.
+fn current_key(rotated: bool) -> CoreRsaPrivateSigningKey {
+    if rotated {
+        signing_key(IMPOSTOR_KEY, "k2")
+    } else {
+        signing_key(KEY, "k1")
+    }
+}
+
+async fn jwks(State(p): State<Provider>) -> Json<CoreJsonWebKeySet> {
+    let rotated = p.inner.lock().unwrap().rotated;
     Json(CoreJsonWebKeySet::new(vec![
-        signing_key(KEY).as_verification_key(),
+        current_key(rotated).as_verification_key(),
     ]))
 }
 
@@ -167,8 +209,17 @@ async fn authorize(State(p): State<Provider>, Query(q): Query<AuthorizeQuery>) -
         url.query_pairs_mut().extend_pairs(pairs);
         Redirect::to(url.as_str()).into_response()
     };
+    let iss = if inner.defect == Defect::OtherIss {
+        "https://impostor.example"
+    } else {
+        p.issuer.as_str()
+    };
     if inner.deny {
-        return back(&[("error", "access_denied"), ("state", &q.state)]);
+        return back(&[
+            ("error", "access_denied"),
+            ("state", &q.state),
+            ("iss", iss),
+        ]);
     }
     let code = format!("code-{}", inner.next_code);
     inner.next_code += 1;
@@ -179,7 +230,7 @@ async fn authorize(State(p): State<Provider>, Query(q): Query<AuthorizeQuery>) -
         person: inner.person.clone(),
     };
     inner.codes.insert(code.clone(), grant);
-    back(&[("code", &code), ("state", &q.state)])
+    back(&[("code", &code), ("state", &q.state), ("iss", iss)])
 }
 
 #[derive(Deserialize)]
@@ -205,9 +256,9 @@ async fn token(
     {
         return oauth_error(StatusCode::UNAUTHORIZED, "invalid_client");
     }
-    let (grant, defect) = {
+    let (grant, defect, rotated) = {
         let mut inner = p.inner.lock().unwrap();
-        (inner.codes.remove(&f.code), inner.defect)
+        (inner.codes.remove(&f.code), inner.defect, inner.rotated)
     };
     let Some(grant) = grant else {
         return oauth_error(StatusCode::BAD_REQUEST, "invalid_grant");
@@ -220,9 +271,9 @@ async fn token(
     {
         return oauth_error(StatusCode::BAD_REQUEST, "invalid_grant");
     }
-    let id_token = id_token(&p.issuer, &grant, defect);
+    let id_token = id_token(&p.issuer, &grant, defect, rotated);
     Json(serde_json::json!({
-        "access_token": "an-access-token",
+        "access_token": ACCESS_TOKEN,
         "token_type": "Bearer",
         "expires_in": 300,
         "id_token": id_token,
@@ -230,7 +281,7 @@ async fn token(
     .into_response()
 }
 
-fn id_token(issuer: &str, grant: &Grant, defect: Defect) -> String {
+fn id_token(issuer: &str, grant: &Grant, defect: Defect, rotated: bool) -> String {
     let now = Utc::now();
     let (issued, expires) = match defect {
         Defect::Expired => (now - Duration::minutes(20), now - Duration::minutes(10)),
@@ -260,27 +311,42 @@ fn id_token(issuer: &str, grant: &Grant, defect: Defect) -> String {
         expires,
         issued,
         StandardClaims::new(SubjectIdentifier::new(person.sub.clone()))
-            .set_email(Some(EndUserEmail::new(person.email.clone()))),
+            .set_email(Some(EndUserEmail::new(person.email.clone())))
+            .set_email_verified(Some(person.email_verified)),
         OtherClaims { claims: other },
     )
     .set_nonce(nonce.map(Nonce::new));
-    let key = if defect == Defect::ForeignSignature {
-        IMPOSTOR_KEY
+    // `at_hash`: the hash of the access token the token endpoint answers with.
+    let access = AccessToken::new(if defect == Defect::OtherAccessToken {
+        "another-access-token".into()
     } else {
-        KEY
-    };
-    IdToken::<
+        ACCESS_TOKEN.into()
+    });
+    type Token = IdToken<
         OtherClaims,
         CoreGenderClaim,
         CoreJweContentEncryptionAlgorithm,
         CoreJwsSigningAlgorithm,
-    >::new(
-        claims,
-        &signing_key(key),
-        CoreJwsSigningAlgorithm::RsaSsaPkcs1V15Sha256,
-        None,
-        None,
-    )
+    >;
+    let rs256 = CoreJwsSigningAlgorithm::RsaSsaPkcs1V15Sha256;
+    match defect {
+        Defect::SharedSecret => Token::new(
+            claims,
+            &CoreHmacKey::new(CLIENT_SECRET),
+            CoreJwsSigningAlgorithm::HmacSha256,
+            Some(&access),
+            None,
+        ),
+        // The provider's key id, someone else's key.
+        Defect::ForeignSignature => Token::new(
+            claims,
+            &signing_key(IMPOSTOR_KEY, "k1"),
+            rs256,
+            Some(&access),
+            None,
+        ),
+        _ => Token::new(claims, &current_key(rotated), rs256, Some(&access), None),
+    }
     .unwrap()
     .to_string()
 }

@@ -22,9 +22,12 @@ pub enum Refused {
     Store(StoreError),
 }
 
-/// The account for `username` (bound to `subject`) with `role`: created on
-/// first sign-in, its role changed otherwise, both audited. A changed role
-/// ends the account's other sessions (the store bumps its epoch).
+/// The account for the person the provider calls `subject`: the one made
+/// for them (found by subject, so a changed email still finds it, under
+/// the name it was made with), else the account named `username`, else a
+/// new one. Its role is brought in line with `role`; creation and change
+/// are audited, and a changed role ends the account's other sessions (the
+/// store bumps its epoch).
 pub async fn account(
     store: &Store,
     username: &str,
@@ -32,32 +35,13 @@ pub async fn account(
     role: Role,
     client: &str,
 ) -> Result<UserRecord, Refused> {
-    let user = match store.user_by_name(username).await.map_err(Refused::Store)? {
+    let user = match store
+        .user_by_subject(subject)
+        .await
+        .map_err(Refused::Store)?
+    {
         Some(user) => user,
-        None => {
-            let created = store
-                .create_oidc_account(username, role, subject)
-                .await
-                .map_err(Refused::Store)?;
-            if created.is_some() {
-                audit(
-                    store,
-                    username,
-                    "user created by OpenID Connect",
-                    "none",
-                    role,
-                    client,
-                )
-                .await;
-            }
-            // Made just now, by this sign-in or a concurrent one; or the
-            // subject already has an account under another name.
-            store
-                .user_by_name(username)
-                .await
-                .map_err(Refused::Store)?
-                .ok_or(Refused::OtherSubject)?
-        }
+        None => named(store, username, subject, role, client).await?,
     };
     if user.origin != AccountOrigin::Oidc {
         return Err(Refused::OtherOrigin(user.origin));
@@ -71,19 +55,57 @@ pub async fn account(
     if user.role == role {
         return Ok(user);
     }
-    store
-        .set_role(username, role)
+    // Two sign-ins at once change the role once (and end sessions once).
+    let changed = store
+        .change_role(&user.username, user.role, role)
         .await
         .map_err(Refused::Store)?;
-    audit(
-        store,
-        username,
-        "role changed by OpenID Connect",
-        user.role.as_str(),
-        role,
-        client,
-    )
-    .await;
+    if changed {
+        let action = "role changed by OpenID Connect";
+        audit(
+            store,
+            &user.username,
+            action,
+            user.role.as_str(),
+            role,
+            client,
+        )
+        .await;
+    }
+    store
+        .user_by_id(user.id)
+        .await
+        .map_err(Refused::Store)?
+        .ok_or(Refused::OtherSubject)
+}
+
+/// The account named `username`, made (for `subject`) if there is none.
+async fn named(
+    store: &Store,
+    username: &str,
+    subject: &str,
+    role: Role,
+    client: &str,
+) -> Result<UserRecord, Refused> {
+    if let Some(user) = store.user_by_name(username).await.map_err(Refused::Store)? {
+        return Ok(user);
+    }
+    let created = store
+        .create_oidc_account(username, role, subject)
+        .await
+        .map_err(Refused::Store)?;
+    if created.is_some() {
+        audit(
+            store,
+            username,
+            "user created by OpenID Connect",
+            "none",
+            role,
+            client,
+        )
+        .await;
+    }
+    // Made just now, by this sign-in or a concurrent one.
     store
         .user_by_name(username)
         .await

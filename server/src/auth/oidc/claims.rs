@@ -49,10 +49,15 @@ fn values(claim: Option<&Value>) -> Vec<String> {
 
 /// The account name: the configured claim (`email`, `preferred_username`,
 /// `sub` or any other that holds a string). `None` when the token does not
-/// carry it or it is not a usable name.
+/// carry it or it is not a usable name, and for an email the provider does
+/// not say it verified (where people type their own address, the first to
+/// claim someone else's would take their name).
 pub fn username(settings: &OidcSettings, claims: &Claims) -> Option<String> {
     let text = match settings.username_claim.as_str() {
-        "email" => claims.email().map(|e| e.as_str().to_owned()),
+        "email" => claims
+            .email()
+            .filter(|_| claims.email_verified() == Some(true))
+            .map(|e| e.as_str().to_owned()),
         "preferred_username" => claims.preferred_username().map(|n| n.as_str().to_owned()),
         "sub" => Some(claims.subject().as_str().to_owned()),
         other => claims
@@ -105,6 +110,7 @@ mod tests {
             "exp": 2_000_000_000,
             "iat": 1_700_000_000,
             "email": "alice@example.com",
+            "email_verified": true,
         });
         token
             .as_object_mut()
@@ -157,6 +163,13 @@ mod tests {
         assert_eq!(username(&s, &c), None);
         s.username_claim = "preferred_username".into();
         assert_eq!(username(&s, &c), None);
+        s.username_claim = "email".into();
+        let unverified = claims(serde_json::json!({ "email_verified": false }));
+        assert_eq!(
+            username(&s, &unverified),
+            None,
+            "an unverified email names nobody"
+        );
         assert_eq!(subject(&c), "https://idp.example.com 00u1");
     }
 }

@@ -12,7 +12,7 @@ use idem_app::links;
 use openidconnect::{
     AccessTokenHash, AuthenticationFlow, AuthorizationCode, CsrfToken, Nonce, OAuth2TokenResponse,
     PkceCodeChallenge, PkceCodeVerifier, RequestTokenError, Scope, TokenResponse,
-    core::CoreResponseType,
+    core::{CoreJwsSigningAlgorithm, CoreResponseType},
 };
 use serde::{Deserialize, Serialize};
 use tower_sessions::Session;
@@ -308,6 +308,22 @@ async fn sign_in(
 
 const NO_KEY: &str = "it is signed with a key the provider does not publish";
 
+/// Signatures only the provider's private keys make. An HMAC signed with
+/// the client secret (`HS256`, which some providers list) would be a token
+/// anyone holding Idem's own secret could make.
+const SIGNED_BY_THE_PROVIDER: [CoreJwsSigningAlgorithm; 10] = [
+    CoreJwsSigningAlgorithm::RsaSsaPkcs1V15Sha256,
+    CoreJwsSigningAlgorithm::RsaSsaPkcs1V15Sha384,
+    CoreJwsSigningAlgorithm::RsaSsaPkcs1V15Sha512,
+    CoreJwsSigningAlgorithm::RsaSsaPssSha256,
+    CoreJwsSigningAlgorithm::RsaSsaPssSha384,
+    CoreJwsSigningAlgorithm::RsaSsaPssSha512,
+    CoreJwsSigningAlgorithm::EcdsaP256Sha256,
+    CoreJwsSigningAlgorithm::EcdsaP384Sha384,
+    CoreJwsSigningAlgorithm::EcdsaP521Sha512,
+    CoreJwsSigningAlgorithm::EdDsa,
+];
+
 /// The ID token's claims, if its signature, issuer, audience, expiry (within
 /// the allowed clock skew), issue time and nonce check out.
 fn verified(
@@ -327,6 +343,7 @@ fn verified(
     let verifier = found
         .client
         .id_token_verifier()
+        .set_allowed_algs(SIGNED_BY_THE_PROVIDER)
         .set_time_fn(move || Utc::now() - skew)
         .set_issue_time_verifier_fn(move |issued| {
             if issued > Utc::now() + skew {
@@ -338,6 +355,9 @@ fn verified(
     token.claims(&verifier, nonce).cloned().map_err(|err| {
         Failure::TokenRejected(match err {
             E::SignatureVerification(S::NoMatchingKey) => NO_KEY,
+            E::SignatureVerification(S::DisallowedAlg(_)) => {
+                "it is not signed with one of the provider's own keys"
+            }
             E::SignatureVerification(_) => "its signature is not the provider's",
             E::InvalidAudience(_) => "it was issued for another application (audience)",
             E::InvalidIssuer(_) => "it was issued by another provider (issuer)",
@@ -364,7 +384,10 @@ fn check_access_token(
     let Some(expected) = claims.access_token_hash() else {
         return Ok(());
     };
-    let verifier = found.client.id_token_verifier();
+    let verifier = found
+        .client
+        .id_token_verifier()
+        .set_allowed_algs(SIGNED_BY_THE_PROVIDER);
     let rejected = Failure::TokenRejected("its access token hash does not match");
     let alg = token.signing_alg().map_err(|_| rejected_again())?;
     let key = token.signing_key(&verifier).map_err(|_| rejected_again())?;
@@ -416,7 +439,9 @@ async fn start_session(
     id_token: Option<String>,
 ) -> Result<(), tower_sessions::session::Error> {
     session.cycle_id().await?;
-    session.remove::<serde_json::Value>(PENDING).await?;
+    // Nothing of a session from before carries over (another person's ID
+    // token, sign-ins still at the provider).
+    session.clear().await;
     session.insert(USER_ID, user.id).await?;
     session.insert(EPOCH, user.session_epoch).await?;
     session.insert(LOGIN_AT, Utc::now().timestamp()).await?;
@@ -441,17 +466,31 @@ async fn signed_in_audit(ctx: &AuthContext, user: &idem_store::UserRecord, clien
     }
 }
 
-/// Where to send a person who signs out of Idem and of the provider
+/// Where a person who signs out of Idem and of the provider goes
 /// (RP-initiated logout), when the provider advertises an end-session
 /// endpoint and the session came through it; `None` otherwise.
-pub async fn provider_logout_url(ctx: &AuthContext, session: &Session) -> Option<String> {
+pub struct ProviderLogout {
+    pub url: String,
+    /// The endpoint is on the issuer's origin, which pages allow as a form
+    /// target, so the sign-out form may be redirected there; otherwise the
+    /// browser would block that redirect and a page links to it instead.
+    pub redirect: bool,
+    pub provider: String,
+}
+
+pub async fn provider_logout_url(ctx: &AuthContext, session: &Session) -> Option<ProviderLogout> {
     let provider = provider(ctx)?;
     let id_token: String = session.get(ID_TOKEN).await.ok().flatten()?;
     let found = provider.discovered(false).await.ok()?;
     let mut url = found.end_session.as_ref()?.url().clone();
+    let redirect = url.origin() == provider.issuer.url().origin();
     url.query_pairs_mut()
         .append_pair("id_token_hint", &id_token)
         .append_pair("client_id", &provider.settings.client_id)
         .append_pair("post_logout_redirect_uri", &provider.after_logout);
-    Some(url.into())
+    Some(ProviderLogout {
+        url: url.into(),
+        redirect,
+        provider: provider.settings.name.clone(),
+    })
 }

@@ -42,10 +42,14 @@ use tokio::sync::Mutex;
 
 pub use claims::OtherClaims;
 pub(crate) use flow::ID_TOKEN;
-pub use flow::{callback, provider_logout_url, start};
+pub use flow::{ProviderLogout, callback, provider_logout_url, start};
 
 /// How long discovered metadata and keys are used before they are read again.
 pub const DISCOVERY_TTL: Duration = Duration::from_secs(10 * 60);
+
+/// After discovery failed, how long sign-ins are answered "unreachable" at
+/// once instead of each waiting on the provider again.
+pub const RETRY_AFTER_FAILURE: Duration = Duration::from_secs(10);
 
 /// How long a started sign-in may take at the provider by default (its
 /// `state` is refused after this).
@@ -137,6 +141,8 @@ pub enum ProviderError {
     Discovery(#[source] Box<dyn std::error::Error + Send + Sync>),
     #[error("the identity provider's metadata has no token endpoint")]
     NoTokenEndpoint,
+    #[error("the identity provider did not answer a moment ago")]
+    FailedJustNow,
 }
 
 /// The configured provider: settings, an HTTP client that never follows
@@ -149,7 +155,14 @@ pub struct Provider {
     /// Where the provider sends people back after RP-initiated logout.
     after_logout: String,
     http: reqwest::Client,
-    discovered: Mutex<Option<Arc<Discovered>>>,
+    discovered: Mutex<Cache>,
+}
+
+/// What discovery last found, and when it last failed.
+#[derive(Default)]
+struct Cache {
+    found: Option<Arc<Discovered>>,
+    failed_at: Option<Instant>,
 }
 
 impl Provider {
@@ -172,7 +185,7 @@ impl Provider {
             issuer,
             redirect,
             http,
-            discovered: Mutex::new(None),
+            discovered: Mutex::new(Cache::default()),
         })
     }
 
@@ -182,15 +195,47 @@ impl Provider {
     }
 
     /// The provider's metadata and keys: as discovered within
-    /// [`DISCOVERY_TTL`], unless `fresh`.
+    /// [`DISCOVERY_TTL`], unless `fresh`. One request reads them at a time
+    /// (the others wait for its answer); when that fails, the last answer
+    /// stands in, and nobody asks again for [`RETRY_AFTER_FAILURE`], so an
+    /// outage at the provider does not hold every sign-in for a timeout.
     async fn discovered(&self, fresh: bool) -> Result<Arc<Discovered>, ProviderError> {
-        let mut cached = self.discovered.lock().await;
-        if let Some(found) = cached
+        let mut cache = self.discovered.lock().await;
+        let last = cache.found.clone();
+        if let Some(found) = last
             .as_ref()
             .filter(|d| !fresh && d.at.elapsed() < DISCOVERY_TTL)
         {
             return Ok(found.clone());
         }
+        if cache
+            .failed_at
+            .is_some_and(|at| at.elapsed() < RETRY_AFTER_FAILURE)
+        {
+            return last.ok_or(ProviderError::FailedJustNow);
+        }
+        match self.discover().await {
+            Ok(found) => {
+                *cache = Cache {
+                    found: Some(found.clone()),
+                    failed_at: None,
+                };
+                Ok(found)
+            }
+            Err(err) => {
+                cache.failed_at = Some(Instant::now());
+                match last {
+                    Some(stale) => {
+                        tracing::warn!(error = %idem_app::ssr::cause_chain(&err), "OpenID provider discovery failed; using what it said before");
+                        Ok(stale)
+                    }
+                    None => Err(err),
+                }
+            }
+        }
+    }
+
+    async fn discover(&self) -> Result<Arc<Discovered>, ProviderError> {
         let metadata = ProviderMetadataWithLogout::discover_async(self.issuer.clone(), &self.http)
             .await
             .map_err(|e| ProviderError::Discovery(Box::new(e)))?;
@@ -214,12 +259,10 @@ impl Provider {
         if post_only {
             client = client.set_auth_type(openidconnect::AuthType::RequestBody);
         }
-        let found = Arc::new(Discovered {
+        Ok(Arc::new(Discovered {
             client,
             end_session,
             at: Instant::now(),
-        });
-        *cached = Some(found.clone());
-        Ok(found)
+        }))
     }
 }

@@ -41,9 +41,17 @@ pub enum Failure {
 impl Failure {
     /// Whether a person was turned away (audited), rather than Idem or the
     /// provider being out of order.
+    ///
+    /// A callback with no sign-in behind it ([`Failure::StaleState`]) is
+    /// logged, not audited: anyone can send one, and the audit log keeps
+    /// every row for good. Every other refusal needs a sign-in this browser
+    /// started (a session, a trip to the provider) or a token the provider
+    /// signed.
     fn refuses_someone(&self) -> bool {
-        !matches!(self, Failure::Unreachable | Failure::Unavailable)
-            && !matches!(self, Failure::Account(_, Refused::Store(_)))
+        !matches!(
+            self,
+            Failure::Unreachable | Failure::Unavailable | Failure::StaleState
+        ) && !matches!(self, Failure::Account(_, Refused::Store(_)))
     }
 
     fn page(&self, provider: &str) -> (StatusCode, String, String) {
@@ -87,7 +95,7 @@ impl Failure {
             NoName => (
                 StatusCode::FORBIDDEN,
                 "Your account has no name Idem can use",
-                format!("{provider} did not send the claim Idem names accounts by (IDEM_OIDC_USERNAME_CLAIM), or sent one Idem cannot use. Ask an Idem administrator."),
+                format!("{provider} did not send the claim Idem names accounts by (IDEM_OIDC_USERNAME_CLAIM), sent one Idem cannot use, or sent an email address it has not verified (email_verified). Ask an Idem administrator."),
             ),
             NoRole(name) => (
                 StatusCode::FORBIDDEN,
@@ -113,7 +121,7 @@ impl Failure {
             Failure::StaleState => "unknown, expired or reused state".to_owned(),
             Failure::CodeRejected => "the provider refused the code".to_owned(),
             Failure::TokenRejected(why) => format!("ID token refused: {why}"),
-            Failure::NoName => "no usable name claim".to_owned(),
+            Failure::NoName => "no usable (or verified) name claim".to_owned(),
             Failure::NoRole(_) => "no role from the claims".to_owned(),
             Failure::Account(_, refused) => format!("{refused:?}"),
             Failure::Unreachable | Failure::Unavailable => String::new(),
@@ -173,6 +181,12 @@ pub async fn answer(
     client: &str,
     next: &str,
 ) -> Response {
+    if matches!(failure, Failure::StaleState) {
+        tracing::info!(
+            client,
+            "OpenID Connect callback without a sign-in in this browser (unknown, expired or used state)"
+        );
+    }
     if failure.refuses_someone() {
         let reason = failure.reason();
         let entry = NewAuditEntry {
