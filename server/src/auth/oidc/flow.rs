@@ -153,16 +153,19 @@ async fn take_pending(
     state: Option<&str>,
     ttl: std::time::Duration,
 ) -> Result<Pending, Failure> {
-    let state = state.ok_or(Failure::StaleState)?;
     let mut pending: Vec<Pending> = session
         .get(PENDING)
         .await
         .map_err(|_| Failure::Unavailable)?
         .unwrap_or_default();
+    // Whether this browser has a sign-in under way at all (then a stale
+    // state is a person's, worth an audit row; else anyone's request).
+    let started = !pending.is_empty();
+    let state = state.ok_or(Failure::StaleState { started })?;
     let index = pending
         .iter()
         .position(|p| constant_time_eq(p.state.as_bytes(), state.as_bytes()))
-        .ok_or(Failure::StaleState)?;
+        .ok_or(Failure::StaleState { started })?;
     let found = pending.remove(index);
     session
         .insert(PENDING, pending)
@@ -173,7 +176,7 @@ async fn take_pending(
     session.save().await.map_err(|_| Failure::Unavailable)?;
     let age = Utc::now().timestamp() - found.started;
     if age < 0 || age as u64 >= ttl.as_secs() {
-        return Err(Failure::StaleState);
+        return Err(Failure::StaleState { started: true });
     }
     Ok(found)
 }

@@ -21,8 +21,9 @@ pub enum Failure {
     /// Another error the provider sent back (its code, sanitised).
     ProviderSaid(String),
     /// No sign-in was started with this `state` in this browser, or it is
-    /// older than the sign-in may take, or it was already used.
-    StaleState,
+    /// older than the sign-in may take, or it was already used. `started`:
+    /// this browser has (or had, for an expired one) a sign-in under way.
+    StaleState { started: bool },
     /// The provider no longer accepts the code (`invalid_grant`).
     CodeRejected,
     /// The ID token failed a check (signature, issuer, audience, expiry,
@@ -42,15 +43,14 @@ impl Failure {
     /// Whether a person was turned away (audited), rather than Idem or the
     /// provider being out of order.
     ///
-    /// A callback with no sign-in behind it ([`Failure::StaleState`]) is
-    /// logged, not audited: anyone can send one, and the audit log keeps
-    /// every row for good. Every other refusal needs a sign-in this browser
-    /// started (a session, a trip to the provider) or a token the provider
-    /// signed.
+    /// A callback in a browser with no sign-in under way is logged, not
+    /// audited: anyone can send one, and the audit log keeps every row for
+    /// good. Every refusal audited needs a sign-in this browser started (a
+    /// session, a trip to the provider) or a token the provider signed.
     fn refuses_someone(&self) -> bool {
         !matches!(
             self,
-            Failure::Unreachable | Failure::Unavailable | Failure::StaleState
+            Failure::Unreachable | Failure::Unavailable | Failure::StaleState { started: false }
         ) && !matches!(self, Failure::Account(_, Refused::Store(_)))
     }
 
@@ -77,7 +77,7 @@ impl Failure {
                 "The identity provider could not sign you in",
                 format!("{provider} answered with the error \"{code}\". Try again; if it keeps happening, show this to an Idem administrator."),
             ),
-            StaleState => (
+            StaleState { .. } => (
                 StatusCode::BAD_REQUEST,
                 "This sign-in has expired",
                 "This sign-in was started too long ago, in another browser, or it was already used. Nothing was signed in; start again.".to_owned(),
@@ -118,7 +118,7 @@ impl Failure {
             Failure::Denied => "the provider denied access".to_owned(),
             Failure::ProviderSaid(code) => format!("the provider answered {code}"),
             Failure::ClientRejected => "the provider refused Idem's client credentials".to_owned(),
-            Failure::StaleState => "unknown, expired or reused state".to_owned(),
+            Failure::StaleState { .. } => "unknown, expired or reused state".to_owned(),
             Failure::CodeRejected => "the provider refused the code".to_owned(),
             Failure::TokenRejected(why) => format!("ID token refused: {why}"),
             Failure::NoName => "no usable (or verified) name claim".to_owned(),
@@ -181,7 +181,7 @@ pub async fn answer(
     client: &str,
     next: &str,
 ) -> Response {
-    if matches!(failure, Failure::StaleState) {
+    if matches!(failure, Failure::StaleState { started: false }) {
         tracing::info!(
             client,
             "OpenID Connect callback without a sign-in in this browser (unknown, expired or used state)"
