@@ -217,3 +217,39 @@ async fn a_sign_in_left_at_the_provider_too_long_has_expired_and_says_to_start_a
         ["unknown, expired or reused state"]
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_error_sent_back_with_markup_in_it_is_shown_as_a_bare_error_code() {
+    let provider = Provider::start(alice(&["sre"])).await;
+    let app = spawn(TestDatabase::sqlite().await, &provider, |_| {}).await;
+    let browser = new_client();
+    let start = browser
+        .get(app.url("/auth/oidc/start?next=%2F"))
+        .send()
+        .await
+        .unwrap();
+    let at_provider = url::Url::parse(&location(&start)).unwrap();
+    let state = at_provider
+        .query_pairs()
+        .find(|(name, _)| name == "state")
+        .map(|(_, value)| value.into_owned())
+        .unwrap();
+    // Whoever answers the browser's way back writes what they like.
+    let hostile = idem_app::links::with_query(
+        "/auth/oidc/callback",
+        &[
+            ("state", &state),
+            ("error", "<script>alert(1)</script>"),
+            ("error_description", "<img src=x onerror=alert(2)>"),
+        ],
+    );
+    let back = browser.get(app.url(&hostile)).send().await.unwrap();
+    assert_eq!(back.status().as_u16(), 502);
+    let html = back.text().await.unwrap();
+    assert!(html.contains("&quot;scriptalert1script&quot;"), "{html}");
+    assert!(
+        !html.contains("<script") && !html.contains("<img"),
+        "{html}"
+    );
+    assert_eq!(signed_in_as(&app, &browser).await, None);
+}
