@@ -10,18 +10,18 @@ use axum::{
 use chrono::Utc;
 use idem_app::links;
 use openidconnect::{
-    AccessTokenHash, AuthenticationFlow, AuthorizationCode, CsrfToken, Nonce, OAuth2TokenResponse,
-    PkceCodeChallenge, PkceCodeVerifier, RequestTokenError, Scope, TokenResponse,
-    core::{CoreJwsSigningAlgorithm, CoreResponseType},
+    AuthenticationFlow, AuthorizationCode, CsrfToken, Nonce, OAuth2TokenResponse,
+    PkceCodeChallenge, PkceCodeVerifier, Scope, TokenResponse, core::CoreResponseType,
 };
 use serde::{Deserialize, Serialize};
 use tower_sessions::Session;
 
 use super::{
-    Discovered, Provider,
+    Provider,
     account::{self, Refused},
-    claims::{self, Claims},
+    claims,
     refusals::{Failure, answer},
+    token::{NO_KEY, check_access_token, token_error, verified},
 };
 use crate::auth::{AuthContext, EPOCH, LOGIN_AT, USER_ID};
 
@@ -49,7 +49,7 @@ pub struct StartQuery {
     next: String,
 }
 
-fn provider(ctx: &AuthContext) -> Option<&Provider> {
+pub(super) fn provider(ctx: &AuthContext) -> Option<&Provider> {
     ctx.oidc.as_deref()
 }
 
@@ -226,7 +226,7 @@ pub async fn callback(
 }
 
 /// The error a provider sent back in the redirect.
-fn provider_error(code: &str) -> Failure {
+pub(super) fn provider_error(code: &str) -> Failure {
     if code == "access_denied" {
         return Failure::Denied;
     }
@@ -309,132 +309,6 @@ async fn sign_in(
     Ok(())
 }
 
-const NO_KEY: &str = "it is signed with a key the provider does not publish";
-
-/// Signatures only the provider's private keys make. An HMAC signed with
-/// the client secret (`HS256`, which some providers list) would be a token
-/// anyone holding Idem's own secret could make.
-const SIGNED_BY_THE_PROVIDER: [CoreJwsSigningAlgorithm; 10] = [
-    CoreJwsSigningAlgorithm::RsaSsaPkcs1V15Sha256,
-    CoreJwsSigningAlgorithm::RsaSsaPkcs1V15Sha384,
-    CoreJwsSigningAlgorithm::RsaSsaPkcs1V15Sha512,
-    CoreJwsSigningAlgorithm::RsaSsaPssSha256,
-    CoreJwsSigningAlgorithm::RsaSsaPssSha384,
-    CoreJwsSigningAlgorithm::RsaSsaPssSha512,
-    CoreJwsSigningAlgorithm::EcdsaP256Sha256,
-    CoreJwsSigningAlgorithm::EcdsaP384Sha384,
-    CoreJwsSigningAlgorithm::EcdsaP521Sha512,
-    CoreJwsSigningAlgorithm::EdDsa,
-];
-
-/// The ID token's claims, if its signature, issuer, audience, expiry (within
-/// the allowed clock skew), issue time and nonce check out.
-fn verified(
-    provider: &Provider,
-    found: &Discovered,
-    token: &openidconnect::IdToken<
-        super::OtherClaims,
-        openidconnect::core::CoreGenderClaim,
-        openidconnect::core::CoreJweContentEncryptionAlgorithm,
-        openidconnect::core::CoreJwsSigningAlgorithm,
-    >,
-    nonce: &Nonce,
-) -> Result<Claims, Failure> {
-    use openidconnect::{ClaimsVerificationError as E, SignatureVerificationError as S};
-    let skew = chrono::Duration::from_std(provider.settings.clock_skew)
-        .unwrap_or(chrono::Duration::seconds(60));
-    let verifier = found
-        .client
-        .id_token_verifier()
-        .set_allowed_algs(SIGNED_BY_THE_PROVIDER)
-        .set_time_fn(move || Utc::now() - skew)
-        .set_issue_time_verifier_fn(move |issued| {
-            if issued > Utc::now() + skew {
-                Err("issued in the future".into())
-            } else {
-                Ok(())
-            }
-        });
-    token.claims(&verifier, nonce).cloned().map_err(|err| {
-        Failure::TokenRejected(match err {
-            E::SignatureVerification(S::NoMatchingKey) => NO_KEY,
-            E::SignatureVerification(S::DisallowedAlg(_)) => {
-                "it is not signed with one of the provider's own keys"
-            }
-            E::SignatureVerification(_) => "its signature is not the provider's",
-            E::InvalidAudience(_) => "it was issued for another application (audience)",
-            E::InvalidIssuer(_) => "it was issued by another provider (issuer)",
-            // The issue-time check above answers as `Expired` too.
-            E::Expired(_) => "it has expired, or was issued in the future",
-            E::InvalidNonce(_) => "it belongs to another sign-in (nonce)",
-            _ => "it is not valid",
-        })
-    })
-}
-
-/// When the ID token carries `at_hash`, the access token must match it.
-fn check_access_token(
-    found: &Discovered,
-    token: &openidconnect::IdToken<
-        super::OtherClaims,
-        openidconnect::core::CoreGenderClaim,
-        openidconnect::core::CoreJweContentEncryptionAlgorithm,
-        openidconnect::core::CoreJwsSigningAlgorithm,
-    >,
-    claims: &Claims,
-    access: &openidconnect::AccessToken,
-) -> Result<(), Failure> {
-    let Some(expected) = claims.access_token_hash() else {
-        return Ok(());
-    };
-    let verifier = found
-        .client
-        .id_token_verifier()
-        .set_allowed_algs(SIGNED_BY_THE_PROVIDER);
-    let rejected = Failure::TokenRejected("its access token hash does not match");
-    let alg = token.signing_alg().map_err(|_| rejected_again())?;
-    let key = token.signing_key(&verifier).map_err(|_| rejected_again())?;
-    let actual = AccessTokenHash::from_token(access, alg, key).map_err(|_| rejected_again())?;
-    if actual == *expected {
-        Ok(())
-    } else {
-        Err(rejected)
-    }
-}
-
-fn rejected_again() -> Failure {
-    Failure::TokenRejected("its access token hash does not match")
-}
-
-/// The token endpoint's refusal, as a person can act on it.
-fn token_error<RE: std::error::Error + 'static>(
-    err: RequestTokenError<
-        RE,
-        openidconnect::StandardErrorResponse<openidconnect::core::CoreErrorResponseType>,
-    >,
-) -> Failure {
-    use openidconnect::core::CoreErrorResponseType as T;
-    match err {
-        RequestTokenError::ServerResponse(answer) => match answer.error() {
-            T::InvalidClient | T::UnauthorizedClient => {
-                tracing::error!(
-                    "the OpenID provider refused Idem's client credentials (invalid_client)"
-                );
-                Failure::ClientRejected
-            }
-            T::InvalidGrant => Failure::CodeRejected,
-            other => provider_error(other.as_ref()),
-        },
-        RequestTokenError::Request(err) => {
-            tracing::warn!(error = %idem_app::ssr::cause_chain(&err), "OpenID token endpoint unreachable");
-            Failure::Unreachable
-        }
-        RequestTokenError::Parse(..) | RequestTokenError::Other(_) => {
-            Failure::ProviderSaid("an answer Idem could not read".into())
-        }
-    }
-}
-
 /// A fresh session id for the account, as password sign-in starts one.
 async fn start_session(
     session: &Session,
@@ -467,33 +341,4 @@ async fn signed_in_audit(ctx: &AuthContext, user: &idem_store::UserRecord, clien
     if let Err(err) = ctx.store.append_audit(&entry).await {
         tracing::error!(error = %idem_app::ssr::cause_chain(&err), "could not audit a sign-in");
     }
-}
-
-/// Where a person who signs out of Idem and of the provider goes
-/// (RP-initiated logout), when the provider advertises an end-session
-/// endpoint and the session came through it; `None` otherwise.
-pub struct ProviderLogout {
-    pub url: String,
-    /// The endpoint is on the issuer's origin, which pages allow as a form
-    /// target, so the sign-out form may be redirected there; otherwise the
-    /// browser would block that redirect and a page links to it instead.
-    pub redirect: bool,
-    pub provider: String,
-}
-
-pub async fn provider_logout_url(ctx: &AuthContext, session: &Session) -> Option<ProviderLogout> {
-    let provider = provider(ctx)?;
-    let id_token: String = session.get(ID_TOKEN).await.ok().flatten()?;
-    let found = provider.discovered(false).await.ok()?;
-    let mut url = found.end_session.as_ref()?.url().clone();
-    let redirect = url.origin() == provider.issuer.url().origin();
-    url.query_pairs_mut()
-        .append_pair("id_token_hint", &id_token)
-        .append_pair("client_id", &provider.settings.client_id)
-        .append_pair("post_logout_redirect_uri", &provider.after_logout);
-    Some(ProviderLogout {
-        url: url.into(),
-        redirect,
-        provider: provider.settings.name.clone(),
-    })
 }

@@ -18,7 +18,9 @@
 mod account;
 mod claims;
 mod flow;
+mod logout;
 mod refusals;
+mod token;
 
 use std::{
     collections::HashMap,
@@ -42,7 +44,9 @@ use tokio::sync::Mutex;
 
 pub use claims::OtherClaims;
 pub(crate) use flow::ID_TOKEN;
-pub use flow::{ProviderLogout, callback, provider_logout_url, start};
+use flow::provider;
+pub use flow::{callback, start};
+pub use logout::{ProviderLogout, provider_logout_url};
 
 /// How long discovered metadata and keys are used before they are read again.
 pub const DISCOVERY_TTL: Duration = Duration::from_secs(10 * 60);
