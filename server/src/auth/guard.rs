@@ -328,6 +328,14 @@ pub async fn guard(
     let Some(user) = user else {
         return sign_in_first(&ctx, &req, &method, &path);
     };
+    let target = req
+        .uri()
+        .path_and_query()
+        .map_or("/", |pq| pq.as_str())
+        .to_owned();
+    if let Some(recheck) = recheck(&ctx, &session, &method, &target).await {
+        return recheck;
+    }
     match needed {
         Some(role) if user.role.includes(role) => next.run(req).await,
         _ => forbidden(&ctx, &user, &path, &client, needed).await,
@@ -374,6 +382,30 @@ fn sign_in_first(ctx: &AuthContext, req: &Request, method: &Method, path: &str) 
             .into_response();
     }
     (StatusCode::UNAUTHORIZED, "Sign in first.\n").into_response()
+}
+
+/// A page asked for by a person the OpenID provider signed in, whose
+/// session is due a recheck: the browser goes to the provider and back
+/// without a prompt (their role follows the claims again; a session the
+/// provider ended ends). Server functions and forms pass as they are.
+async fn recheck(
+    ctx: &AuthContext,
+    session: &Session,
+    method: &Method,
+    target: &str,
+) -> Option<Response> {
+    let page = !target.starts_with("/api/") && matches!(*method, Method::GET | Method::HEAD);
+    if !page || !super::oidc::recheck_due(ctx, session).await {
+        return None;
+    }
+    let next = idem_app::links::safe_next(target);
+    Some(
+        Redirect::to(&idem_app::links::with_query(
+            "/auth/oidc/start",
+            &[("next", &next), ("silent", "1")],
+        ))
+        .into_response(),
+    )
 }
 
 /// The user's role does not include the `needed` one (`None`: nothing

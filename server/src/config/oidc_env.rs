@@ -62,6 +62,10 @@ pub(super) fn oidc() -> Result<Option<OidcSettings>, ConfigError> {
         default_role,
         clock_skew: Duration::from_secs(or_default("IDEM_OIDC_CLOCK_SKEW_SECONDS", 60)?.min(300)),
         sign_in_ttl: crate::auth::oidc::SIGN_IN_TTL,
+        recheck: match or_default("IDEM_OIDC_RECHECK_MINUTES", 60)? {
+            0 => None,
+            minutes => Some(Duration::from_secs(60 * minutes)),
+        },
     }))
 }
 

@@ -7,6 +7,7 @@ mod accounts;
 mod common;
 mod failures;
 mod provider;
+mod recheck;
 
 use std::{collections::HashMap, net::SocketAddr, time::Duration};
 
@@ -45,6 +46,7 @@ fn settings(issuer: &str) -> OidcSettings {
         default_role: Some(Role::Viewer),
         clock_skew: Duration::from_secs(60),
         sign_in_ttl: Duration::from_secs(600),
+        recheck: None,
     }
 }
 

@@ -88,6 +88,11 @@ struct Inner {
     rotated: bool,
     /// Its end-session endpoint is on another origin (`localhost`).
     end_session_elsewhere: bool,
+    /// The person's session at the provider ended: a request without a
+    /// prompt is answered `login_required`.
+    signed_out: bool,
+    /// The `prompt` of each authorization request, in order.
+    prompts: Vec<Option<String>>,
     deny: bool,
     codes: HashMap<String, Grant>,
     next_code: u64,
@@ -111,6 +116,8 @@ impl Provider {
                 defect: Defect::None,
                 rotated: false,
                 end_session_elsewhere: false,
+                signed_out: false,
+                prompts: Vec::new(),
                 deny: false,
                 codes: HashMap::new(),
                 next_code: 1,
@@ -138,6 +145,16 @@ impl Provider {
     /// origin (the same server, called `localhost`).
     pub fn end_session_elsewhere(&self) {
         self.inner.lock().unwrap().end_session_elsewhere = true;
+    }
+
+    /// The person's session at the provider ends.
+    pub fn sign_out(&self) {
+        self.inner.lock().unwrap().signed_out = true;
+    }
+
+    /// The `prompt` each authorization request carried.
+    pub fn prompts(&self) -> Vec<Option<String>> {
+        self.inner.lock().unwrap().prompts.clone()
     }
 
     /// From now on signs with a new key, and publishes only that one.
@@ -199,6 +216,7 @@ struct AuthorizeQuery {
     nonce: Option<String>,
     code_challenge: String,
     code_challenge_method: String,
+    prompt: Option<String>,
 }
 
 async fn authorize(State(p): State<Provider>, Query(q): Query<AuthorizeQuery>) -> Response {
@@ -214,6 +232,14 @@ async fn authorize(State(p): State<Provider>, Query(q): Query<AuthorizeQuery>) -
     } else {
         p.issuer.as_str()
     };
+    inner.prompts.push(q.prompt.clone());
+    if inner.signed_out && q.prompt.as_deref() == Some("none") {
+        return back(&[
+            ("error", "login_required"),
+            ("state", &q.state),
+            ("iss", iss),
+        ]);
+    }
     if inner.deny {
         return back(&[
             ("error", "access_denied"),

@@ -99,6 +99,7 @@ mod tests {
             default_role: Some(Role::Viewer),
             clock_skew: std::time::Duration::from_secs(60),
             sign_in_ttl: std::time::Duration::from_secs(600),
+            recheck: None,
         }
     }
 

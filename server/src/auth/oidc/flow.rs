@@ -11,7 +11,8 @@ use chrono::Utc;
 use idem_app::links;
 use openidconnect::{
     AuthenticationFlow, AuthorizationCode, CsrfToken, Nonce, OAuth2TokenResponse,
-    PkceCodeChallenge, PkceCodeVerifier, Scope, TokenResponse, core::CoreResponseType,
+    PkceCodeChallenge, PkceCodeVerifier, Scope, TokenResponse,
+    core::{CoreAuthPrompt, CoreResponseType},
 };
 use serde::{Deserialize, Serialize};
 use tower_sessions::Session;
@@ -30,6 +31,8 @@ const PENDING: &str = "oidc_pending";
 /// The ID token of the sign-in, kept for RP-initiated logout's hint when
 /// the provider has an end-session endpoint.
 pub(crate) const ID_TOKEN: &str = "oidc_id_token";
+/// When the provider last confirmed the session (its sign-in or recheck).
+const CHECKED_AT: &str = "oidc_checked_at";
 /// At most this many sign-ins wait at once per browser (several tabs).
 const MAX_PENDING: usize = 4;
 
@@ -41,12 +44,30 @@ struct Pending {
     verifier: String,
     next: String,
     started: i64,
+    /// A recheck (`prompt=none`): the provider answers without asking.
+    #[serde(default)]
+    silent: bool,
 }
 
 #[derive(Deserialize)]
 pub struct StartQuery {
     #[serde(default)]
     next: String,
+    /// `1`: a recheck of a session, not a sign-in.
+    silent: Option<String>,
+}
+
+/// Whether this session's person is due to be asked about again: it came
+/// through the provider, and the provider last confirmed it longer ago
+/// than `IDEM_OIDC_RECHECK_MINUTES`.
+pub async fn recheck_due(ctx: &AuthContext, session: &Session) -> bool {
+    let Some(every) = provider(ctx).and_then(|p| p.settings.recheck) else {
+        return false;
+    };
+    match session.get::<i64>(CHECKED_AT).await.ok().flatten() {
+        Some(at) => Utc::now().timestamp() - at >= every.as_secs() as i64,
+        None => false,
+    }
 }
 
 pub(super) fn provider(ctx: &AuthContext) -> Option<&Provider> {
@@ -81,6 +102,7 @@ pub async fn start(
         return not_configured();
     };
     let next = links::safe_next(&query.next);
+    let silent = query.silent.as_deref() == Some("1");
     let client = client_of(&ctx, peer, &headers);
     let found = match provider.discovered(false).await {
         Ok(found) => found,
@@ -108,6 +130,9 @@ pub async fn start(
     for scope in &provider.settings.scopes {
         request = request.add_scope(Scope::new(scope.clone()));
     }
+    if silent {
+        request = request.add_prompt(CoreAuthPrompt::None);
+    }
     let (url, state, nonce) = request.url();
     let mut pending: Vec<Pending> = session
         .get(PENDING)
@@ -121,6 +146,7 @@ pub async fn start(
         verifier: verifier.secret().clone(),
         next,
         started: Utc::now().timestamp(),
+        silent,
     });
     let keep_from = pending.len().saturating_sub(MAX_PENDING);
     pending.drain(..keep_from);
@@ -204,6 +230,11 @@ pub async fn callback(
         Err(failure) => return answer(&ctx.store, &name, failure, &client, "/").await,
     };
     let next = pending.next.clone();
+    if pending.silent
+        && let Some(error) = query.error.as_deref().filter(|e| needs_the_person(e))
+    {
+        return signed_out_by_the_provider(&session, &next, error).await;
+    }
     let signed_in = match (query.error, query.code) {
         // A mix-up: another provider answered a sign-in started here.
         _ if query
@@ -223,6 +254,35 @@ pub async fn callback(
         Ok(()) => Redirect::to(&next).into_response(),
         Err(failure) => answer(&ctx.store, &name, failure, &client, &next).await,
     }
+}
+
+/// The answers of a recheck that mean "the person must sign in again".
+fn needs_the_person(error: &str) -> bool {
+    matches!(
+        error,
+        "login_required"
+            | "interaction_required"
+            | "consent_required"
+            | "account_selection_required"
+    )
+}
+
+/// A recheck found the person no longer signed in at the provider (or it
+/// wants to ask them something): Idem's session ends too, and the sign-in
+/// page leads back to the page they were on.
+async fn signed_out_by_the_provider(session: &Session, next: &str, error: &str) -> Response {
+    tracing::info!(
+        error,
+        "the OpenID provider no longer vouches for a session; it ends"
+    );
+    if session.flush().await.is_err() {
+        return crate::limits::refusal(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "Sign-in is temporarily unavailable",
+            "Idem cannot reach its database. Try again in a few seconds.",
+        );
+    }
+    Redirect::to(&links::with_query("/login", &[("next", next)])).into_response()
 }
 
 /// The error a provider sent back in the redirect.
@@ -322,6 +382,7 @@ async fn start_session(
     session.insert(USER_ID, user.id).await?;
     session.insert(EPOCH, user.session_epoch).await?;
     session.insert(LOGIN_AT, Utc::now().timestamp()).await?;
+    session.insert(CHECKED_AT, Utc::now().timestamp()).await?;
     if let Some(token) = id_token {
         session.insert(ID_TOKEN, token).await?;
     }

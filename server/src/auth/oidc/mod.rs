@@ -43,8 +43,8 @@ use openidconnect::{
 use tokio::sync::Mutex;
 
 pub use claims::OtherClaims;
-pub(crate) use flow::ID_TOKEN;
 use flow::provider;
+pub(crate) use flow::{ID_TOKEN, recheck_due};
 pub use flow::{callback, start};
 pub use logout::{ProviderLogout, provider_logout_url};
 
@@ -83,6 +83,10 @@ pub struct OidcSettings {
     pub clock_skew: Duration,
     /// How long a started sign-in may take ([`SIGN_IN_TTL`]).
     pub sign_in_ttl: Duration,
+    /// How often a session asks the provider again, without a prompt,
+    /// whether the person is still signed in there and what their claims
+    /// say now (`None`: only at sign-in).
+    pub recheck: Option<Duration>,
 }
 
 impl std::fmt::Debug for OidcSettings {
