@@ -8,7 +8,6 @@ use axum::{
     http::HeaderMap,
     response::{IntoResponse, Redirect, Response},
 };
-use chrono::Utc;
 use idem_app::{auth::CurrentUser, links};
 use idem_domain::{AccountOrigin, ConsumerName, sign_in::Admission};
 use idem_store::{NewAuditEntry, SignInResult, SignInSubject, StoreResult, Ts, UserRecord};
@@ -16,7 +15,7 @@ use serde::Deserialize;
 use tower_sessions::Session;
 
 use super::{
-    AuthContext, EPOCH, LOGIN_AT, USER_ID,
+    AuthContext,
     device::{self, DeviceToken},
     password::{MAX_PASSWORD_BYTES, PasswordError},
 };
@@ -119,7 +118,7 @@ pub async fn login(
         Ok(None) => return back_to_login(&form.next, "failed"),
         Err(answer) => return answer,
     };
-    if let Err(err) = start_session(&session, &verified.user).await {
+    if let Err(err) = super::start_session(&session, &verified.user).await {
         release(&ctx, &subject).await;
         return unavailable(&err);
     }
@@ -229,19 +228,6 @@ async fn check(
         password,
         rehash,
     }))
-}
-
-/// A fresh id and nothing of what the session held before sign-in.
-async fn start_session(
-    session: &Session,
-    user: &UserRecord,
-) -> Result<(), tower_sessions::session::Error> {
-    session.cycle_id().await?;
-    session.clear().await;
-    session.insert(USER_ID, user.id).await?;
-    session.insert(EPOCH, user.session_epoch).await?;
-    session.insert(LOGIN_AT, Utc::now().timestamp()).await?;
-    Ok(())
 }
 
 /// The sign-in succeeded: settled as such, the password's hash upgraded if

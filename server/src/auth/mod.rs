@@ -60,6 +60,50 @@ const USER_ID: &str = "user_id";
 const EPOCH: &str = "epoch";
 const LOGIN_AT: &str = "login_at";
 
+/// Starts the signed-in session of `user`: a fresh id, and nothing of what
+/// the session held before (another person's ID token, sign-ins still at a
+/// provider). Every way of signing in starts here.
+async fn start_session(
+    session: &tower_sessions::Session,
+    user: &idem_store::UserRecord,
+) -> Result<(), tower_sessions::session::Error> {
+    session.cycle_id().await?;
+    session.clear().await;
+    session.insert(USER_ID, user.id).await?;
+    session.insert(EPOCH, user.session_epoch).await?;
+    session
+        .insert(LOGIN_AT, chrono::Utc::now().timestamp())
+        .await?;
+    Ok(())
+}
+
+/// Audits what a sign-in source (`actor`: the identity proxy, OpenID
+/// Connect) did to an account: made it, or changed its role.
+async fn audit_account_change(
+    store: &Store,
+    actor: &str,
+    username: &str,
+    action: &str,
+    before: &str,
+    role: idem_domain::Role,
+    client: &str,
+) {
+    let entry = idem_store::NewAuditEntry {
+        actor,
+        actor_role: "admin",
+        action,
+        target: Some(username),
+        state_before: Some(before),
+        state_after: Some(role.as_str()),
+        result: "ok",
+        client_addr: Some(client),
+        ..Default::default()
+    };
+    if let Err(err) = store.append_audit(&entry).await {
+        tracing::error!(error = %idem_app::ssr::cause_chain(&err), actor, action, "could not audit an account change");
+    }
+}
+
 /// Settings that decide how sign-in and sessions behave.
 #[derive(Debug, Clone)]
 pub struct AuthSettings {

@@ -15,7 +15,7 @@ use std::collections::HashMap;
 use axum::http::HeaderMap;
 use idem_app::auth::CurrentUser;
 use idem_domain::{AccountOrigin, ConsumerName, Role};
-use idem_store::{NewAuditEntry, Store, StoreError, UserRecord};
+use idem_store::{Store, StoreError, UserRecord};
 
 /// How the proxy says who is asking.
 #[derive(Debug, Clone)]
@@ -203,20 +203,16 @@ async fn audit(
     role: Role,
     client: &str,
 ) {
-    let entry = NewAuditEntry {
-        actor: "identity-proxy",
-        actor_role: "admin",
+    crate::auth::audit_account_change(
+        store,
+        "identity-proxy",
+        username,
         action,
-        target: Some(username),
-        state_before: Some(before),
-        state_after: Some(role.as_str()),
-        result: "ok",
-        client_addr: Some(client),
-        ..Default::default()
-    };
-    if let Err(err) = store.append_audit(&entry).await {
-        tracing::error!(error = %idem_app::ssr::cause_chain(&err), action, "could not audit a proxy sign-in");
-    }
+        before,
+        role,
+        client,
+    )
+    .await;
 }
 
 #[cfg(test)]

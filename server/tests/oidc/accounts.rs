@@ -20,8 +20,13 @@ async fn keys_the_provider_rotated_are_read_again_without_a_restart() {
     assert_eq!(back.status().as_u16(), 303);
     // Idem holds the first key now; the provider signs with a new one.
     provider.rotate_keys();
-    let (_, back) = sign_in(&app, &new_client(), DEEP_LINK).await;
+    let browser = new_client();
+    let (_, back) = sign_in(&app, &browser, DEEP_LINK).await;
     assert_eq!(location(&back), DEEP_LINK);
+    assert_eq!(
+        signed_in_as(&app, &browser).await.as_deref(),
+        Some("Signed in as alice@example.com ( operator )")
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -6,7 +6,7 @@ use crate::{
     common::{get, location, new_client, visible},
     free_port,
     provider::{Defect, Provider},
-    refused_logins, sign_in, signed_in_as, spawn,
+    refused_logins, sign_in, signed_in_as, spawn, start, to_callback,
 };
 use idem_store::testing::TestDatabase;
 
@@ -78,13 +78,7 @@ async fn a_replayed_callback_and_one_from_another_browser_are_refused_and_sign_n
     // A callback address taken from someone else's sign-in (a link sent in
     // chat, an attacker's own code) means nothing in this browser.
     let victim = new_client();
-    let start = victim
-        .get(app.url("/auth/oidc/start?next=%2F"))
-        .send()
-        .await
-        .unwrap();
-    let at_provider = victim.get(location(&start)).send().await.unwrap();
-    let theirs = location(&at_provider);
+    let theirs = to_callback(&app, &victim, "/").await;
     let other = new_client();
     let refused = other.get(&theirs).send().await.unwrap();
     assert_eq!(refused.status().as_u16(), 400);
@@ -169,11 +163,7 @@ async fn an_unreachable_provider_is_a_page_to_try_again_not_a_500() {
     })
     .await;
     let browser = new_client();
-    let start = browser
-        .get(app.url("/auth/oidc/start?next=%2F"))
-        .send()
-        .await
-        .unwrap();
+    let start = start(&app, &browser, "/").await;
     assert_eq!(start.status().as_u16(), 503);
     assert!(start.headers().contains_key("retry-after"));
     let html = start.text().await.unwrap();
@@ -196,15 +186,10 @@ async fn a_sign_in_left_at_the_provider_too_long_has_expired_and_says_to_start_a
     })
     .await;
     let browser = new_client();
-    let start = browser
-        .get(app.url("/auth/oidc/start?next=%2Fdead-letters"))
-        .send()
-        .await
-        .unwrap();
-    let at_provider = browser.get(location(&start)).send().await.unwrap();
+    let callback = to_callback(&app, &browser, "/dead-letters").await;
     // The person went for coffee at the provider's sign-in page.
     tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
-    let back = browser.get(location(&at_provider)).send().await.unwrap();
+    let back = browser.get(&callback).send().await.unwrap();
     assert_eq!(back.status().as_u16(), 400);
     let html = back.text().await.unwrap();
     assert!(html.contains("This sign-in has expired"), "{html}");
@@ -223,12 +208,7 @@ async fn an_error_sent_back_with_markup_in_it_is_shown_as_a_bare_error_code() {
     let provider = Provider::start(alice(&["sre"])).await;
     let app = spawn(TestDatabase::sqlite().await, &provider, |_| {}).await;
     let browser = new_client();
-    let start = browser
-        .get(app.url("/auth/oidc/start?next=%2F"))
-        .send()
-        .await
-        .unwrap();
-    let at_provider = url::Url::parse(&location(&start)).unwrap();
+    let at_provider = url::Url::parse(&location(&start(&app, &browser, "/").await)).unwrap();
     let state = at_provider
         .query_pairs()
         .find(|(name, _)| name == "state")

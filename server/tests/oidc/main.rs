@@ -76,21 +76,17 @@ async fn spawn(db: TestDatabase, provider: &Provider, adjust: impl FnOnce(&mut C
     .await
 }
 
-/// Follows a sign-in from Idem to the provider and back; the callback's
-/// address and Idem's answer to it.
-async fn sign_in(
-    app: &TestApp,
-    browser: &reqwest::Client,
-    next: &str,
-) -> (String, reqwest::Response) {
-    let start = browser
-        .get(app.url(&idem_app::links::with_query(
-            "/auth/oidc/start",
-            &[("next", next)],
-        )))
-        .send()
-        .await
-        .unwrap();
+/// Starts a sign-in towards `next`: Idem's answer, a redirect to the
+/// provider (a test that stops here holds the provider's address).
+async fn start(app: &TestApp, browser: &reqwest::Client, next: &str) -> reqwest::Response {
+    let path = idem_app::links::with_query("/auth/oidc/start", &[("next", next)]);
+    browser.get(app.url(&path)).send().await.unwrap()
+}
+
+/// Starts a sign-in and lets the provider answer: the callback's address
+/// the browser is sent back to (not followed yet).
+async fn to_callback(app: &TestApp, browser: &reqwest::Client, next: &str) -> String {
+    let start = start(app, browser, next).await;
     assert_eq!(
         start.status().as_u16(),
         303,
@@ -102,7 +98,17 @@ async fn sign_in(
         303,
         "the provider sends it back"
     );
-    let callback = location(&at_provider);
+    location(&at_provider)
+}
+
+/// Follows a sign-in from Idem to the provider and back; the callback's
+/// address and Idem's answer to it.
+async fn sign_in(
+    app: &TestApp,
+    browser: &reqwest::Client,
+    next: &str,
+) -> (String, reqwest::Response) {
+    let callback = to_callback(app, browser, next).await;
     assert!(
         callback.starts_with(&app.url("/auth/oidc/callback?")),
         "{callback}"

@@ -3,7 +3,7 @@
 //! password or proxy account of the same name.
 
 use idem_domain::{AccountOrigin, Role};
-use idem_store::{NewAuditEntry, Store, StoreError, UserRecord};
+use idem_store::{Store, StoreError, UserRecord};
 
 /// The name the provider's changes are audited under.
 pub const ACTOR: &str = "openid-connect";
@@ -140,18 +140,5 @@ async fn audit(
     role: Role,
     client: &str,
 ) {
-    let entry = NewAuditEntry {
-        actor: ACTOR,
-        actor_role: "admin",
-        action,
-        target: Some(username),
-        state_before: Some(before),
-        state_after: Some(role.as_str()),
-        result: "ok",
-        client_addr: Some(client),
-        ..Default::default()
-    };
-    if let Err(err) = store.append_audit(&entry).await {
-        tracing::error!(error = %idem_app::ssr::cause_chain(&err), action, "could not audit an OpenID Connect sign-in");
-    }
+    crate::auth::audit_account_change(store, ACTOR, username, action, before, role, client).await;
 }

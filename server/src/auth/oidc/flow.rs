@@ -24,7 +24,7 @@ use super::{
     refusals::{Failure, answer},
     token::{NO_KEY, check_access_token, token_error, verified},
 };
-use crate::auth::{AuthContext, EPOCH, LOGIN_AT, USER_ID};
+use crate::auth::AuthContext;
 
 /// Sign-ins started in this session and not yet come back.
 const PENDING: &str = "oidc_pending";
@@ -369,19 +369,15 @@ async fn sign_in(
     Ok(())
 }
 
-/// A fresh session id for the account, as password sign-in starts one.
+/// The session of a person the provider signed in: as every sign-in
+/// starts one, and when the provider confirmed them (and their ID token,
+/// for signing out there).
 async fn start_session(
     session: &Session,
     user: &idem_store::UserRecord,
     id_token: Option<String>,
 ) -> Result<(), tower_sessions::session::Error> {
-    session.cycle_id().await?;
-    // Nothing of a session from before carries over (another person's ID
-    // token, sign-ins still at the provider).
-    session.clear().await;
-    session.insert(USER_ID, user.id).await?;
-    session.insert(EPOCH, user.session_epoch).await?;
-    session.insert(LOGIN_AT, Utc::now().timestamp()).await?;
+    crate::auth::start_session(session, user).await?;
     session.insert(CHECKED_AT, Utc::now().timestamp()).await?;
     if let Some(token) = id_token {
         session.insert(ID_TOKEN, token).await?;

@@ -197,11 +197,6 @@ impl Provider {
         })
     }
 
-    /// The redirect URI to register at the provider.
-    pub fn redirect_uri(&self) -> &str {
-        self.redirect.as_str()
-    }
-
     /// The provider's metadata and keys: as discovered within
     /// [`DISCOVERY_TTL`], unless `fresh`. One request reads them at a time
     /// (the others wait for its answer); when that fails, the last answer

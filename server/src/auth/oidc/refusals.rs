@@ -51,7 +51,7 @@ impl Failure {
         !matches!(
             self,
             Failure::Unreachable | Failure::Unavailable | Failure::StaleState { started: false }
-        ) && !matches!(self, Failure::Account(_, Refused::Store(_)))
+        )
     }
 
     fn page(&self, provider: &str) -> (StatusCode, String, String) {
@@ -163,6 +163,8 @@ fn account_page(name: &str, refused: &Refused) -> (StatusCode, &'static str, Str
                 "The Idem account {name} was made for another person at the identity provider. Ask an Idem administrator."
             ),
         ),
+        // `sign_in` answers a store error as `Failure::Unavailable` before
+        // it gets here; the same page either way.
         Refused::Store(_) => (
             StatusCode::SERVICE_UNAVAILABLE,
             "Sign-in is temporarily unavailable",
