@@ -72,6 +72,9 @@ async fn authenticate(
                 .recall_within(&user_id, super::REUSE_FOR_READS)
         })
         .flatten()
+        // A copy older than the session (it was signed in after a change
+        // this replica has not read) cannot judge it: ask the database.
+        .filter(|u| epoch.is_none_or(|e| u.session_epoch >= e))
     {
         (Some(user), Source::Database)
     } else {

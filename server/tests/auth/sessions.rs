@@ -115,6 +115,23 @@ async fn changing_a_role_or_disabling_a_user_ends_their_sessions() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn signing_in_again_after_a_change_elsewhere_is_not_undone_by_this_replicas_older_copy() {
+    let app = app().await;
+    // This replica reads the account (and keeps it for a second).
+    assert_eq!(app.get("/").await.0, 200);
+    // Another replica, or `idem user role`, changes the role: the sessions
+    // end, and the person signs in again at once.
+    app.store.set_role("viewer", Role::Operator).await.unwrap();
+    let again = app.sign_in("viewer").await;
+    let (status, html) = get(&again, &app.url("/")).await;
+    assert_eq!(status, 200, "the new session stands");
+    assert!(
+        crate::common::visible(&html).contains("Signed in as viewer ( operator )"),
+        "with the new role"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sessions_live_in_postgres_too() {
     logs();
     let app = spawn_with(|_| {}, TestDatabase::postgres().await).await;

@@ -359,7 +359,9 @@ async fn sign_in(
             refused => Failure::Account(username.clone(), refused),
         })?;
     // Its role (and epoch) may have changed just now: this replica's pages
-    // read it again rather than reuse what they read a moment ago.
+    // read it again, so the person's other sessions end at once here, not
+    // within `REUSE_FOR_READS` (the guard already re-reads an account copy
+    // older than the session it judges, so the new session stands anyway).
     ctx.known_users.forget(&user.id);
     let hint = found.end_session.is_some().then(|| token.to_string());
     start_session(session, &user, hint)
