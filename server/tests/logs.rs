@@ -5,13 +5,13 @@
 //! sign-in, browse and sign-out. The fingerprint is the one the key page
 //! shows, and searching it finds the key.
 //!
-//! One test per file: the log subscriber is global to the process.
-
-mod common;
+//! A test binary of its own (the others are in `tests/it/`): the log
+//! subscriber it installs is global to the process, and it reads everything
+//! the process logged. So it starts Idem itself, without the shared harness.
 
 use std::sync::{Arc, Mutex};
 
-use common::{new_client, spawn_with};
+use idem::{Application, Config};
 use idem_domain::Role;
 use idem_store::testing::TestDatabase;
 
@@ -46,37 +46,60 @@ async fn a_sign_in_browse_and_sign_out_logs_spans_and_never_a_password_or_sessio
         move || writer.clone(),
     );
 
-    let app = spawn_with(|_| {}, TestDatabase::sqlite().await).await;
+    let db = TestDatabase::sqlite().await;
+    let app = Application::build(Config::for_tests(&db.url))
+        .await
+        .expect("Idem starts");
+    let base = format!("http://{}", app.local_addr());
+    let store = app.store().clone();
+    tokio::spawn(app.run_until_stopped(std::future::pending()));
+    let url = |path: &str| format!("{base}{path}");
     let hash = idem::auth::Passwords::new(1)
         .hash(PASSWORD.into())
         .await
         .unwrap();
-    app.store
+    store
         .create_user("olga", Role::Operator, Some(&hash))
         .await
         .unwrap();
 
-    let client = new_client();
-    let wrong = app
-        .post_form(
-            &client,
-            "/login",
-            &[("username", "olga"), ("password", WRONG_PASSWORD)],
-        )
-        .await;
+    let client = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .cookie_store(true)
+        .build()
+        .unwrap();
+    let post_form = |path: &str, form: &[(&str, &str)]| {
+        client
+            .post(url(path))
+            .header("sec-fetch-site", "same-origin")
+            .form(form)
+            .send()
+    };
+    let get = |path: String| {
+        let request = client.get(url(&path)).send();
+        async move {
+            let response = request.await.unwrap();
+            (response.status().as_u16(), response.text().await.unwrap())
+        }
+    };
+    let wrong = post_form(
+        "/login",
+        &[("username", "olga"), ("password", WRONG_PASSWORD)],
+    )
+    .await
+    .unwrap();
     assert!(
         wrong.headers()["location"]
             .to_str()
             .unwrap()
             .contains("failed=1")
     );
-    let signed_in = app
-        .post_form(
-            &client,
-            "/login",
-            &[("username", "olga"), ("password", PASSWORD), ("next", "/")],
-        )
-        .await;
+    let signed_in = post_form(
+        "/login",
+        &[("username", "olga"), ("password", PASSWORD), ("next", "/")],
+    )
+    .await
+    .unwrap();
     assert_eq!(signed_in.status().as_u16(), 303);
     let cookie = signed_in.headers()["set-cookie"]
         .to_str()
@@ -90,7 +113,7 @@ async fn a_sign_in_browse_and_sign_out_logs_spans_and_never_a_password_or_sessio
         .expect("a session cookie");
     assert!(session_id.len() >= 16, "{cookie}");
 
-    let mut tx = app.store.begin().await.unwrap();
+    let mut tx = store.begin().await.unwrap();
     let delivery = idem_store::Delivery {
         consumer: "orders",
         key: KEY,
@@ -99,26 +122,21 @@ async fn a_sign_in_browse_and_sign_out_logs_spans_and_never_a_password_or_sessio
     };
     tx.claim(&delivery).await.unwrap();
     tx.commit().await.unwrap();
-    let (status, page) = common::get(
-        &client,
-        &app.url("/keys/orders/refund%3AEU%2F2026%2F%C3%98-1842?consumer=orders"),
-    )
-    .await;
+    let (status, page) =
+        get("/keys/orders/refund%3AEU%2F2026%2F%C3%98-1842?consumer=orders".into()).await;
     assert_eq!(status, 200, "{page}");
-    let shown = common::visible(&page);
-    let fingerprint = shown
-        .split_once("in Idem's logs as ")
-        .and_then(|(_, rest)| rest.split_whitespace().next())
-        .unwrap_or_else(|| panic!("the key page shows the key's fingerprint: {shown}"))
-        .to_owned();
-    // Stored in the background the first time it is logged: searching it
-    // soon finds the key.
+    let fingerprint = page
+        .split_once("in Idem&#x27;s logs as ")
+        .or_else(|| page.split_once("in Idem's logs as "))
+        .and_then(|(_, rest)| rest.split_once("kf_"))
+        .map(|(_, rest)| format!("kf_{}", &rest[..16]))
+        .unwrap_or_else(|| panic!("the key page shows the key's fingerprint: {page}"));
+    // Stored the first time it is logged: searching it soon finds the key.
     let mut found = String::new();
     for _ in 0..50 {
-        let (status, html) =
-            common::get(&client, &app.url(&format!("/keys?q={fingerprint}"))).await;
+        let (status, html) = get(format!("/keys?q={fingerprint}")).await;
         assert_eq!(status, 200, "{html}");
-        found = common::visible(&html);
+        found = html;
         if found.contains(KEY) {
             break;
         }
@@ -128,8 +146,8 @@ async fn a_sign_in_browse_and_sign_out_logs_spans_and_never_a_password_or_sessio
         found.contains(KEY),
         "searching {fingerprint} finds the key: {found}"
     );
-    assert_eq!(common::get(&client, &app.url("/")).await.0, 200);
-    let out = app.post_form(&client, "/logout", &[]).await;
+    assert_eq!(get("/".into()).await.0, 200);
+    let out = post_form("/logout", &[]).await.unwrap();
     assert_eq!(out.status().as_u16(), 303);
 
     let logs = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();

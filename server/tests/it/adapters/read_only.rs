@@ -1,0 +1,218 @@
+//! A read-only store: its unknown outcomes are shown, never resolved.
+
+use idem_app::links::key_href;
+use idem_domain::{ClaimStatus, Role};
+use idem_store::testing::{self, TestDatabase};
+
+use super::{
+    common::{self, visible},
+    install, spawn_read_only, team_pool,
+};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_read_only_reminder_store_shows_its_unknown_outcomes_but_refuses_to_resolve_them() {
+    let db = TestDatabase::postgres().await;
+    let pool = team_pool(&db.url).await;
+    sqlx::raw_sql(
+        "CREATE TABLE reminder_sends (reminder_id text PRIMARY KEY, status text NOT NULL,
+             provider_message_id text, last_error text, attempts integer NOT NULL DEFAULT 0,
+             created_at timestamptz NOT NULL DEFAULT now(), updated_at timestamptz NOT NULL DEFAULT now());",
+    )
+    .execute(&pool)
+    .await
+    .unwrap();
+    install(&db.url, "reminder_store.sql").await;
+
+    // The store's worker: claim as pending, call the provider, record what it said.
+    let send = |reminder: &'static str,
+                answer: Result<&'static str, (&'static str, &'static str)>| {
+        let pool = pool.clone();
+        async move {
+            let claimed = sqlx::query(
+                "INSERT INTO reminder_sends (reminder_id, status) VALUES ($1, 'pending') ON CONFLICT DO NOTHING",
+            )
+            .bind(reminder)
+            .execute(&pool)
+            .await
+            .unwrap()
+            .rows_affected()
+                == 1;
+            if !claimed {
+                return;
+            }
+            let (status, reference, error) = match answer {
+                Ok(reference) => ("sent", Some(reference), None),
+                Err((status, error)) => (status, None, Some(error)),
+            };
+            sqlx::query(
+                "UPDATE reminder_sends SET status = $2, provider_message_id = $3, last_error = $4, \
+                 attempts = attempts + 1, updated_at = now() WHERE reminder_id = $1",
+            )
+            .bind(reminder)
+            .bind(status)
+            .bind(reference)
+            .bind(error)
+            .execute(&pool)
+            .await
+            .unwrap();
+        }
+    };
+    send("renewal:account-1842:2026-09-30", Ok("sms_0001")).await;
+    send("renewal:account-1842:2026-09-30", Ok("sms_0002")).await;
+    send(
+        "renewal:account-2210:2026-09-30",
+        Err(("unknown", "no response within 30 s")),
+    )
+    .await;
+    send(
+        "renewal:account-3001:2026-09-30",
+        Err(("failed", "400 Bad Request: invalid number")),
+    )
+    .await;
+
+    let app = spawn_read_only(db, "reminders-legacy").await;
+    app.create_user("olga", Role::Operator).await;
+    let olga = app.sign_in("olga").await;
+
+    let (status, html) = common::get(&olga, &app.url("/unknown")).await;
+    assert_eq!(status, 200);
+    let list = visible(&html);
+    assert!(list.contains("renewal:account-2210:2026-09-30"), "{list}");
+    assert!(list.contains("no response within 30 s"), "{list}");
+
+    let legacy = testing::consumer("reminders-legacy");
+    let sent = app
+        .store
+        .claim(&legacy, &testing::key("renewal:account-1842:2026-09-30"))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(sent.status, ClaimStatus::Sent);
+    assert_eq!(
+        sent.provider_ref.as_deref(),
+        Some("sms_0001"),
+        "the duplicate did not send again"
+    );
+    assert_eq!(sent.duplicate_count, 1);
+    let failed = app
+        .store
+        .claim(&legacy, &testing::key("renewal:account-3001:2026-09-30"))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(failed.status, ClaimStatus::Failed);
+
+    // The operator sees why there is no resolve form...
+    let unknown_key = "renewal:account-2210:2026-09-30";
+    let typed_key = testing::key(unknown_key);
+    let (status, html) =
+        common::get(&olga, &app.url(&key_href("reminders-legacy", unknown_key))).await;
+    assert_eq!(status, 200);
+    let page = visible(&html);
+    assert!(
+        page.contains("is read through an adapter over its own tables"),
+        "{page}"
+    );
+    assert!(
+        !html.contains("name=\"outcome\""),
+        "no resolve form is offered"
+    );
+    // ...and the server refuses the action anyway, changing nothing.
+    let unknown = app.store.claim(&legacy, &typed_key).await.unwrap().unwrap();
+    let refused = olga
+        .post(app.url(common::server_fn("resolve_unknown")))
+        .header("sec-fetch-site", "same-origin")
+        .header("accept", "application/json")
+        .form(&[
+            ("consumer", "reminders-legacy"),
+            ("key", unknown_key),
+            ("version", &unknown.version.to_string()),
+            ("action_id", "resolve-legacy-2210"),
+            ("outcome", "sent"),
+            ("provider_ref", "sms_0003"),
+        ])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status().as_u16(), 409);
+    assert!(
+        refused
+            .text()
+            .await
+            .unwrap()
+            .contains("read through an adapter")
+    );
+    let after = app.store.claim(&legacy, &typed_key).await.unwrap().unwrap();
+    assert_eq!(after, unknown, "the refused action changed nothing");
+    assert!(
+        app.store
+            .audit_for_key(&legacy, &typed_key)
+            .await
+            .unwrap()
+            .is_empty(),
+        "nothing was done, so nothing is audited"
+    );
+
+    // A dead letter of a read-only consumer (its team's relay never reads
+    // Idem's outbox) cannot be replayed from Idem either.
+    let now = idem_store::Ts::now();
+    let mut tx = app.store.begin().await.unwrap();
+    let letter = tx
+        .dead_letter(&idem_store::NewDeadLetter {
+            consumer: "reminders-legacy",
+            queue: "reminders-dlq",
+            key: unknown_key,
+            message_id: "m-9",
+            payload: "{}",
+            delivery_count: 3,
+            first_failure_at: now,
+            last_error: Some("no response within 30 s"),
+            at: now,
+        })
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+    let (status, html) = common::get(&olga, &app.url(&format!("/dead-letters/{letter}"))).await;
+    assert_eq!(status, 200);
+    assert!(visible(&html).contains("is read through an adapter"));
+    let refused = common::replay(&app, &olga, letter, "replay-legacy-9").await;
+    assert_eq!(refused.status().as_u16(), 409);
+    let still = app.store.dead_letter(letter).await.unwrap().unwrap();
+    assert_eq!(still.state, idem_domain::DeadLetterState::Open);
+    // Nor redriven: not as that consumer's, nor among every consumer's.
+    for (consumer, says) in [
+        ("reminders-legacy", "read through an adapter"),
+        ("", "Choose one consumer to redrive"),
+    ] {
+        let refused = common::call(
+            &app,
+            &olga,
+            "start_redrive",
+            &[
+                ("action_id", format!("redrive-legacy-{}", consumer.len())),
+                ("consumer", consumer.into()),
+            ],
+        )
+        .await;
+        assert_eq!(refused.status().as_u16(), 409, "{consumer:?}");
+        let body = refused.text().await.unwrap();
+        assert!(body.contains(says), "{consumer:?}: {body}");
+    }
+    assert!(
+        app.store.running_redrives().await.unwrap().is_empty(),
+        "no redrive was started"
+    );
+
+    // When the team resolves it in their own store, Idem follows.
+    sqlx::query("UPDATE reminder_sends SET status = 'sent', provider_message_id = 'sms_0003' WHERE reminder_id = $1")
+        .bind(unknown_key)
+        .execute(&pool)
+        .await
+        .unwrap();
+    let resolved = app.store.claim(&legacy, &typed_key).await.unwrap().unwrap();
+    assert_eq!(resolved.status, ClaimStatus::Sent);
+    assert!(resolved.version > unknown.version);
+    // The store did not move updated_at; the change is dated all the same.
+    assert!(resolved.status_at > unknown.status_at);
+    assert_eq!(resolved.provider_ref.as_deref(), Some("sms_0003"));
+}

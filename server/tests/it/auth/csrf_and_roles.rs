@@ -1,0 +1,184 @@
+//! Who may call what: cross-site posts are refused, and each server function
+//! answers only the roles it is for.
+
+use idem_domain::Role;
+
+use super::{
+    app,
+    common::{self, new_client},
+};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cross_site_post_is_refused_and_a_same_origin_post_accepted() {
+    let app = app().await;
+    let form = [
+        ("username", "viewer"),
+        ("password", "viewer-password"),
+        ("next", "/"),
+    ];
+    let post = |headers: &[(&'static str, &'static str)]| {
+        let mut request = new_client().post(app.url("/login")).form(&form);
+        for (k, v) in headers {
+            request = request.header(*k, *v);
+        }
+        request.send()
+    };
+    assert_eq!(
+        post(&[("sec-fetch-site", "cross-site")])
+            .await
+            .unwrap()
+            .status()
+            .as_u16(),
+        403
+    );
+    assert_eq!(
+        post(&[("sec-fetch-site", "same-site")])
+            .await
+            .unwrap()
+            .status()
+            .as_u16(),
+        403
+    );
+    assert_eq!(
+        post(&[("origin", "https://evil.example")])
+            .await
+            .unwrap()
+            .status()
+            .as_u16(),
+        403
+    );
+    assert_eq!(
+        post(&[]).await.unwrap().status().as_u16(),
+        403,
+        "no proof of origin at all"
+    );
+    assert_eq!(
+        post(&[("sec-fetch-site", "same-origin")])
+            .await
+            .unwrap()
+            .status()
+            .as_u16(),
+        303
+    );
+    // Without Sec-Fetch-Site, an Origin equal to the public origin is enough.
+    assert_eq!(
+        post(&[("origin", "http://127.0.0.1")])
+            .await
+            .unwrap()
+            .status()
+            .as_u16(),
+        303
+    );
+    // Sign-out is a state change too.
+    let out = app
+        .client
+        .post(app.url("/logout"))
+        .header("sec-fetch-site", "cross-site")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(out.status().as_u16(), 403);
+    assert_eq!(app.get("/").await.0, 200, "still signed in");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_server_function_called_properly_answers_its_role_and_refuses_the_others() {
+    let app = app().await;
+    app.create_user("olga", Role::Operator).await;
+    app.create_user("ada", Role::Admin).await;
+    let operator = app.sign_in("olga").await;
+    let admin = app.sign_in("ada").await;
+    let anonymous = new_client();
+    let fixture = common::Fixture::write(&app.store).await;
+
+    // The table of valid calls covers every registered function.
+    let mut registered: Vec<String> = leptos::server_fn::axum::server_fn_paths()
+        .map(|(path, _)| path.to_owned())
+        .collect();
+    let mut covered: Vec<String> = fixture
+        .valid_calls("any")
+        .iter()
+        .map(|(name, _)| common::server_fn(name).to_owned())
+        .collect();
+    registered.sort();
+    covered.sort();
+    assert_eq!(
+        registered, covered,
+        "a server function without valid arguments to test"
+    );
+
+    for (who, client, role) in [
+        ("anonymous", &anonymous, None),
+        ("viewer", &app.client, Some(Role::Viewer)),
+        ("operator", &operator, Some(Role::Operator)),
+        ("admin", &admin, Some(Role::Admin)),
+    ] {
+        for (name, fields) in fixture.valid_calls(who) {
+            let path = common::server_fn(name);
+            let needed = idem_app::auth::role_for_api_path(path).unwrap_or_else(|()| {
+                panic!("{path} is under no authorization rule: it would be refused to everyone")
+            });
+            let response = common::call(&app, client, name, &fields).await;
+            let status = response.status().as_u16();
+            let body = response.text().await.unwrap_or_default();
+            let expected = match (needed, role) {
+                (None, _) => 200,
+                (Some(_), None) => 401,
+                (Some(needed), Some(role)) if role.includes(needed) => 200,
+                (Some(_), Some(_)) => 403,
+            };
+            assert_eq!(status, expected, "{name} as {who}: {body:.300}");
+        }
+    }
+    // The calls did what they say: the operator's replay and resolution
+    // reached the database (the admin's came second and found them done).
+    let audit = app
+        .store
+        .audit_for_key(
+            &idem_store::testing::consumer("orders"),
+            &idem_store::testing::key("key-1"),
+        )
+        .await
+        .unwrap();
+    assert!(
+        audit
+            .iter()
+            .any(|e| e.action == "replay" && e.actor == "olga")
+            && audit
+                .iter()
+                .any(|e| e.action == "resolve:sent" && e.actor == "olga"),
+        "{audit:?}"
+    );
+
+    // A path no rule covers is refused even to an admin (deny by default),
+    // and a viewer calling an operator action is refused and audited.
+    let call = |client: &reqwest::Client, path: &str| {
+        client
+            .post(app.url(path))
+            .header("sec-fetch-site", "same-origin")
+            .send()
+    };
+    assert_eq!(
+        call(&admin, "/api/new_function_without_a_rule")
+            .await
+            .unwrap()
+            .status()
+            .as_u16(),
+        403
+    );
+    assert_eq!(
+        call(&app.client, "/api/act/replay_dead_letter")
+            .await
+            .unwrap()
+            .status()
+            .as_u16(),
+        403
+    );
+    let audit = app.store.latest_audit(10).await.unwrap();
+    assert!(
+        audit.iter().any(|e| e.action == "denied"
+            && e.actor == "viewer"
+            && e.target.as_deref() == Some("/api/act/replay_dead_letter")),
+        "{audit:?}"
+    );
+}

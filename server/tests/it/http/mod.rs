@@ -1,0 +1,42 @@
+//! The server over real HTTP: each test starts Idem on port 0 with its own
+//! database and talks to it with an HTTP client, signed in as a viewer.
+//!
+//! The tests live in themed modules; the claims they read are written here.
+
+// The harness every server test binary shares, one folder up.
+use crate::common;
+
+mod checks;
+mod key_pages;
+mod lists_and_search;
+mod redrives;
+mod round_trips;
+mod zones_and_audit;
+
+use common::spawn_app;
+use idem_store::{Delivery, Outcome, Store, Ts, testing::TestDatabase};
+
+async fn claim(store: &Store, consumer: &str, key: &str, outcome: Option<Outcome<'_>>) {
+    let now = Ts::now();
+    let mut tx = store.begin().await.unwrap();
+    tx.claim(&Delivery {
+        consumer,
+        key,
+        payload_hash: Some("abc123"),
+        at: now,
+    })
+    .await
+    .unwrap();
+    if let Some(outcome) = outcome {
+        tx.lease(consumer, key, now, now).await.unwrap();
+        tx.record(consumer, key, outcome, now).await.unwrap();
+    }
+    tx.commit().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn livez_and_readyz_answer_ok_when_the_database_is_there() {
+    let app = spawn_app(TestDatabase::sqlite().await).await;
+    assert_eq!(app.get("/livez").await, (200, "ok\n".into()));
+    assert_eq!(app.get("/readyz").await, (200, "ready\n".into()));
+}

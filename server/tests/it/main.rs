@@ -1,0 +1,27 @@
+//! The `idem` server's integration tests, in one binary: each test starts
+//! the real `Application` on port 0 with its own database (SQLite, or a
+//! fresh Postgres database) and talks to it over real HTTP, or runs the
+//! built binary as a process. `common` is the harness.
+//!
+//! `tests/logs.rs` is a binary of its own: it installs the process's log
+//! subscriber (JSON, every level) and reads everything it captured.
+
+mod common;
+
+mod actions;
+mod adapters;
+mod auth;
+mod charts;
+mod demo;
+mod hostile;
+mod http;
+mod metrics;
+mod oidc;
+mod outage;
+mod proxy_auth;
+mod reliability;
+mod replicas;
+mod rules;
+mod sign_in;
+mod slo;
+mod slow;

@@ -1,0 +1,162 @@
+//! Actions that race: one wins, the others see a conflict or the winner's
+//! outcome; a stale version is refused.
+
+use std::sync::Arc;
+
+use idem_domain::{
+    ClaimStatus, DeadLetterState,
+    action::{ActionOutcome, Resolution},
+};
+use idem_store::{Actor, Outcome, ResolveRequest, Store, testing};
+use tokio::sync::Barrier;
+
+use super::{OLGA, PETE, dead_lettered, replay, unknown_claim};
+
+idem_store::on_both_backends!(
+    fifty_concurrent_replays_of_one_dead_letter_make_one_outbox_row_and_one_audit_row,
+    two_operators_resolving_one_key_at_once_get_one_success_and_one_conflict_naming_the_winner,
+    a_stale_version_is_refused_with_the_current_state,
+);
+
+async fn fifty_concurrent_replays_of_one_dead_letter_make_one_outbox_row_and_one_audit_row(
+    store: &Store,
+) {
+    let id = dead_lettered(
+        store,
+        "refund:42",
+        Outcome::Permanent {
+            error: "dead-lettered",
+        },
+    )
+    .await;
+    let barrier = Arc::new(Barrier::new(50));
+    let tasks: Vec<_> = (0..50)
+        .map(|i| {
+            let (store, barrier) = (store.clone(), barrier.clone());
+            tokio::spawn(async move {
+                barrier.wait().await;
+                let action_id = testing::action_id(&format!("replay-{i}"));
+                store
+                    .replay_dead_letter(&replay(id, &action_id))
+                    .await
+                    .unwrap()
+            })
+        })
+        .collect();
+    let mut done = 0;
+    for task in tasks {
+        match task.await.unwrap() {
+            ActionOutcome::Done { .. } => done += 1,
+            ActionOutcome::Conflict { by, .. } => assert_eq!(by, "olga"),
+            other => panic!("{other:?}"),
+        }
+    }
+    assert_eq!(done, 1);
+    let (orders, key) = (testing::consumer("orders"), testing::key("refund:42"));
+    let outbox = store.outbox_for_key(&orders, &key).await.unwrap();
+    assert_eq!(outbox.len(), 1);
+    assert_eq!(
+        (outbox[0].dead_letter_id, outbox[0].origin.as_str()),
+        (Some(id), "replay")
+    );
+    let audit = store.audit_for_key(&orders, &key).await.unwrap();
+    assert_eq!(audit.len(), 1);
+    assert_eq!(
+        (audit[0].action.as_str(), audit[0].result.as_str()),
+        ("replay", "ok")
+    );
+    assert_eq!(outbox[0].audit_id, Some(audit[0].id));
+    let dl = store.dead_letter(id).await.unwrap().unwrap();
+    assert_eq!(
+        (dl.state, dl.resolved_by.as_deref(), dl.replay_outbox_id),
+        (DeadLetterState::Replayed, Some("olga"), Some(outbox[0].id))
+    );
+}
+
+async fn two_operators_resolving_one_key_at_once_get_one_success_and_one_conflict_naming_the_winner(
+    store: &Store,
+) {
+    let version = unknown_claim(store, "pay_7f3").await;
+    let barrier = Arc::new(Barrier::new(2));
+    let run = |actor: Actor<'static>, resolution: Resolution, action_id: &'static str| {
+        let (store, barrier) = (store.clone(), barrier.clone());
+        tokio::spawn(async move {
+            barrier.wait().await;
+            store
+                .resolve_unknown(&ResolveRequest {
+                    consumer: &testing::consumer("orders"),
+                    key: &testing::key("pay_7f3"),
+                    version,
+                    resolution,
+                    action_id: &testing::action_id(action_id),
+                    actor,
+                    reason: Some("checked the provider's dashboard"),
+                })
+                .await
+                .unwrap()
+        })
+    };
+    let a = run(
+        OLGA,
+        Resolution::Sent {
+            provider_ref: "ch_1".into(),
+        },
+        "action-a",
+    );
+    let b = run(PETE, Resolution::FailedPermanently, "action-b");
+    let outcomes = [a.await.unwrap(), b.await.unwrap()];
+    let winners: Vec<_> = outcomes
+        .iter()
+        .filter(|o| matches!(o, ActionOutcome::Done { .. }))
+        .collect();
+    assert_eq!(winners.len(), 1, "{outcomes:?}");
+    let (orders, key) = (testing::consumer("orders"), testing::key("pay_7f3"));
+    let claim = store.claim(&orders, &key).await.unwrap().unwrap();
+    assert_eq!(claim.version, version + 1, "one change, one version");
+    let (winner, loser_sees) = match claim.status {
+        ClaimStatus::Sent => ("olga", &outcomes[1]),
+        ClaimStatus::Failed => ("pete", &outcomes[0]),
+        other => panic!("{other}"),
+    };
+    match loser_sees {
+        ActionOutcome::Conflict { by, at, now } => {
+            assert_eq!(by, winner);
+            assert!(at.is_some());
+            assert!(now.starts_with(claim.status.as_str()), "{now}");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(
+        store.audit_for_key(&orders, &key).await.unwrap().len(),
+        1,
+        "only the winner is audited"
+    );
+}
+
+async fn a_stale_version_is_refused_with_the_current_state(store: &Store) {
+    let version = unknown_claim(store, "pay_8").await;
+    let (orders, key) = (testing::consumer("orders"), testing::key("pay_8"));
+    let stale_form = testing::action_id("stale-form");
+    let stale = ResolveRequest {
+        consumer: &orders,
+        key: &key,
+        version: version - 1,
+        resolution: Resolution::Sent {
+            provider_ref: "ch_8".into(),
+        },
+        action_id: &stale_form,
+        actor: OLGA,
+        reason: None,
+    };
+    match store.resolve_unknown(&stale).await.unwrap() {
+        ActionOutcome::Conflict { now, .. } => {
+            assert_eq!(now, format!("unknown (version {version})"))
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(
+        store.claim(&orders, &key).await.unwrap().unwrap().status,
+        ClaimStatus::Unknown
+    );
+    assert!(store.audit_for_key(&orders, &key).await.unwrap().is_empty());
+}
