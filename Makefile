@@ -5,10 +5,9 @@ SHELL := bash
 .SHELLFLAGS := -euo pipefail -c
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 
-# One set of compiler flags for every cargo command (tests, lints and the
-# cargo-leptos builds), so they share one set of compiled dependencies.
-# `erase_components` is Leptos's faster-compiling debug mode.
-export RUSTFLAGS ?= --cfg erase_components
+# The compiler flags every cargo command shares (tests, lints, the site
+# build) are in .cargo/config.toml, so a plain `cargo test` reuses what
+# `make` compiled, and the other way round.
 
 # promtool, unpacked by scripts/tools.sh, checks the generated alerting rules.
 export IDEM_PROMTOOL ?= $(CURDIR)/.tools/bin/promtool
@@ -23,11 +22,21 @@ E2E_OIDC = IDEM_OIDC_ISSUER=http://$(E2E_OIDC_ADDR) IDEM_OIDC_CLIENT_ID=idem \
   IDEM_OIDC_CLIENT_SECRET=idem-e2e-secret IDEM_OIDC_NAME="Example SSO" \
   IDEM_OIDC_SCOPES="openid email profile groups" IDEM_OIDC_ROLES="sre=operator,idem-admins=admin"
 
-.PHONY: run test tools tools-run fmt-check sizes unit lint e2e embedded release bench clean-test-dbs fuzz screenshots
+.PHONY: run build site test tools tools-run tools-release fmt-check sizes unit lint e2e embedded release bench clean-test-dbs fuzz screenshots
 
 ## Build and start Idem on the embedded SQLite database (./idem.db) with the demo.
-run: tools-run
-	cargo leptos serve
+run: tools-run site
+	cargo run --package idem --bin idem
+
+## Both halves, debug: the site in target/site, the server in target/debug/idem.
+build: tools-run site
+	cargo build --package idem --bin idem
+
+# What the browser loads, in target/site/pkg: the WASM (cargo), its
+# bindings (the wasm-bindgen library at Cargo.lock's version) and the
+# stylesheet. See xtask/src/main.rs.
+site:
+	cargo xtask site
 
 ## Everything CI checks: formatting, Rust tests on SQLite and Postgres, both builds linted, browser tests.
 test: tools fmt-check sizes unit lint e2e embedded
@@ -37,10 +46,11 @@ tools:
 
 ## One self-contained binary, dist/idem: built for release with the site's
 ## assets inside it. Deploying is copying it; see docs/DEPLOY.md.
-release: export RUSTFLAGS =
-release: tools-run
-	cargo leptos build --release
-	LEPTOS_OUTPUT_NAME=idem IDEM_EMBED_SITE=$(CURDIR)/target/site cargo build --release -p idem
+# (`cargo xtask site --release` builds the WASM without the debug-only
+# `erase_components`; the server's release build clears it here.)
+release: tools-release
+	cargo xtask site --release
+	RUSTFLAGS= IDEM_EMBED_SITE=$(CURDIR)/target/site cargo build --release -p idem
 	mkdir -p dist
 	cp target/release/idem dist/idem
 	scripts/check-release.sh dist/idem
@@ -49,38 +59,37 @@ release: tools-run
 ## the local server): seeds 1M and 10M claims, times every dashboard read
 ## beside its naive form, HTTP load, ingest, WASM size. Not part of
 ## `make test`; the better part of an hour here. Report: target/bench/report.md.
-bench: export RUSTFLAGS =
-bench: tools-run
+bench: tools-release
 	scripts/tools.sh bench
-	cargo leptos build --release
-	LEPTOS_OUTPUT_NAME=idem IDEM_EMBED_SITE=$(CURDIR)/target/site cargo build --release -p idem
-	cargo build --release -p idem-tools --bins --examples
-	cargo build --release -p idem-consumer --example ingest
+	cargo xtask site --release
+	RUSTFLAGS= IDEM_EMBED_SITE=$(CURDIR)/target/site cargo build --release -p idem
+	RUSTFLAGS= cargo build --release -p idem-tools --bins --examples
+	RUSTFLAGS= cargo build --release -p idem-consumer --example ingest
 	mkdir -p target/bench
 	scripts/bench.sh | tee target/bench/report.md
 
 ## The README's screenshots (docs/screenshots/*.png), taken by Playwright
 ## from a fresh demo at a fixed seed. Not part of `make test`.
-screenshots: tools
+screenshots: tools build
 	mkdir -p docs/screenshots
 	db=$$(mktemp -d /tmp/idem-shots.XXXXXX); \
 	trap 'rm -rf "$$db"' EXIT; \
-	env -u TEST_DATABASE_URL \
+	cd end2end && env -u TEST_DATABASE_URL \
 	  LEPTOS_SITE_ADDR=$(E2E_ADDR) \
 	  DATABASE_URL="sqlite://$$db/idem.db" \
 	  IDEM_DEMO=1 IDEM_DEMO_BACKFILL_HOURS=48 IDEM_DEMO_SEED=1842 IDEM_SCREENSHOTS=1 \
-	  cargo leptos end-to-end
+	  npx playwright test
 	ls -l docs/screenshots
 
 # What `make release` ships, as a debug build: the binary with the site
 # compiled in, run from an empty directory with only a database URL.
 # Its dependencies hold no test or tool code (idem-store's `testing` and
 # `bulk` features; seed, plans and bench are idem-tools).
-embedded:
+embedded: site
 	if cargo tree -p idem -e normal,features --prefix none | \
 	  grep -E '^(tempfile|idem-tools) |^idem-store feature "(testing|bulk)"'; then \
 	  echo "the shipped binary depends on test or tool code" >&2; exit 1; fi
-	LEPTOS_OUTPUT_NAME=idem IDEM_EMBED_SITE=$(CURDIR)/target/site cargo build -p idem
+	IDEM_EMBED_SITE=$(CURDIR)/target/site cargo build -p idem
 	scripts/check-release.sh target/debug/idem
 
 ## Fuzz the key/consumer segment and cursor parsers, FUZZ_SECONDS each (not part of `make test`).
@@ -94,6 +103,9 @@ fuzz:
 
 tools-run:
 	scripts/tools.sh run
+
+tools-release:
+	scripts/tools.sh release
 
 fmt-check:
 	cargo fmt --all -- --check
@@ -116,17 +128,17 @@ lint:
 	cargo clippy --workspace --exclude idem-frontend --all-targets -- -D warnings
 	cargo clippy -p idem-frontend --target wasm32-unknown-unknown -- -D warnings
 
-# cargo-leptos builds both halves, starts the server on a fresh demo
-# database, runs Playwright (Debian's Chromium) and stops the server.
+# Both halves built, then Playwright (Debian's Chromium) starts the server
+# on a fresh demo database (its `webServer`), runs the suite and stops it.
 # The demo is quiet at night (UTC): a whole day of history, from a fixed
 # seed, holds the same mix of unknown outcomes and dead letters for the
 # tests whatever time it is (six hours written at 03:00 held only two).
-e2e:
+e2e: build
 	db=$$(mktemp -d /tmp/idem-e2e.XXXXXX); \
 	trap 'rm -rf "$$db"' EXIT; \
-	env -u TEST_DATABASE_URL \
+	cd end2end && env -u TEST_DATABASE_URL \
 	  LEPTOS_SITE_ADDR=$(E2E_ADDR) \
 	  DATABASE_URL="sqlite://$$db/idem.db" \
 	  IDEM_DEMO=1 IDEM_DEMO_BACKFILL_HOURS=24 IDEM_DEMO_SEED=1842 IDEM_REDRIVE_PER_SECOND=20 \
 	  OIDC_PROVIDER_ADDR=$(E2E_OIDC_ADDR) $(E2E_OIDC) \
-	  cargo leptos end-to-end
+	  npx playwright test

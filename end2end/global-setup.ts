@@ -1,6 +1,6 @@
 // Before any test: wait once for the demo to have written its history.
 //
-// cargo-leptos starts the server on an empty database, and the demo writes
+// Playwright starts the server on an empty database, and the demo writes
 // its day (or two) of history while it already serves: 35 s for a day here,
 // longer on a busy machine. Tests that each waited for "their" key spent
 // their own time budget on it, and a slow start failed whichever came

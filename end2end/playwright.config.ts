@@ -1,7 +1,8 @@
 import { defineConfig, devices } from "@playwright/test";
 
-// cargo-leptos starts the server (at LEPTOS_SITE_ADDR) before running this
-// suite and stops it afterwards; `make test` points it at a fresh demo database.
+// Playwright starts Idem (built by `make build`, at LEPTOS_SITE_ADDR) before
+// the suite and stops it afterwards; `make e2e` points it at a fresh demo
+// database through the environment, which the server inherits.
 const address = process.env.LEPTOS_SITE_ADDR ?? "127.0.0.1:3000";
 // The OpenID provider Idem signs in through (IDEM_OIDC_ISSUER in the Makefile).
 const provider = process.env.OIDC_PROVIDER_ADDR ?? "127.0.0.1:3951";
@@ -17,16 +18,30 @@ export default defineConfig({
   forbidOnly: true,
   retries: 0,
   reporter: [["list"]],
-  // A real OpenID provider (oidc-provider from npm) for the sign-in tests.
-  webServer: {
-    command: "node oidc-provider.mjs",
-    url: `http://${provider}/.well-known/openid-configuration`,
-    env: { OIDC_PROVIDER_ADDR: provider, LEPTOS_SITE_ADDR: address },
-    reuseExistingServer: false,
-    stdout: "ignore",
-    stderr: "pipe",
-    timeout: 30_000,
-  },
+  webServer: [
+    // A real OpenID provider (oidc-provider from npm) for the sign-in tests.
+    {
+      command: "node oidc-provider.mjs",
+      url: `http://${provider}/.well-known/openid-configuration`,
+      env: { OIDC_PROVIDER_ADDR: provider, LEPTOS_SITE_ADDR: address },
+      reuseExistingServer: false,
+      stdout: "ignore",
+      stderr: "pipe",
+      timeout: 30_000,
+    },
+    // Idem itself, from the workspace root (where target/site is). Ready
+    // once migrated; global-setup.ts then waits for the demo's history.
+    {
+      command: process.env.IDEM_BIN ?? "target/debug/idem",
+      cwd: "..",
+      url: `http://${address}/readyz`,
+      reuseExistingServer: false,
+      stdout: "pipe",
+      stderr: "pipe",
+      timeout: 120_000,
+      gracefulShutdown: { signal: "SIGTERM", timeout: 15_000 },
+    },
+  ],
   use: {
     baseURL: `http://${address}`,
     trace: "retain-on-failure",

@@ -25,7 +25,7 @@ for tool in seed plans bench; do
   if "$dir/idem" "$tool" --help >/dev/null 2>&1; then fail "the shipped binary has an '$tool' command"; fi
 done
 
-# A clean environment: no site root, no cargo-leptos variables.
+# A clean environment: no site root, no LEPTOS_* variables.
 (cd "$dir" && exec env -i PATH=/usr/bin:/bin HOME="$dir" \
   DATABASE_URL="sqlite://$dir/idem.db" IDEM_ADDR="127.0.0.1:$port" \
   IDEM_DEMO=1 IDEM_DEMO_BACKFILL_HOURS=1 ./idem >"$dir/log" 2>&1) &

@@ -2,17 +2,16 @@
 # Installs what building and testing Idem needs, and nothing that is already
 # there: every step checks first, so a second run takes a second.
 #
-#   scripts/tools.sh run    what `make run` needs (Rust WASM target, cargo-leptos, wasm-bindgen)
-#   scripts/tools.sh bench  also what `make bench` needs (wrk, brotli)
-#   scripts/tools.sh test   also clippy/rustfmt, Node packages for Playwright, Debian's Chromium
+#   scripts/tools.sh run      what `make run` needs (the Rust WASM target; mold, a faster linker)
+#   scripts/tools.sh release  also wasm-opt (Debian's binaryen), for `make release`
+#   scripts/tools.sh bench    also what `make bench` needs (wrk, brotli)
+#   scripts/tools.sh test     also clippy/rustfmt, Node packages for Playwright, Debian's Chromium
 #
-# Versions are pinned: cargo-leptos 0.3.10 (0.3.11 needs a newer rustc than
-# 1.95), and wasm-bindgen-cli at exactly the wasm-bindgen version in
-# Cargo.lock (cargo-leptos uses the one on PATH; otherwise it tries to
-# download one, which fails on a machine without general internet access).
+# No build tool is compiled from source: the site is built by the
+# workspace's own `cargo xtask site` (xtask/), which generates the WASM's
+# bindings with the wasm-bindgen library at Cargo.lock's version.
 set -euo pipefail
 
-CARGO_LEPTOS_VERSION=0.3.10
 here=$(cd "$(dirname "$0")/.." && pwd)
 what=${1:-test}
 export PATH="$HOME/.cargo/bin:$PATH"
@@ -35,38 +34,19 @@ if ! rustup target list --installed | grep -qx wasm32-unknown-unknown; then
   rustup target add wasm32-unknown-unknown
 fi
 
-if [ "$(cargo leptos --version 2>/dev/null || true)" != "cargo-leptos $CARGO_LEPTOS_VERSION" ]; then
-  say "installing cargo-leptos $CARGO_LEPTOS_VERSION (compiles for a long while, once)"
-  cargo install cargo-leptos --version "$CARGO_LEPTOS_VERSION" --locked
-fi
-
-wasm_bindgen_version=$(awk '/^name = "wasm-bindgen"$/ { getline; gsub(/version = |"/, ""); print; exit }' "$here/Cargo.lock")
-if [ -z "$wasm_bindgen_version" ]; then
-  echo "error: no wasm-bindgen in Cargo.lock" >&2
-  exit 1
-fi
-if [ "$(wasm-bindgen --version 2>/dev/null || true)" != "wasm-bindgen $wasm_bindgen_version" ]; then
-  say "installing wasm-bindgen-cli $wasm_bindgen_version (the version in Cargo.lock)"
-  cargo install wasm-bindgen-cli --version "$wasm_bindgen_version" --force
-fi
-installed=$(wasm-bindgen --version)
-if [ "$installed" != "wasm-bindgen $wasm_bindgen_version" ]; then
-  echo "error: $installed is on PATH but Cargo.lock has wasm-bindgen $wasm_bindgen_version;" >&2
-  echo "       the generated JS would not match the WASM. Run: cargo install wasm-bindgen-cli --version $wasm_bindgen_version --force" >&2
-  exit 1
-fi
-
-# wasm-opt shrinks the release WASM (`make release`); cargo-leptos uses the
-# one on PATH, else tries to download one, which fails here.
-apt_install binaryen
+# mold links the test binaries and the server several times faster than
+# ld; scripts/link-gcc uses it when it is there and ld otherwise.
+apt_install mold
 
 [ "$what" = run ] && exit 0
 
-# `make bench`: the HTTP load generator and a brotli to measure the WASM with.
-if [ "$what" = bench ]; then
-  apt_install wrk brotli postgresql-client util-linux
-  exit 0
-fi
+# wasm-opt shrinks the release WASM (`make release`, `make bench`; the
+# release check in `make test` builds debug and needs none).
+case "$what" in
+  release) apt_install binaryen; exit 0 ;;
+  # The HTTP load generator, and a brotli to measure the WASM with.
+  bench) apt_install binaryen wrk brotli postgresql-client util-linux; exit 0 ;;
+esac
 
 for component in clippy rustfmt; do
   if ! rustup component list --installed | grep -q "^$component"; then

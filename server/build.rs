@@ -1,7 +1,8 @@
 //! Build data for `idem --version`, and — when `IDEM_EMBED_SITE` names a
-//! built site (cargo-leptos's `target/site`) — the site's assets compiled
-//! into the binary, each with a gzip copy, under a name that changes with
-//! their content (`/pkg/<hash>/…`), so one file is the whole deployment.
+//! built site (`target/site`, written by `cargo xtask site`) — the site's
+//! assets compiled into the binary, each with a gzip and a brotli copy,
+//! under a name that changes with their content (`/pkg/<hash>/…`), so one
+//! file is the whole deployment.
 
 use std::{
     env, fs,
@@ -70,7 +71,7 @@ fn embed(site: &Path, out: &Path) -> String {
         files
             .iter()
             .any(|f| f.extension().is_some_and(|e| e == "wasm")),
-        "IDEM_EMBED_SITE: {} holds no .wasm; run `cargo leptos build` first",
+        "IDEM_EMBED_SITE: {} holds no .wasm; run `cargo xtask site` first",
         pkg.display()
     );
     let mut hash = Fnv::default();

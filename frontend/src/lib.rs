@@ -1,4 +1,4 @@
-//! The WASM entry point. cargo-leptos builds this crate for
+//! The WASM entry point. `cargo xtask site` builds this crate for
 //! `wasm32-unknown-unknown`; the generated JS calls [`hydrate`] once the
 //! server-rendered page has loaded.
 //!

@@ -5,7 +5,7 @@
 //! time, to clients that accept it.
 //!
 //! A build without embedded assets (development, the tests) serves them
-//! from `LEPTOS_SITE_ROOT` on disk as cargo-leptos wrote them.
+//! from `LEPTOS_SITE_ROOT` on disk as `cargo xtask site` wrote them.
 
 use axum::{
     extract::Path,

@@ -50,7 +50,7 @@
 //! | `IDEM_LOG_KEYS` | `fingerprint`: a request about a key logs a keyed fingerprint of it (`key_fp`), never the key; `full`: the key itself | `fingerprint` |
 //! | `IDEM_LOG_KEY_SECRET` | the secret fingerprints are keyed with | one generated per install, kept in the database |
 //! | `RUST_LOG` | log filter | `info` |
-//! | `LEPTOS_SITE_ROOT`, `LEPTOS_SITE_PKG_DIR`, `LEPTOS_OUTPUT_NAME`, `LEPTOS_ENV`, `LEPTOS_RELOAD_PORT` | set by cargo-leptos | `target/site`, `pkg`, `idem`, `DEV`, `3001` |
+//! | `LEPTOS_SITE_ROOT`, `LEPTOS_SITE_PKG_DIR`, `LEPTOS_OUTPUT_NAME`, `LEPTOS_ENV`, `LEPTOS_RELOAD_PORT` | where the site is, and what it is called (`cargo leptos` sets them too) | `target/site`, `pkg`, `idem`, `DEV`, `3001` |
 
 use std::{net::SocketAddr, time::Duration};
 

@@ -304,7 +304,7 @@ fn oidc_for_pages(auth: &crate::auth::AuthSettings) -> (Option<String>, Option<S
 }
 
 /// The whole HTTP surface: health probes, the pages and their server
-/// functions, and the static assets cargo-leptos built.
+/// functions, and the static assets `cargo xtask site` built.
 ///
 /// Layers, outermost first: the request span → the body limit → security
 /// headers → the cross-site check → (the health probes) → admission

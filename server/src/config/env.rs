@@ -231,7 +231,8 @@ fn auth(addr: SocketAddr) -> Result<AuthSettings, ConfigError> {
     })
 }
 
-/// What cargo-leptos sets, for the listen address `addr`.
+/// Where the site is and what it is called, for the listen address `addr`:
+/// cargo-leptos's variables, whose defaults are what `cargo xtask site` builds.
 fn leptos(addr: SocketAddr) -> Result<LeptosOptions, ConfigError> {
     let reload_port = or_default("LEPTOS_RELOAD_PORT", 3001)?;
     Ok(LeptosOptions::builder()
