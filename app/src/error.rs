@@ -37,6 +37,10 @@ pub enum AppError {
         "This form was already used for another action ({0}); nothing was done. Reload the page and try again."
     )]
     FormReused(String),
+    /// What the form acted on changed after its page was drawn (a redrive
+    /// of a list that grew): nothing was done. The text says what it is now.
+    #[error("{0}")]
+    Changed(String),
     /// The database cannot be reached right now.
     #[error("The database is unavailable right now; try again in a few seconds.")]
     Unavailable,
@@ -56,7 +60,7 @@ impl AppError {
             AppError::BadRequest(_) => 400,
             AppError::Unauthorized => 401,
             AppError::Forbidden { .. } => 403,
-            AppError::ReadOnly(_) | AppError::FormReused(_) => 409,
+            AppError::ReadOnly(_) | AppError::FormReused(_) | AppError::Changed(_) => 409,
             AppError::Unavailable => 503,
             AppError::Internal { .. } => 500,
             AppError::Transport(_) => 502,
@@ -72,6 +76,7 @@ impl AppError {
             AppError::Forbidden { .. } => "Not allowed",
             AppError::ReadOnly(_) => "Not possible here",
             AppError::FormReused(_) => "Form already used",
+            AppError::Changed(_) => "Changed since you looked",
             AppError::Unavailable => "Database unavailable",
             AppError::Internal { .. } => "Server error",
             AppError::Transport(_) => "Server unreachable",

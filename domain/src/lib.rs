@@ -12,6 +12,7 @@ mod key;
 mod metric;
 mod read_only;
 mod record;
+mod redrive;
 mod retention;
 pub mod sign_in;
 pub mod slo;
@@ -26,6 +27,10 @@ pub use key::{ConsumerName, IdempotencyKey, KeyError, decode_segment, encode_seg
 pub use metric::{FIFO_DEDUPE_WINDOW_SECONDS, Metric, MetricKind};
 pub use read_only::ReadOnlyConsumers;
 pub use record::{AuditEntry, Claim, DeadLetter, OutboxRow, Page};
+pub use redrive::{BadOffer, REDRIVE_MAX, Redrive, RedriveItem, RedriveOffer};
 pub use retention::ClaimRetention;
-pub use status::{AccountOrigin, ClaimStatus, DeadLetterState, OutboxOrigin, Role, UnknownValue};
+pub use status::{
+    AccountOrigin, ClaimStatus, DeadLetterState, ItemOutcome, OutboxOrigin, RedriveState, Role,
+    UnknownValue,
+};
 pub use zone::{ZoneInfo, ZoneSpan};

@@ -130,6 +130,30 @@ text_enum! {
     }
 }
 
+text_enum! {
+    /// Where a redrive stands.
+    RedriveState, "redrive state" {
+        /// Its items are being taken, one at a time.
+        Running => "running",
+        /// Ended before its last item: by a person's Stop, or because its
+        /// starter may no longer act.
+        Stopped => "stopped",
+        /// Every item was taken.
+        Finished => "finished",
+    }
+}
+
+text_enum! {
+    /// What a redrive did with one of its dead letters.
+    ItemOutcome, "redrive item outcome" {
+        /// Replayed through the single replay.
+        Replayed => "replayed",
+        /// Left open, with the reason (its verdict was not "safe", or it
+        /// was handled meanwhile).
+        Skipped => "skipped",
+    }
+}
+
 impl Role {
     /// Whether this role may do what `needed` may.
     pub fn includes(self, needed: Role) -> bool {

@@ -33,8 +33,8 @@ mod ts;
 mod users;
 
 pub use actions::{
-    Actor, DiscardRequest, REDRIVE_MAX, Redrive, RedriveItem, RedriveRequest, RedriveStart,
-    RedriveStep, ReplayRequest, ResolveRequest,
+    Actor, DiscardRequest, REDRIVE_MAX, RedriveRequest, RedriveStart, RedriveStep, ReplayRequest,
+    ResolveRequest,
 };
 pub use audit::{AuditFilter, NewAuditEntry};
 pub use checks::{CheckLimits, SHARED_REFS_WATERMARK, SharedRefSweep};

@@ -5,7 +5,7 @@ use idem_domain::{Claim, ClaimStatus, DeadLetter, DeadLetterState, OutboxOrigin,
 
 use crate::{StoreError, ts::Ts};
 
-fn parse<T: std::str::FromStr<Err = idem_domain::UnknownValue>>(
+pub(crate) fn parse<T: std::str::FromStr<Err = idem_domain::UnknownValue>>(
     value: &str,
 ) -> Result<T, StoreError> {
     value

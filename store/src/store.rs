@@ -331,6 +331,17 @@ pub struct Tx {
 }
 
 impl Tx {
+    /// `select` with the rows it reads locked until this transaction ends
+    /// (`FOR UPDATE` on Postgres; a SQLite write transaction already holds
+    /// the database's write lock, so the statement is left as it is).
+    pub(crate) fn locking(&self, select: &str) -> String {
+        if self.inner.is_postgres() {
+            format!("{select} FOR UPDATE")
+        } else {
+            select.to_owned()
+        }
+    }
+
     pub async fn commit(self) -> StoreResult<()> {
         dispatch!(self.inner, tx => tx.commit().await?);
         Ok(())

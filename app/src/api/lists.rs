@@ -24,9 +24,20 @@ pub struct UnknownList {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DeadLetterList {
     pub list: ListPage<DeadLetter>,
-    /// The signed-in person may start a redrive (operator or admin).
-    pub can_redrive: bool,
-    /// A fresh id for the redrive form.
+    /// The redrive form, for an operator looking at open letters.
+    pub redrive: Option<RedriveForm>,
+}
+
+/// What the redrive form offers: read for this page alone (never from a
+/// cache someone else filled), so its button names what it will replay.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RedriveForm {
+    /// How many letters it takes (the oldest 500 at most).
+    pub count: i64,
+    /// The offer's token, which the form sends back (see
+    /// `idem_domain::RedriveOffer`).
+    pub offer: String,
+    /// A fresh id for the form.
     pub action_id: String,
 }
 
@@ -222,7 +233,9 @@ pub async fn list_dead_letters(
             cursor: cursor.clone(),
             filter: filter.clone(),
         };
+        let listed = filter.clone();
         let list = ssr::cached_page(key, |store| async move {
+            let filter = listed;
             let page = store
                 .dead_letters_in(state, &ssr::page_request(cursor), &filter)
                 .await?;
@@ -236,11 +249,21 @@ pub async fn list_dead_letters(
             Ok((page, total))
         })
         .await?;
-        Ok(DeadLetterList {
-            list,
-            can_redrive: user.role.includes(idem_domain::Role::Operator),
-            action_id: crate::ssr::new_action_id(),
-        })
+        let redrive = match user.role.includes(idem_domain::Role::Operator)
+            && state == DeadLetterState::Open
+        {
+            // The primary: the offer is what starting compares with.
+            true => {
+                let offer = crate::ssr::state()?.store.redrive_offer(&filter).await?;
+                (offer.count > 0).then(|| RedriveForm {
+                    count: offer.count,
+                    offer: offer.token(),
+                    action_id: crate::ssr::new_action_id(),
+                })
+            }
+            false => None,
+        };
+        Ok(DeadLetterList { list, redrive })
     })
     .await
 }

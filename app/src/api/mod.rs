@@ -38,14 +38,14 @@ pub use keys::{
     KeyLookup, KeyQuery, KeyStory, SearchResults, get_key_story, lookup_key, search_keys,
 };
 pub use lists::{
-    DeadLetterDetail, DeadLetterList, ListPage, UnknownList, get_dead_letter, list_dead_letters,
-    list_outbox, list_unknown,
+    DeadLetterDetail, DeadLetterList, ListPage, RedriveForm, UnknownList, get_dead_letter,
+    list_dead_letters, list_outbox, list_unknown,
 };
 #[cfg(feature = "ssr")]
 pub use overview::load_overview;
 pub use overview::{LastHour, Overview, get_console_info, get_login_info, get_overview};
 pub use redrives::{
-    RedriveDetail, RedriveRow, StartRedrive, StopRedrive, get_redrive, start_redrive, stop_redrive,
+    RedriveDetail, StartRedrive, StopRedrive, get_redrive, start_redrive, stop_redrive,
 };
 #[cfg(feature = "ssr")]
 pub use slo::load_slo_board;

@@ -4,8 +4,8 @@
 //! server's background work, one item at a time, each through the single
 //! replay with its own verdict, compare-and-set and audit row.
 
-use chrono::{DateTime, Utc};
-use idem_domain::action::ActionOutcome;
+use chrono::Utc;
+use idem_domain::{ItemOutcome, Redrive, RedriveItem, action::ActionOutcome};
 use leptos::prelude::*;
 use serde::{Deserialize, Serialize};
 
@@ -15,17 +15,8 @@ use crate::{error::AppError, format::Clock};
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RedriveDetail {
     pub clock: Clock,
-    pub id: i64,
-    pub actor: String,
-    /// What it took, in words.
-    pub selection: String,
-    /// `running`, `finished` or `stopped`.
-    pub state: String,
-    pub started_at: DateTime<Utc>,
-    pub ended_at: Option<DateTime<Utc>>,
-    pub ended_by: Option<String>,
-    pub audit_id: i64,
-    pub items: Vec<RedriveRow>,
+    pub run: Redrive,
+    pub items: Vec<RedriveItem>,
     /// The signed-in person may stop it (operator or admin).
     pub can_act: bool,
     /// A fresh id for the stop form.
@@ -33,15 +24,11 @@ pub struct RedriveDetail {
 }
 
 impl RedriveDetail {
-    pub fn is_running(&self) -> bool {
-        self.state == "running"
-    }
-
     /// How many items ended with `outcome`.
-    pub fn count(&self, outcome: &str) -> usize {
+    pub fn count(&self, outcome: ItemOutcome) -> usize {
         self.items
             .iter()
-            .filter(|i| i.outcome.as_deref() == Some(outcome))
+            .filter(|i| i.outcome == Some(outcome))
             .count()
     }
 
@@ -51,24 +38,9 @@ impl RedriveDetail {
     }
 }
 
-/// One dead letter of a run, and what became of it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RedriveRow {
-    pub position: i64,
-    pub dead_letter_id: i64,
-    pub consumer: String,
-    pub key: String,
-    /// `replayed`, `skipped`, or `None` while waiting.
-    pub outcome: Option<String>,
-    /// Why it was skipped.
-    pub reason: Option<String>,
-    /// The replay's audit row.
-    pub audit_id: Option<i64>,
-}
-
 #[cfg(feature = "ssr")]
 mod ssr {
-    use super::{RedriveDetail, RedriveRow};
+    use super::RedriveDetail;
     use crate::error::AppError;
 
     /// A run id as the address carries it.
@@ -98,31 +70,13 @@ mod ssr {
     }
 
     pub fn detail(
-        (run, items): (idem_store::Redrive, Vec<idem_store::RedriveItem>),
+        (run, items): (idem_domain::Redrive, Vec<idem_domain::RedriveItem>),
         clock: crate::format::Clock,
     ) -> RedriveDetail {
         RedriveDetail {
             clock,
-            id: run.id,
-            actor: run.actor,
-            selection: run.selection,
-            state: run.state,
-            started_at: run.started_at.0,
-            ended_at: run.ended_at.map(|t| t.0),
-            ended_by: run.ended_by,
-            audit_id: run.audit_id,
-            items: items
-                .into_iter()
-                .map(|i| RedriveRow {
-                    position: i.position,
-                    dead_letter_id: i.dead_letter_id,
-                    consumer: i.consumer,
-                    key: i.key,
-                    outcome: i.outcome,
-                    reason: i.reason,
-                    audit_id: i.audit_id,
-                })
-                .collect(),
+            run,
+            items,
             can_act: crate::ssr::current_user()
                 .is_some_and(|u| u.role.includes(idem_domain::Role::Operator)),
             action_id: crate::ssr::new_action_id(),
@@ -145,13 +99,16 @@ pub async fn get_redrive(id: String) -> Result<RedriveDetail, AppError> {
     .await
 }
 
-/// Starts a guarded redrive of the open dead letters the list shows for
-/// `consumer`, `error`, `from` and `to` (the oldest 500 at most): the server
-/// replays them one by one, each only when its verdict is "safe", and the
-/// person is sent to the run's page.
+/// Starts a guarded redrive of exactly the open dead letters the list
+/// offered for `consumer`, `error`, `from` and `to` (`offer`, the form's
+/// token: the oldest 500 at most): the server replays them one by one, each
+/// only when its verdict is "safe", and the person is sent to the run's
+/// page. If the matching letters are no longer the ones offered, nothing
+/// starts: a 409 that says how many match now, shown on the list.
 #[server(prefix = "/api/act")]
 pub async fn start_redrive(
     action_id: String,
+    #[server(default)] offer: String,
     #[server(default)] consumer: Option<String>,
     #[server(default)] error: Option<String>,
     #[server(default)] from: Option<String>,
@@ -159,6 +116,8 @@ pub async fn start_redrive(
 ) -> Result<ActionOutcome, AppError> {
     crate::api::actions::ssr::act(&action_id, async {
         let acting = crate::api::actions::ssr::operator()?;
+        let offered = idem_domain::RedriveOffer::parse(&offer)
+            .map_err(|e| AppError::BadRequest(e.to_string()))?;
         let selection = crate::api::lists::ssr::dead_letter_filter(from, to, consumer, error)?;
         ssr::writable(selection.window.consumer.as_ref())?;
         let state = crate::ssr::state()?;
@@ -166,66 +125,66 @@ pub async fn start_redrive(
             .store
             .start_redrive(&idem_store::RedriveRequest {
                 selection: &selection,
+                offer: &offered,
                 action_id: &crate::api::actions::ssr::action_id(&action_id)?,
                 actor: acting.actor(),
             })
             .await?;
-        Ok(match started {
-            idem_store::RedriveStart::Started {
+        use idem_store::RedriveStart;
+        match started {
+            RedriveStart::Started {
                 id,
                 items,
                 audit_id,
             } => {
                 crate::ssr::answer_on(&format!("/redrives/{id}"));
-                ActionOutcome::Done {
+                Ok(ActionOutcome::Done {
                     audit_id,
                     outbox_id: None,
                     summary: format!(
                         "Redrive #{id} started: {items} dead letter{} to go through, oldest first.",
                         if items == 1 { "" } else { "s" }
                     ),
-                }
+                })
             }
-            idem_store::RedriveStart::NothingToRedrive => ActionOutcome::Refused {
+            RedriveStart::Changed { now } => Err(AppError::Changed(format!(
+                "The list changed after the page was drawn: it offered {offered}, and {now} \
+                 match now. Nothing was started; the list below is as it stands, press again \
+                 to redrive it."
+            ))),
+            RedriveStart::NothingToRedrive => Ok(ActionOutcome::Refused {
                 reason: "no open dead letter matches this filter, so there is nothing to redrive."
                     .into(),
-            },
-            idem_store::RedriveStart::FormReused => ActionOutcome::FormReused {
-                first: "started a redrive".into(),
-            },
-        })
+            }),
+            RedriveStart::NotAllowed(why) => Ok(ActionOutcome::Refused {
+                reason: format!("{why}, so no redrive was started."),
+            }),
+            RedriveStart::FormReused => Ok(ActionOutcome::FormReused {
+                first: "started a redrive of another selection".into(),
+            }),
+        }
     })
     .await
 }
 
-/// Stops a running redrive between two items: those not yet taken stay
-/// open dead letters.
+/// Stops a running redrive between two items (after the one in flight):
+/// those not yet taken stay open dead letters. The same Stop sent again
+/// answers what the first one did.
 #[server(prefix = "/api/act")]
 pub async fn stop_redrive(id: String, action_id: String) -> Result<ActionOutcome, AppError> {
     crate::api::actions::ssr::act(&action_id, async {
         let acting = crate::api::actions::ssr::operator()?;
-        crate::api::actions::ssr::action_id(&action_id)?;
+        let action = crate::api::actions::ssr::action_id(&action_id)?;
         let id = ssr::run_id(&id)?;
         let state = crate::ssr::state()?;
-        let stopped = state.store.stop_redrive(id, acting.actor()).await?;
-        // Ended already (or never was): say how, as the run now stands.
-        let Some((run, _)) = state.store.redrive(id).await? else {
-            return Err(AppError::NotFound(format!("There is no redrive {id}.")));
-        };
-        Ok(match stopped {
-            Some(audit_id) => ActionOutcome::Done {
-                audit_id,
-                outbox_id: None,
-                summary: format!(
-                    "Redrive #{id} stopped: the dead letters it had not taken stay open."
-                ),
-            },
-            None => ActionOutcome::Conflict {
-                by: run.ended_by.unwrap_or_else(|| "the redrive itself".into()),
-                at: run.ended_at.map(|t| t.0),
-                now: run.state,
-            },
-        })
+        let outcome = state
+            .store
+            .stop_redrive(id, &action, acting.actor())
+            .await?;
+        match outcome {
+            ActionOutcome::Refused { reason } => Err(AppError::NotFound(reason)),
+            outcome => Ok(outcome),
+        }
     })
     .await
 }

@@ -51,15 +51,12 @@ pub fn DeadLettersPage() -> impl IntoView {
             .unwrap_or_default();
         let mut keep = by_state.clone();
         keep.extend(filter_pairs());
-        let redrive = (list.can_redrive && state.get_untracked().is_none() && p.total.value > 0)
-            .then(|| {
+        let redrive = list
+            .redrive
+            .filter(|_| state.get_untracked().is_none())
+            .map(|form| {
                 view! {
-                    <RedriveForm
-                        window=window.clone()
-                        error=error.get_untracked()
-                        total=p.total
-                        action_id=list.action_id
-                    />
+                    <RedriveForm window=window.clone() error=error.get_untracked() form/>
                 }
             });
         provide_clock(p.clock);
@@ -78,6 +75,7 @@ pub fn DeadLettersPage() -> impl IntoView {
     };
     view! {
         <Title text="Dead letters"/>
+        <ActionAnswer/>
         <div class="page-head">
             <h1>"Dead letters"</h1>
             <LiveRefresh/>
@@ -151,22 +149,20 @@ fn DeadLetterFilters(
 }
 
 /// "Redrive these": a guarded replay of the open dead letters the filter
-/// shows (the oldest 500 at most), posted as a plain form; the answer is the
-/// run's page.
+/// shows (the oldest 500 at most), posted as a plain form that carries what
+/// it offers; the answer is the run's page, or — when the list changed
+/// meanwhile — this page again, saying how.
 #[component]
 fn RedriveForm(
     window: super::lists::ListWindow,
     error: Option<String>,
-    total: idem_domain::CappedCount,
-    action_id: String,
+    form: crate::api::RedriveForm,
 ) -> impl IntoView {
-    let max = 500;
-    let how_many = if total.value > max || total.capped {
-        format!("the oldest {max} of these")
-    } else if total.value == 1 {
-        "this one".to_owned()
-    } else {
-        format!("these {}", total.value)
+    let max = idem_domain::REDRIVE_MAX;
+    let how_many = match form.count {
+        1 => "this one".to_owned(),
+        n if n >= max => format!("the oldest {n} of these"),
+        n => format!("these {n}"),
     };
     let hidden = [
         ("consumer", window.consumer),
@@ -184,10 +180,12 @@ fn RedriveForm(
             <p>
                 "Each dead letter is replayed in turn through the same single replay, with the same key, "
                 "only when its verdict is “safe”. Those whose key is already sent, whose outcome is unknown "
-                "or whose claim is beyond retention are skipped and listed with why. You can stop it between two items."
+                "or whose claim is beyond retention are skipped and listed with why. Letters that arrive "
+                "after this page was drawn are not taken. You can stop it between two items."
             </p>
             <form method="post" action=start_path>
-                <input type="hidden" name="action_id" value=crate::components::actions::form_id(&action_id, "redrive")/>
+                <input type="hidden" name="action_id" value=crate::components::actions::form_id(&form.action_id, "redrive")/>
+                <input type="hidden" name="offer" value=form.offer/>
                 {hidden}
                 <button type="submit">"Redrive " {how_many}</button>
             </form>

@@ -2,8 +2,10 @@ use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::hooks::use_location;
 
+use idem_domain::{ItemOutcome, Redrive, RedriveItem, RedriveState};
+
 use crate::{
-    api::{RedriveDetail, RedriveRow, get_redrive},
+    api::{RedriveDetail, get_redrive},
     components::actions::{ActionAnswer, form_id},
     components::{KeyLink, LiveRefresh, Loaded, Time, provide_clock},
     links,
@@ -28,34 +30,30 @@ pub fn RedrivePage() -> impl IntoView {
     view! {
         <Title text="Redrive"/>
         <ActionAnswer/>
-        <Loaded resource=data render=move |run: RedriveDetail| {
-            provide_clock(run.clock.clone());
-            // Follow a running redrive; a finished one does not change.
+        <Loaded resource=data render=move |detail: RedriveDetail| {
+            provide_clock(detail.clock.clone());
+            let run = &detail.run;
+            // Follow a running redrive; an ended one does not change.
             let refresh = run.is_running().then(|| view! {
                 <LiveRefresh/>
             });
             let stop_path = <crate::api::StopRedrive as leptos::server_fn::ServerFn>::PATH;
-            let stop = (run.is_running() && run.can_act).then(|| view! {
+            let stop = (run.is_running() && detail.can_act).then(|| view! {
                 <form method="post" action=stop_path class="inline-form">
                     <input type="hidden" name="id" value=run.id.to_string()/>
-                    <input type="hidden" name="action_id" value=form_id(&run.action_id, "stop")/>
+                    <input type="hidden" name="action_id" value=form_id(&detail.action_id, "stop")/>
                     <button type="submit">"Stop the redrive"</button>
                 </form>
             });
-            let total = run.items.len();
-            let (replayed, skipped, waiting) = (run.count("replayed"), run.count("skipped"), run.waiting());
+            let total = detail.items.len();
+            let (replayed, skipped, waiting) = (
+                detail.count(ItemOutcome::Replayed),
+                detail.count(ItemOutcome::Skipped),
+                detail.waiting(),
+            );
             let progress = format!("{} of {total} taken", total - waiting);
-            let ended = match (&run.ended_at, run.state.as_str()) {
-                (Some(at), "stopped") => view! {
-                    <p class="notice">
-                        "Stopped by " {run.ended_by.clone().unwrap_or_default()} " at " <Time at=*at/>
-                        {format!(": {waiting} not taken, still open.")}
-                    </p>
-                }.into_any(),
-                (Some(at), _) => view! { <p class="notice">"Finished at " <Time at=*at/> "."</p> }.into_any(),
-                (None, _) => view! { <p class="notice">"Running: one dead letter at a time, paced."</p> }.into_any(),
-            };
-            let rows = run.items.iter().cloned().map(item_row).collect_view();
+            let ended = ended_note(run, waiting);
+            let rows = detail.items.iter().cloned().map(item_row).collect_view();
             view! {
                 <div class="page-head">
                     <h1>"Redrive #" {run.id}</h1>
@@ -64,14 +62,14 @@ pub fn RedrivePage() -> impl IntoView {
                 <dl class="fields">
                     <dt>"Started by"</dt><dd>{run.actor.clone()} " at " <Time at=run.started_at/></dd>
                     <dt>"Took"</dt><dd>{run.selection.clone()}</dd>
-                    <dt>"State"</dt><dd>{run.state.clone()}</dd>
+                    <dt>"State"</dt><dd>{run.state.as_str()}</dd>
                     <dt>"Progress"</dt><dd><progress max=total.to_string() value=(total - waiting).to_string()></progress> " " {progress}</dd>
                     <dt>"Tally"</dt><dd>{format!("{replayed} replayed, {skipped} skipped, {waiting} waiting")}</dd>
                 </dl>
                 {ended}
                 {stop}
                 <table>
-                    <thead><tr><th class="num">"#"</th><th>"Dead letter"</th><th>"Key"</th><th>"Outcome"</th><th>"Why"</th></tr></thead>
+                    <thead><tr><th class="num">"#"</th><th>"Dead letter"</th><th>"Key"</th><th>"Outcome"</th><th>"When"</th><th>"Why"</th></tr></thead>
                     <tbody>{rows}</tbody>
                 </table>
             }
@@ -79,14 +77,40 @@ pub fn RedrivePage() -> impl IntoView {
     }
 }
 
-fn item_row(item: RedriveRow) -> impl IntoView {
-    let outcome = item.outcome.unwrap_or_else(|| "waiting".into());
+/// How the run ended (who stopped it, or why it stopped), or that it runs.
+fn ended_note(run: &Redrive, waiting: usize) -> AnyView {
+    let Some(at) = run.ended_at else {
+        return view! { <p class="notice">"Running: one dead letter at a time, paced."</p> }
+            .into_any();
+    };
+    match (run.state, &run.ended_by, &run.end_reason) {
+        (RedriveState::Stopped, Some(by), _) => view! {
+            <p class="notice">
+                "Stopped by " {by.clone()} " at " <Time at/>
+                {format!(": {waiting} not taken, still open.")}
+            </p>
+        }
+        .into_any(),
+        (RedriveState::Stopped, None, reason) => view! {
+            <p class="notice" role="alert">
+                "Stopped at " <Time at/> " because " {reason.clone().unwrap_or_default()}
+                {format!(": {waiting} not taken, still open.")}
+            </p>
+        }
+        .into_any(),
+        _ => view! { <p class="notice">"Finished at " <Time at/> "."</p> }.into_any(),
+    }
+}
+
+fn item_row(item: RedriveItem) -> impl IntoView {
+    let outcome = item.outcome.map_or("waiting", |o| o.as_str());
     view! {
         <tr>
             <td class="num">{item.position}</td>
             <td><a href=format!("/dead-letters/{}", item.dead_letter_id)>"#"{item.dead_letter_id}</a></td>
             <td><KeyLink consumer=item.consumer key=item.key/></td>
-            <td class=format!("redrive-{outcome}")>{outcome.clone()}</td>
+            <td class=format!("redrive-{outcome}")>{outcome}</td>
+            <td>{item.done_at.map(|at| view! { <Time at/> })}</td>
             <td>{item.reason}</td>
         </tr>
     }

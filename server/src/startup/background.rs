@@ -234,10 +234,7 @@ async fn run_redrives(store: Store, redrives: Redrives, mut stop: watch::Receive
         });
         for redrive in running {
             loop {
-                match store
-                    .redrive_step(redrive, &redrives.retention, idem_store::Ts::now())
-                    .await
-                {
+                match store.redrive_step(redrive, &redrives.retention).await {
                     Ok(idem_store::RedriveStep::Item(_)) => {}
                     Ok(idem_store::RedriveStep::Ended) => {
                         tracing::info!(redrive, "redrive ended");

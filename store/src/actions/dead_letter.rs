@@ -6,7 +6,7 @@ use idem_domain::{
     action::{self as text, ActionOutcome, Verdict},
 };
 
-use super::{DiscardRequest, ReplayRequest, recovery_seconds, refused, summary};
+use super::{DiscardRequest, ReplayRequest, When, recovery_seconds, refused, summary};
 use crate::{
     NewAuditEntry, StoreResult,
     consumer::NewOutboxRow,
@@ -16,15 +16,19 @@ use crate::{
     ts::Ts,
 };
 
-/// One dead letter, read inside the action's transaction.
+/// One dead letter, read inside the action's transaction and locked until
+/// it ends: whatever the action then decides, nobody changes the letter
+/// meanwhile, and the clock read after this is later than any other
+/// action's commit on it.
 async fn dead_letter(tx: &mut Tx, id: i64) -> StoreResult<Option<DeadLetter>> {
     const SQL: &str = concat!(
         "SELECT ",
         dead_letter_columns!(),
         " FROM dead_letters WHERE id = $1"
     );
+    let sql = tx.locking(SQL);
     let row: Option<DeadLetterRow> = dispatch!(&mut tx.inner, tx => {
-        sqlx::query_as(SQL).bind(id).fetch_optional(&mut **tx).await?
+        sqlx::query_as(&sql).bind(id).fetch_optional(&mut **tx).await?
     });
     row.map(DeadLetter::try_from).transpose()
 }
@@ -73,18 +77,19 @@ pub(super) enum Accept {
     SafeOnly,
 }
 
-/// Replays the open dead letter `req` names, inside `tx`, as of `now`, if
-/// its verdict is one `accept` goes ahead on.
+/// Replays the open dead letter `req` names, inside `tx`, `when` it
+/// happens, if its verdict is one `accept` goes ahead on.
 pub(super) async fn replay(
     tx: &mut Tx,
     req: &ReplayRequest<'_>,
     accept: Accept,
-    now: chrono::DateTime<Utc>,
+    when: When,
 ) -> StoreResult<ActionOutcome> {
     let dl = match open_dead_letter(tx, req.dead_letter_id).await? {
         Ok(dl) => dl,
         Err(answer) => return Ok(answer),
     };
+    let now = when.read();
     let claim = tx.read_claim(&dl.consumer, &dl.key).await?;
     let verdict = Verdict::of(claim.as_ref(), req.retention.of(&dl.consumer), now);
     if accept == Accept::SafeOnly && verdict != Verdict::Safe {

@@ -26,7 +26,7 @@ mod redrive;
 mod resolve;
 
 use dead_letter::{Accept, discard, replay};
-pub use redrive::{REDRIVE_MAX, Redrive, RedriveItem, RedriveRequest, RedriveStart, RedriveStep};
+pub use redrive::{REDRIVE_MAX, RedriveRequest, RedriveStart, RedriveStep};
 use resolve::resolve;
 
 /// Who acts, as the audit log records them.
@@ -280,7 +280,7 @@ impl Store {
     }
 
     pub async fn replay_dead_letter(&self, req: &ReplayRequest<'_>) -> StoreResult<ActionOutcome> {
-        self.replay_dead_letter_at(req, Ts::now()).await
+        self.once(Act::Replay(req, When::Now)).await
     }
 
     /// [`Store::replay_dead_letter`] as of `at`: when the operator acted.
@@ -290,17 +290,7 @@ impl Store {
         req: &ReplayRequest<'_>,
         at: Ts,
     ) -> StoreResult<ActionOutcome> {
-        self.once(Act::Replay(req, at)).await
-    }
-
-    /// [`Store::replay_dead_letter_at`] only when the verdict is "safe";
-    /// any other verdict refuses with its title (a redrive's item).
-    async fn replay_if_safe_at(
-        &self,
-        req: &ReplayRequest<'_>,
-        at: Ts,
-    ) -> StoreResult<ActionOutcome> {
-        self.once(Act::ReplayIfSafe(req, at)).await
+        self.once(Act::Replay(req, When::At(at))).await
     }
 
     pub async fn discard_dead_letter(
@@ -311,7 +301,7 @@ impl Store {
     }
 
     pub async fn resolve_unknown(&self, req: &ResolveRequest<'_>) -> StoreResult<ActionOutcome> {
-        self.resolve_unknown_at(req, Ts::now()).await
+        self.once(Act::Resolve(req, When::Now)).await
     }
 
     /// [`Store::resolve_unknown`] as of `at`: when the operator acted. Only
@@ -321,7 +311,7 @@ impl Store {
         req: &ResolveRequest<'_>,
         at: Ts,
     ) -> StoreResult<ActionOutcome> {
-        self.once(Act::Resolve(req, at)).await
+        self.once(Act::Resolve(req, When::At(at))).await
     }
 
     /// Runs an action once: a resubmission of its action id returns the
@@ -334,14 +324,9 @@ impl Store {
         }
         let mut tx = self.begin().await?;
         let result = match act {
-            Act::Replay(req, at) => {
-                replay(&mut tx, req, Accept::OperatorChoice, not_after_now(at)).await
-            }
-            Act::ReplayIfSafe(req, at) => {
-                replay(&mut tx, req, Accept::SafeOnly, not_after_now(at)).await
-            }
+            Act::Replay(req, when) => replay(&mut tx, req, Accept::OperatorChoice, when).await,
             Act::Discard(req) => discard(&mut tx, req).await,
-            Act::Resolve(req, at) => resolve(&mut tx, req, not_after_now(at)).await,
+            Act::Resolve(req, when) => resolve(&mut tx, req, when.read()).await,
         };
         self.settle(tx, result, action_id, &binding).await
     }
@@ -350,16 +335,15 @@ impl Store {
 /// One operator action, and when it was taken.
 #[derive(Clone, Copy)]
 enum Act<'r, 'a> {
-    Replay(&'r ReplayRequest<'a>, Ts),
-    ReplayIfSafe(&'r ReplayRequest<'a>, Ts),
+    Replay(&'r ReplayRequest<'a>, When),
     Discard(&'r DiscardRequest<'a>),
-    Resolve(&'r ResolveRequest<'a>, Ts),
+    Resolve(&'r ResolveRequest<'a>, When),
 }
 
 impl<'r, 'a> Act<'r, 'a> {
     fn action_id(self) -> &'r str {
         match self {
-            Act::Replay(req, _) | Act::ReplayIfSafe(req, _) => req.action_id.as_str(),
+            Act::Replay(req, _) => req.action_id.as_str(),
             Act::Discard(req) => req.action_id.as_str(),
             Act::Resolve(req, _) => req.action_id.as_str(),
         }
@@ -367,17 +351,32 @@ impl<'r, 'a> Act<'r, 'a> {
 
     fn binding(self) -> Binding<'a> {
         match self {
-            Act::Replay(req, _) | Act::ReplayIfSafe(req, _) => req.binding(),
+            Act::Replay(req, _) => req.binding(),
             Act::Discard(req) => req.binding(),
             Act::Resolve(req, _) => req.binding(),
         }
     }
 }
 
-/// An action "as of" the future happens now: history is only ever
-/// written backwards (the demo's on-call), never ahead of the clock.
-fn not_after_now(at: Ts) -> chrono::DateTime<Utc> {
-    at.0.min(Utc::now())
+/// When an action happens.
+#[derive(Debug, Clone, Copy)]
+enum When {
+    /// Now, read once the action holds its rows, so the times the audit log
+    /// records follow the order the actions committed in.
+    Now,
+    /// At a moment in the past: the demo's history (its simulated on-call).
+    /// A moment in the future happens now: history is only ever written
+    /// backwards, never ahead of the clock.
+    At(Ts),
+}
+
+impl When {
+    fn read(self) -> chrono::DateTime<Utc> {
+        match self {
+            When::Now => Utc::now(),
+            When::At(at) => at.0.min(Utc::now()),
+        }
+    }
 }
 
 /// Seconds from `since` to `now`; never negative, even for an action dated

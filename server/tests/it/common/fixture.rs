@@ -88,9 +88,16 @@ impl Fixture {
             error: Some(Fixture::redrive_error(&key)),
             ..Default::default()
         };
+        // A redrive acts with its starter's rights, read from their account.
+        store
+            .create_user("fixture", idem_domain::Role::Operator, None)
+            .await
+            .unwrap();
+        let offer = store.redrive_offer(&selection).await.unwrap();
         let started = store
             .start_redrive(&idem_store::RedriveRequest {
                 selection: &selection,
+                offer: &offer,
                 action_id: &idem_domain::action::ActionId::parse(
                     &format!("fixture-{key}").replace(|c: char| !c.is_ascii_alphanumeric(), "-"),
                 )
@@ -218,10 +225,17 @@ impl Fixture {
             ("get_redrive", vec![("id", self.redrive.to_string())]),
             (
                 "start_redrive",
+                // A filter nothing matches, and the offer of a page that
+                // showed nothing: answered (200) with nothing to redrive,
+                // however often it is sent.
                 vec![
                     ("action_id", id("redrive")),
+                    ("offer", idem_domain::RedriveOffer::of([]).token()),
                     ("consumer", "orders".into()),
-                    ("error", Fixture::redrive_error(&self.key)),
+                    (
+                        "error",
+                        format!("nothing matches {}", Fixture::redrive_error(&self.key)),
+                    ),
                     ("from", "2026-01-01T00:00Z".into()),
                     ("to", none()),
                 ],

@@ -8,7 +8,7 @@ use idem_store::{NewDeadLetter, Outcome, Store, Ts, testing::TestDatabase};
 
 use super::{
     claim,
-    common::{TestApp, forms, get, location, post_as_browser, spawn_with, visible},
+    common::{Form, TestApp, forms, get, location, post_as_browser, spawn_with, visible},
 };
 
 const CONSUMER: &str = "reminders";
@@ -181,4 +181,133 @@ async fn an_operator_redrives_the_429s_and_only_the_safe_ones_are_replayed(db: T
     assert!(!html.contains("stop_redrive"));
     let (_, html) = get(&app.client, &app.url(list)).await;
     assert!(!html.contains("start_redrive"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_redrive_takes_what_its_page_showed_and_a_changed_list_is_refused_on_the_page_on_sqlite()
+{
+    a_redrive_takes_what_its_page_showed_and_a_changed_list_is_refused_on_the_page(
+        TestDatabase::sqlite().await,
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_redrive_takes_what_its_page_showed_and_a_changed_list_is_refused_on_the_page_on_postgres()
+ {
+    a_redrive_takes_what_its_page_showed_and_a_changed_list_is_refused_on_the_page(
+        TestDatabase::postgres().await,
+    )
+    .await;
+}
+
+/// The redrive form of `list` as `client` sees it, and the words on its button.
+async fn redrive_form(app: &TestApp, client: &reqwest::Client, list: &str) -> (Form, String) {
+    let (status, html) = get(client, &app.url(list)).await;
+    assert_eq!(status, 200, "{list}");
+    let form = forms(&html)
+        .into_iter()
+        .find(|f| f.action.contains("start_redrive"))
+        .unwrap_or_else(|| panic!("no redrive form on {list}: {}", visible(&html)));
+    let heading = visible(&html)
+        .split("Redrive ")
+        .nth(1)
+        .map(|rest| {
+            rest.split(" Each dead letter")
+                .next()
+                .unwrap_or(rest)
+                .to_owned()
+        })
+        .unwrap_or_default();
+    (form, heading)
+}
+
+async fn press(app: &TestApp, client: &reqwest::Client, list: &str, form: &Form) -> String {
+    let fields: Vec<(&str, &str)> = form
+        .fields
+        .iter()
+        .map(|(n, v)| (n.as_str(), v.as_str()))
+        .collect();
+    let response = post_as_browser(app, client, list, &form.action, &fields).await;
+    assert_eq!(response.status().as_u16(), 303);
+    location(&response)
+}
+
+async fn a_redrive_takes_what_its_page_showed_and_a_changed_list_is_refused_on_the_page(
+    db: TestDatabase,
+) {
+    let app = spawn_with(|c| c.redrive_per_second = 100, db).await;
+    app.create_user("olga", Role::Operator).await;
+    let olga = app.sign_in("olga").await;
+    let failed = Outcome::Retryable {
+        error: "429 Too Many Requests",
+    };
+    for n in 1..=3 {
+        let key = format!("remind:{n} ‏שלום/🧾");
+        claim(&app.store, CONSUMER, &key, Some(failed)).await;
+        dead_letter(&app.store, &key, "429 Too Many Requests").await;
+    }
+    let list = "/dead-letters?consumer=reminders&error=429";
+    let (form, button) = redrive_form(&app, &olga, list).await;
+    assert_eq!(button, "these 3");
+
+    // Forty more arrive while Olga reads the page.
+    for n in 4..=43 {
+        let key = format!("remind:{n}");
+        claim(&app.store, CONSUMER, &key, Some(failed)).await;
+        dead_letter(&app.store, &key, "429 Too Many Requests").await;
+    }
+    let run = press(&app, &olga, list, &form).await;
+    assert!(run.starts_with("/redrives/"), "{run}");
+    let (_, html) = get(&olga, &app.url(&run)).await;
+    assert!(
+        visible(&html).contains("Redrive #1 started: 3 dead letters to go through"),
+        "{}",
+        visible(&html)
+    );
+    let shown = ended(&app, &olga, run.split('?').next().unwrap()).await;
+    assert!(
+        shown.contains("3 replayed, 0 skipped, 0 waiting"),
+        "{shown}"
+    );
+
+    // The page drawn again offers the forty; one of them is replayed by
+    // hand before Olga presses: nothing starts, and the list says why.
+    let (form, button) = redrive_form(&app, &olga, list).await;
+    assert_eq!(button, "these 40");
+    let one = app
+        .store
+        .dead_letters_in(
+            DeadLetterState::Open,
+            &idem_store::PageRequest::new(1, None),
+            &idem_store::DeadLetterFilter::default(),
+        )
+        .await
+        .unwrap()
+        .items[0]
+        .id;
+    let discard = format!("UPDATE dead_letters SET state = 'discarded' WHERE id = {one}");
+    idem_store::testing::execute_raw(&app.store, &discard, &discard)
+        .await
+        .unwrap();
+    let back = press(&app, &olga, list, &form).await;
+    assert!(
+        back.starts_with("/dead-letters?"),
+        "back to the list: {back}"
+    );
+    let (_, html) = get(&olga, &app.url(&back)).await;
+    let page = visible(&html);
+    assert!(
+        page.contains(
+            "The list changed after the page was drawn: it offered 40 dead letters, and 39 \
+             dead letters match now. Nothing was started"
+        ),
+        "{page}"
+    );
+    let (_, button) = redrive_form(&app, &olga, &back).await;
+    assert_eq!(button, "these 39", "the page offers the new list");
+    assert_eq!(
+        idem_store::testing::count_rows(&app.store, "redrives").await,
+        1
+    );
 }

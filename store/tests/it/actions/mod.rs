@@ -9,6 +9,7 @@ mod concurrency;
 mod effects;
 mod records;
 mod redrive;
+mod redrive_guards;
 
 use chrono::TimeDelta;
 use idem_domain::action::ActionId;

@@ -3,10 +3,13 @@
 //! idempotent as a whole.
 
 use chrono::TimeDelta;
-use idem_domain::{ClaimRetention, DeadLetterState, action::ActionId};
+use idem_domain::{
+    ClaimRetention, DeadLetterState, ItemOutcome, RedriveOffer, RedriveState, Role,
+    action::{ActionId, ActionOutcome},
+};
 use idem_store::{
     Actor, DeadLetterFilter, Delivery, NewDeadLetter, Outcome, RedriveRequest, RedriveStart,
-    RedriveStep, Store, Ts, testing,
+    RedriveStep, Store, testing,
 };
 
 use super::{OLGA, PETE, ago, replay};
@@ -18,19 +21,29 @@ idem_store::on_both_backends!(
     resubmitting_a_redrive_starts_nothing_new,
 );
 
+/// Olga and Pete, the operators these tests act as, as accounts: a run
+/// acts with its starter's current rights, read from their account.
+pub(super) async fn operators(store: &Store) {
+    for name in [OLGA.name, PETE.name] {
+        store.create_user(name, Role::Operator, None).await.unwrap();
+    }
+}
+
 /// Claims in `archive` are kept ten minutes; everyone else's thirty days.
-fn retention() -> ClaimRetention {
+pub(super) fn retention() -> ClaimRetention {
     ClaimRetention::days(30).with("archive", TimeDelta::minutes(10))
 }
 
 /// A claim of `consumer` for `key` half an hour old ending in `outcome`,
-/// and an open dead letter for it failing with `error`.
-async fn dead_letter(
+/// and an open dead letter for it failing with `error`, dead-lettered
+/// `minutes` ago.
+pub(super) async fn dead_letter_at(
     store: &Store,
     consumer: &str,
     key: &str,
     outcome: Outcome<'_>,
     error: &str,
+    minutes: i64,
 ) -> i64 {
     let mut tx = store.begin().await.unwrap();
     let d = Delivery {
@@ -52,7 +65,7 @@ async fn dead_letter(
             delivery_count: 3,
             first_failure_at: ago(25),
             last_error: Some(error),
-            at: ago(20),
+            at: ago(minutes),
         })
         .await
         .unwrap();
@@ -60,53 +73,84 @@ async fn dead_letter(
     id
 }
 
-const FAILED: Outcome<'static> = Outcome::Permanent { error: "429" };
+pub(super) async fn dead_letter(
+    store: &Store,
+    consumer: &str,
+    key: &str,
+    outcome: Outcome<'_>,
+    error: &str,
+) -> i64 {
+    dead_letter_at(store, consumer, key, outcome, error, 20).await
+}
 
-fn request<'a>(
+pub(super) const FAILED: Outcome<'static> = Outcome::Permanent { error: "429" };
+
+pub(super) fn request<'a>(
     selection: &'a DeadLetterFilter,
+    offer: &'a RedriveOffer,
     action_id: &'a ActionId,
     actor: Actor<'a>,
 ) -> RedriveRequest<'a> {
     RedriveRequest {
         selection,
+        offer,
         action_id,
         actor,
     }
 }
 
-fn by_error(error: &str) -> DeadLetterFilter {
+pub(super) fn by_error(error: &str) -> DeadLetterFilter {
     DeadLetterFilter {
         error: Some(error.to_owned()),
         ..DeadLetterFilter::default()
     }
 }
 
-async fn started(store: &Store, req: &RedriveRequest<'_>) -> (i64, i64) {
-    match store.start_redrive(req).await.unwrap() {
+/// Starts a redrive of what the list offers now, as a page would.
+pub(super) async fn start(
+    store: &Store,
+    selection: &DeadLetterFilter,
+    form: &ActionId,
+    actor: Actor<'_>,
+) -> RedriveStart {
+    let offer = store.redrive_offer(selection).await.unwrap();
+    store
+        .start_redrive(&request(selection, &offer, form, actor))
+        .await
+        .unwrap()
+}
+
+pub(super) async fn started(
+    store: &Store,
+    selection: &DeadLetterFilter,
+    form: &ActionId,
+    actor: Actor<'_>,
+) -> (i64, i64) {
+    match start(store, selection, form, actor).await {
         RedriveStart::Started { id, items, .. } => (id, items),
         other => panic!("not started: {other:?}"),
     }
 }
 
+pub(super) async fn step(store: &Store, id: i64) -> RedriveStep {
+    store.redrive_step(id, &retention()).await.unwrap()
+}
+
 /// Steps a run until it ends; how many steps settled an item.
-async fn run_to_end(store: &Store, id: i64) -> usize {
+pub(super) async fn run_to_end(store: &Store, id: i64) -> usize {
     let mut items = 0;
-    while let RedriveStep::Item(_) = store
-        .redrive_step(id, &retention(), Ts::now())
-        .await
-        .unwrap()
-    {
+    while let RedriveStep::Item(_) = step(store, id).await {
         items += 1;
         assert!(items <= 500, "a run ends");
     }
     items
 }
 
-async fn dead_letter_state(store: &Store, id: i64) -> DeadLetterState {
+pub(super) async fn dead_letter_state(store: &Store, id: i64) -> DeadLetterState {
     store.dead_letter(id).await.unwrap().unwrap().state
 }
 
-async fn replays_of(store: &Store, dead_letter: i64) -> i64 {
+pub(super) async fn replays_of(store: &Store, dead_letter: i64) -> i64 {
     testing::count_rows(
         store,
         &format!("outbox WHERE dead_letter_id = {dead_letter}"),
@@ -114,7 +158,15 @@ async fn replays_of(store: &Store, dead_letter: i64) -> i64 {
     .await
 }
 
+pub(super) async fn stop(store: &Store, id: i64, form: &str, actor: Actor<'_>) -> ActionOutcome {
+    store
+        .stop_redrive(id, &testing::action_id(form), actor)
+        .await
+        .unwrap()
+}
+
 async fn a_redrive_replays_the_safe_dead_letters_and_skips_the_rest_with_why(store: &Store) {
+    operators(store).await;
     let rate_limit = "429 Too Many Requests (Retry-After: 30 s) ✉ “EU/2026” #7";
     let safe = dead_letter(store, "orders", "order:1 🧾", FAILED, rate_limit).await;
     let sent = dead_letter(
@@ -141,31 +193,34 @@ async fn a_redrive_replays_the_safe_dead_letters_and_skips_the_rest_with_why(sto
 
     let selection = by_error("429 Too Many");
     let action_id = testing::action_id("redrive-form-0001");
-    let (id, items) = started(store, &request(&selection, &action_id, OLGA)).await;
+    let (id, items) = started(store, &selection, &action_id, OLGA).await;
     assert_eq!(items, 5, "the 400 is not selected");
     assert_eq!(run_to_end(store, id).await, 5);
 
     let (run, items) = store.redrive(id).await.unwrap().unwrap();
-    assert_eq!(run.state, "finished");
+    assert_eq!(run.state, RedriveState::Finished);
     let outcome = |dl: i64| {
         let item = items.iter().find(|i| i.dead_letter_id == dl).unwrap();
         (
-            item.outcome.clone().unwrap(),
+            item.outcome.unwrap(),
             item.reason.clone().unwrap_or_default(),
         )
     };
-    assert_eq!(outcome(safe).0, "replayed");
-    assert_eq!(outcome(safe_too).0, "replayed");
+    assert_eq!(outcome(safe).0, ItemOutcome::Replayed);
+    assert_eq!(outcome(safe_too).0, ItemOutcome::Replayed);
     assert_eq!(
         outcome(sent),
         (
-            "skipped".into(),
+            ItemOutcome::Skipped,
             "Blocked: the effect already happened.".into()
         )
     );
     assert_eq!(
         outcome(unknown),
-        ("skipped".into(), "Blocked: the outcome is unknown.".into())
+        (
+            ItemOutcome::Skipped,
+            "Blocked: the outcome is unknown.".into()
+        )
     );
     assert!(
         outcome(old).1.contains("older than the retention"),
@@ -206,22 +261,17 @@ async fn a_redrive_replays_the_safe_dead_letters_and_skips_the_rest_with_why(sto
         )
     );
     // Finished: another step does nothing, and audits nothing again.
-    assert_eq!(
-        store
-            .redrive_step(id, &retention(), Ts::now())
-            .await
-            .unwrap(),
-        RedriveStep::Ended
-    );
+    assert_eq!(step(store, id).await, RedriveStep::Ended);
     assert_eq!(store.latest_audit(1).await.unwrap()[0].id, end.id);
 }
 
 async fn a_redrive_and_a_single_replay_of_one_of_its_items_replay_it_once(store: &Store) {
+    operators(store).await;
     let first = dead_letter(store, "orders", "order:1", FAILED, "503").await;
     let second = dead_letter(store, "orders", "order:2", FAILED, "503").await;
     let selection = DeadLetterFilter::default();
     let form = testing::action_id("redrive-form-0002");
-    let (id, _) = started(store, &request(&selection, &form, OLGA)).await;
+    let (id, _) = started(store, &selection, &form, OLGA).await;
 
     // Pete replays the first by hand while the run takes it.
     let pete_form = testing::action_id("single-form-0002");
@@ -230,7 +280,7 @@ async fn a_redrive_and_a_single_replay_of_one_of_its_items_replay_it_once(store:
     let retention = retention();
     let (by_hand, step) = tokio::join!(
         store.replay_dead_letter(&single),
-        store.redrive_step(id, &retention, Ts::now()),
+        store.redrive_step(id, &retention),
     );
     let (by_hand, step) = (by_hand.unwrap(), step.unwrap());
     assert_eq!(
@@ -243,16 +293,17 @@ async fn a_redrive_and_a_single_replay_of_one_of_its_items_replay_it_once(store:
     };
     assert_eq!(item.dead_letter_id, first);
     if by_hand.is_done() {
-        assert_eq!(item.outcome.as_deref(), Some("skipped"));
+        assert_eq!(item.outcome, Some(ItemOutcome::Skipped));
         assert_eq!(item.reason.as_deref(), Some("Already replayed by pete."));
     } else {
-        assert_eq!(item.outcome.as_deref(), Some("replayed"));
+        assert_eq!(item.outcome, Some(ItemOutcome::Replayed));
     }
     assert_eq!(run_to_end(store, id).await, 1);
     assert_eq!(replays_of(store, second).await, 1);
 }
 
 async fn a_stopped_redrive_takes_no_more_items(store: &Store) {
+    operators(store).await;
     let ids = [
         dead_letter(store, "orders", "order:1", FAILED, "503").await,
         dead_letter(store, "orders", "order:2", FAILED, "503").await,
@@ -260,30 +311,18 @@ async fn a_stopped_redrive_takes_no_more_items(store: &Store) {
     ];
     let selection = DeadLetterFilter::default();
     let form = testing::action_id("redrive-form-0003");
-    let (id, _) = started(store, &request(&selection, &form, OLGA)).await;
-    assert!(matches!(
-        store
-            .redrive_step(id, &retention(), Ts::now())
-            .await
-            .unwrap(),
-        RedriveStep::Item(_)
-    ));
+    let (id, _) = started(store, &selection, &form, OLGA).await;
+    assert!(matches!(step(store, id).await, RedriveStep::Item(_)));
 
-    assert!(
-        store.stop_redrive(id, PETE).await.unwrap().is_some(),
-        "Pete stops it"
-    );
-    assert!(
-        store.stop_redrive(id, OLGA).await.unwrap().is_none(),
-        "stopped once"
-    );
-    assert_eq!(
-        store
-            .redrive_step(id, &retention(), Ts::now())
-            .await
-            .unwrap(),
-        RedriveStep::Ended
-    );
+    let stopped = stop(store, id, "stop-form-pete-0003", PETE).await;
+    assert!(stopped.is_done(), "Pete stops it: {stopped:?}");
+    let ActionOutcome::Conflict { by, now, .. } =
+        stop(store, id, "stop-form-olga-0003", OLGA).await
+    else {
+        panic!("stopped once")
+    };
+    assert_eq!((by.as_str(), now.as_str()), ("pete", "stopped"));
+    assert_eq!(step(store, id).await, RedriveStep::Ended);
 
     assert_eq!(
         dead_letter_state(store, ids[0]).await,
@@ -294,8 +333,8 @@ async fn a_stopped_redrive_takes_no_more_items(store: &Store) {
     }
     let (run, items) = store.redrive(id).await.unwrap().unwrap();
     assert_eq!(
-        (run.state.as_str(), run.ended_by.as_deref()),
-        ("stopped", Some("pete"))
+        (run.state, run.ended_by.as_deref()),
+        (RedriveState::Stopped, Some("pete"))
     );
     assert_eq!(items.iter().filter(|i| i.outcome.is_none()).count(), 2);
     let end = &store.latest_audit(1).await.unwrap()[0];
@@ -307,24 +346,33 @@ async fn a_stopped_redrive_takes_no_more_items(store: &Store) {
 }
 
 async fn resubmitting_a_redrive_starts_nothing_new(store: &Store) {
+    operators(store).await;
     let dl = dead_letter(store, "orders", "order:1", FAILED, "503").await;
     let dl2 = dead_letter(store, "orders", "order:2", FAILED, "503").await;
     let selection = DeadLetterFilter::default();
     let form = testing::action_id("redrive-form-0004");
-    let (id, items) = started(store, &request(&selection, &form, OLGA)).await;
+    let offer = store.redrive_offer(&selection).await.unwrap();
+    let (id, items) = match store
+        .start_redrive(&request(&selection, &offer, &form, OLGA))
+        .await
+        .unwrap()
+    {
+        RedriveStart::Started { id, items, .. } => (id, items),
+        other => panic!("not started: {other:?}"),
+    };
     // Twice more: once after, once at the same time as a step.
     let retention = retention();
-    let resubmitted = request(&selection, &form, OLGA);
+    let resubmitted = request(&selection, &offer, &form, OLGA);
     let (again, _) = tokio::join!(
         store.start_redrive(&resubmitted),
-        store.redrive_step(id, &retention, Ts::now()),
+        store.redrive_step(id, &retention),
     );
     assert!(
         matches!(again.unwrap(), RedriveStart::Started { id: again, items: n, .. } if again == id && n == items)
     );
     assert_eq!(
         store
-            .start_redrive(&request(&selection, &form, PETE))
+            .start_redrive(&request(&selection, &offer, &form, PETE))
             .await
             .unwrap(),
         RedriveStart::FormReused,
@@ -332,8 +380,8 @@ async fn resubmitting_a_redrive_starts_nothing_new(store: &Store) {
     );
     // Two runners stepping at once take the second item and replay it once.
     let (a, b) = tokio::join!(
-        store.redrive_step(id, &retention, Ts::now()),
-        store.redrive_step(id, &retention, Ts::now()),
+        store.redrive_step(id, &retention),
+        store.redrive_step(id, &retention),
     );
     let (_, _) = (a.unwrap(), b.unwrap());
     run_to_end(store, id).await;
@@ -345,17 +393,14 @@ async fn resubmitting_a_redrive_starts_nothing_new(store: &Store) {
     assert!(
         items
             .iter()
-            .all(|i| i.outcome.as_deref() == Some("replayed")),
+            .all(|i| i.outcome == Some(ItemOutcome::Replayed)),
         "{items:?}"
     );
     assert_eq!(testing::count_rows(store, "redrives").await, 1);
     // A new form over a list with nothing open starts nothing.
     let empty = testing::action_id("redrive-form-0005");
     assert_eq!(
-        store
-            .start_redrive(&request(&selection, &empty, OLGA))
-            .await
-            .unwrap(),
+        start(store, &selection, &empty, OLGA).await,
         RedriveStart::NothingToRedrive
     );
 }

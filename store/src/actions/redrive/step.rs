@@ -1,0 +1,382 @@
+//! Taking a run's items, and ending a run (finished, stopped by a person, or
+//! stopped because its starter may no longer act).
+//!
+//! One item is one transaction: lock the run and find it running, read the
+//! starter's account (locked), take the next item, replay it through the
+//! single replay (which locks the dead letter and reads the clock only
+//! then), settle the item. A Stop locks the same run row first, so it
+//! waits for an item in flight, and every item committed before the Stop
+//! answered is in its tally; none after. On SQLite each write transaction
+//! holds the database's write lock from its start, which orders them the
+//! same way.
+
+use idem_domain::{
+    ClaimRetention, ItemOutcome, RedriveItem, RedriveState,
+    action::{ActionId, ActionOutcome},
+};
+
+use super::{RedriveStep, cannot_act};
+use crate::{
+    NewAuditEntry, StoreResult,
+    actions::{
+        Actor, ReplayRequest, When,
+        dead_letter::{Accept, replay},
+    },
+    dialect::dispatch,
+    store::{Store, Tx},
+    ts::Ts,
+};
+
+/// The action id of one item's replay: derived from the run and the dead
+/// letter, so a step taken twice is one replay.
+fn item_action_id(redrive: i64, dead_letter: i64) -> ActionId {
+    ActionId::parse(&format!("redrive-{redrive}-dl-{dead_letter}"))
+        .expect("digits and dashes, at least 8 characters")
+}
+
+/// A running run, as a step needs it.
+#[derive(sqlx::FromRow)]
+struct Running {
+    state: String,
+    actor: String,
+    actor_role: String,
+    starter_epoch: Option<i64>,
+}
+
+/// Who ends a run.
+#[derive(Debug, Clone, Copy)]
+enum Ender<'a> {
+    /// It took its last item.
+    Itself,
+    /// A person pressed Stop (with the form's action id).
+    Person(Actor<'a>, &'a ActionId),
+    /// Its starter may no longer act; the text says why.
+    StarterCannotAct(&'a str),
+}
+
+/// A stop's audit row, as far as answering a resubmission goes.
+#[derive(sqlx::FromRow)]
+struct StopRow {
+    id: i64,
+    actor: String,
+    target: Option<String>,
+    state_after: Option<String>,
+    reason: Option<String>,
+}
+
+fn stop_summary(id: i64, tally: &str) -> String {
+    format!("Redrive #{id} stopped ({tally}): the dead letters it had not taken stay open.")
+}
+
+impl Tx {
+    /// The run `id`, locked until this transaction ends.
+    async fn lock_run(&mut self, id: i64) -> StoreResult<Option<Running>> {
+        let sql = self
+            .locking("SELECT state, actor, actor_role, starter_epoch FROM redrives WHERE id = $1");
+        let run = dispatch!(&mut self.inner, tx => {
+            sqlx::query_as(&sql).bind(id).fetch_optional(&mut **tx).await?
+        });
+        Ok(run)
+    }
+
+    /// Why the starter of `run` may no longer drive it, if so.
+    async fn starter_cannot_act(&mut self, run: &Running) -> StoreResult<Option<String>> {
+        let name = &run.actor;
+        Ok(match self.account_standing(name).await? {
+            None => Some(format!("{name}'s account no longer exists")),
+            Some((role, disabled, epoch)) => cannot_act(name, &role, disabled).or_else(|| {
+                (run.starter_epoch.is_some_and(|e| e != epoch))
+                    .then(|| format!("{name}'s sessions were ended (signed out everywhere, or a password or role change)"))
+            }),
+        })
+    }
+
+    /// Moves the locked, running run `id` to `state` and audits it with its
+    /// tally; the audit row. Its time is read here, under the run's lock.
+    async fn end_run(
+        &mut self,
+        id: i64,
+        state: RedriveState,
+        run: &Running,
+        ender: Ender<'_>,
+    ) -> StoreResult<(i64, String)> {
+        const END: &str = "UPDATE redrives SET state = $2, ended_at = $3, ended_by = $4, \
+             end_reason = $5 WHERE id = $1 AND state = 'running'";
+        const TALLY: &str = "SELECT \
+             COALESCE(SUM(CASE WHEN outcome = 'replayed' THEN 1 ELSE 0 END), 0), \
+             COALESCE(SUM(CASE WHEN outcome = 'skipped' THEN 1 ELSE 0 END), 0), \
+             COALESCE(SUM(CASE WHEN outcome IS NULL THEN 1 ELSE 0 END), 0) \
+             FROM redrive_items WHERE redrive_id = $1";
+        let at = Ts::now();
+        let (by, why, action_id) = match ender {
+            Ender::Itself => (None, None, None),
+            Ender::Person(actor, action_id) => (Some(actor), None, Some(action_id.as_str())),
+            Ender::StarterCannotAct(why) => (None, Some(why), None),
+        };
+        dispatch!(&mut self.inner, tx => {
+            sqlx::query(END).bind(id).bind(state.as_str()).bind(at).bind(by.map(|a| a.name))
+                .bind(why).execute(&mut **tx).await?;
+        });
+        let (replayed, skipped, left): (i64, i64, i64) = dispatch!(&mut self.inner, tx => {
+            sqlx::query_as(TALLY).bind(id).fetch_one(&mut **tx).await?
+        });
+        let tally = format!("{replayed} replayed, {skipped} skipped, {left} not taken");
+        let reason = match why {
+            Some(why) => format!("{tally}; stopped because {why}"),
+            None => tally.clone(),
+        };
+        let target = format!("redrive:{id}");
+        let actor = by.unwrap_or(Actor {
+            name: &run.actor,
+            role: &run.actor_role,
+            client_addr: None,
+        });
+        let audit_id = self
+            .append_audit_at(
+                &NewAuditEntry {
+                    action_id,
+                    actor: actor.name,
+                    actor_role: actor.role,
+                    action: "redrive",
+                    target: Some(&target),
+                    state_before: Some("running"),
+                    state_after: Some(state.as_str()),
+                    reason: Some(&reason),
+                    result: "ok",
+                    client_addr: actor.client_addr,
+                    ..Default::default()
+                },
+                at,
+            )
+            .await?;
+        Ok((audit_id, tally))
+    }
+
+    /// The next item not yet taken, with its dead letter's consumer and key.
+    async fn next_item(&mut self, id: i64) -> StoreResult<Option<(i64, i64, String, String)>> {
+        const NEXT: &str = "SELECT i.position, i.dead_letter_id, d.consumer, d.idempotency_key \
+             FROM redrive_items i JOIN dead_letters d ON d.id = i.dead_letter_id \
+             WHERE i.redrive_id = $1 AND i.outcome IS NULL ORDER BY i.position LIMIT 1";
+        let next = dispatch!(&mut self.inner, tx => {
+            sqlx::query_as(NEXT).bind(id).fetch_optional(&mut **tx).await?
+        });
+        Ok(next)
+    }
+}
+
+/// What a step did inside its transaction.
+enum Taken {
+    Item(RedriveItem),
+    /// The run ended now (written: commit).
+    EndedNow,
+    /// The run was not running (nothing written).
+    NotRunning,
+}
+
+impl Store {
+    /// Takes the next item of a running redrive: replays its dead letter if
+    /// the verdict is "safe", else skips it with the reason, and records
+    /// which. With nothing left, finishes the run; with a starter who may
+    /// no longer act, stops it (one audit row with the tally, either way).
+    /// A stopped or finished run does nothing.
+    pub async fn redrive_step(
+        &self,
+        id: i64,
+        retention: &ClaimRetention,
+    ) -> StoreResult<RedriveStep> {
+        let mut tx = self.begin().await?;
+        match take_next(&mut tx, id, retention).await {
+            Ok(Taken::Item(item)) => {
+                tx.commit().await?;
+                Ok(RedriveStep::Item(item))
+            }
+            Ok(Taken::EndedNow) => {
+                tx.commit().await?;
+                Ok(RedriveStep::Ended)
+            }
+            Ok(Taken::NotRunning) => {
+                tx.rollback().await?;
+                Ok(RedriveStep::Ended)
+            }
+            Err(err) => {
+                let _ = tx.rollback().await;
+                Err(err)
+            }
+        }
+    }
+
+    /// Stops a running redrive between two items (waiting for the one in
+    /// flight): the items not yet taken stay open dead letters. Bound to
+    /// `action_id`: the same Stop sent again answers its first outcome.
+    pub async fn stop_redrive(
+        &self,
+        id: i64,
+        action_id: &ActionId,
+        actor: Actor<'_>,
+    ) -> StoreResult<ActionOutcome> {
+        if let Some(first) = self.stop_by_action(id, action_id, actor).await? {
+            return Ok(first);
+        }
+        let mut tx = self.begin().await?;
+        let stopped = async {
+            let Some(run) = tx.lock_run(id).await? else {
+                return Ok(None);
+            };
+            if run.state != RedriveState::Running.as_str() {
+                return Ok(Some(Err(())));
+            }
+            let ender = Ender::Person(actor, action_id);
+            tx.end_run(id, RedriveState::Stopped, &run, ender)
+                .await
+                .map(|done| Some(Ok(done)))
+        }
+        .await;
+        let outcome = match stopped {
+            Ok(Some(Ok((audit_id, tally)))) => match tx.commit().await {
+                Ok(()) => {
+                    return Ok(ActionOutcome::Done {
+                        audit_id,
+                        outbox_id: None,
+                        summary: stop_summary(id, &tally),
+                    });
+                }
+                Err(err) => Err(err),
+            },
+            Ok(Some(Err(()))) => {
+                tx.rollback().await?;
+                return self.ended_already(id).await;
+            }
+            Ok(None) => {
+                tx.rollback().await?;
+                return Ok(ActionOutcome::Refused {
+                    reason: format!("There is no redrive {id}."),
+                });
+            }
+            Err(err) => {
+                let _ = tx.rollback().await;
+                Err(err)
+            }
+        };
+        match outcome {
+            Err(err) if err.is_unique_violation() => Ok(self
+                .stop_by_action(id, action_id, actor)
+                .await?
+                .unwrap_or(ActionOutcome::FormReused {
+                    first: "another action".into(),
+                })),
+            other => other,
+        }
+    }
+
+    /// A run already ended: who or what ended it, and how it stands.
+    async fn ended_already(&self, id: i64) -> StoreResult<ActionOutcome> {
+        let (run, _) = self.redrive(id).await?.ok_or_else(|| {
+            crate::StoreError::Contract(format!("redrive {id} vanished while being stopped"))
+        })?;
+        Ok(ActionOutcome::Conflict {
+            by: run
+                .ended_by
+                .or(run
+                    .end_reason
+                    .map(|why| format!("the redrive itself ({why})")))
+                .unwrap_or_else(|| "the redrive itself".into()),
+            at: run.ended_at,
+            now: run.state.to_string(),
+        })
+    }
+
+    /// The outcome of a Stop already sent with `action_id`: the first one
+    /// when it stopped this run as this person; `FormReused` when the id
+    /// was used for anything else.
+    async fn stop_by_action(
+        &self,
+        id: i64,
+        action_id: &ActionId,
+        actor: Actor<'_>,
+    ) -> StoreResult<Option<ActionOutcome>> {
+        const SQL: &str = "SELECT id, actor, target, state_after, reason \
+             FROM audit_log WHERE action_id = $1";
+        let row: Option<StopRow> = dispatch!(&self.pools, pool => {
+            sqlx::query_as(SQL).bind(action_id.as_str()).fetch_optional(pool).await?
+        });
+        Ok(row.map(|row| {
+            let target = format!("redrive:{id}");
+            let same = row.actor == actor.name
+                && row.target.as_deref() == Some(target.as_str())
+                && row.state_after.as_deref() == Some(RedriveState::Stopped.as_str());
+            if same {
+                let tally = row.reason.unwrap_or_default();
+                ActionOutcome::Done {
+                    audit_id: row.id,
+                    outbox_id: None,
+                    summary: stop_summary(id, &tally),
+                }
+            } else {
+                ActionOutcome::FormReused {
+                    first: row.target.unwrap_or_else(|| "another action".into()),
+                }
+            }
+        }))
+    }
+}
+
+/// One step inside `tx`: see the module's comment.
+async fn take_next(tx: &mut Tx, id: i64, retention: &ClaimRetention) -> StoreResult<Taken> {
+    let Some(run) = tx.lock_run(id).await? else {
+        return Ok(Taken::NotRunning);
+    };
+    if run.state != RedriveState::Running.as_str() {
+        return Ok(Taken::NotRunning);
+    }
+    if let Some(why) = tx.starter_cannot_act(&run).await? {
+        let ender = Ender::StarterCannotAct(&why);
+        tx.end_run(id, RedriveState::Stopped, &run, ender).await?;
+        return Ok(Taken::EndedNow);
+    }
+    let Some((position, dead_letter_id, consumer, key)) = tx.next_item(id).await? else {
+        tx.end_run(id, RedriveState::Finished, &run, Ender::Itself)
+            .await?;
+        return Ok(Taken::EndedNow);
+    };
+    let action_id = item_action_id(id, dead_letter_id);
+    let reason = format!("redrive #{id}");
+    let request = ReplayRequest {
+        dead_letter_id,
+        action_id: &action_id,
+        actor: Actor {
+            name: &run.actor,
+            role: &run.actor_role,
+            client_addr: None,
+        },
+        override_verdict: false,
+        reason: Some(&reason),
+        retention,
+    };
+    let (outcome, why, audit_id) = match replay(tx, &request, Accept::SafeOnly, When::Now).await? {
+        ActionOutcome::Done { audit_id, .. } => (ItemOutcome::Replayed, None, Some(audit_id)),
+        ActionOutcome::Refused { reason } => (ItemOutcome::Skipped, Some(reason), None),
+        ActionOutcome::Conflict { by, now, .. } => (
+            ItemOutcome::Skipped,
+            Some(format!("Already {now} by {by}.")),
+            None,
+        ),
+        ActionOutcome::FormReused { first } => (ItemOutcome::Skipped, Some(first), None),
+    };
+    const SETTLE: &str = "UPDATE redrive_items SET outcome = $3, reason = $4, audit_id = $5, \
+         done_at = $6 WHERE redrive_id = $1 AND position = $2 AND outcome IS NULL";
+    let done_at = Ts::now();
+    dispatch!(&mut tx.inner, tx => {
+        sqlx::query(SETTLE).bind(id).bind(position).bind(outcome.as_str()).bind(why.as_deref())
+            .bind(audit_id).bind(done_at).execute(&mut **tx).await?;
+    });
+    Ok(Taken::Item(RedriveItem {
+        position,
+        dead_letter_id,
+        consumer,
+        key,
+        outcome: Some(outcome),
+        reason: why,
+        audit_id,
+        done_at: Some(done_at.0),
+    }))
+}
