@@ -4,7 +4,6 @@
 //! server's background work, one item at a time, each through the single
 //! replay with its own verdict, compare-and-set and audit row.
 
-use chrono::Utc;
 use idem_domain::{ItemOutcome, Redrive, RedriveItem, action::ActionOutcome};
 use leptos::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -94,7 +93,7 @@ pub async fn get_redrive(id: String) -> Result<RedriveDetail, AppError> {
         let found = crate::ssr::state()?.store.redrive(id).await?;
         let found =
             found.ok_or_else(|| AppError::NotFound(format!("There is no redrive {id}.")))?;
-        Ok(ssr::detail(found, crate::ssr::clock(Utc::now())))
+        Ok(ssr::detail(found, crate::ssr::clock(chrono::Utc::now())))
     })
     .await
 }
