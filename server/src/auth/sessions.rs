@@ -29,9 +29,16 @@ use super::outage::Recent;
 /// during an outage) is remembered as ended: this replica refuses it at
 /// once, and [`DbSessionStore::retry_deletes`] deletes its row as soon as
 /// the database answers again.
+///
+/// Signing out is final: saving a session only updates its row, never
+/// inserts one ([`SessionStore::create`] alone does, for a new id). A
+/// request that loaded the session before it was deleted (by a sign-out,
+/// or by the guard after an epoch bump) and saves it afterwards writes
+/// nothing, so the old cookie stays dead.
 #[derive(Debug, Clone)]
 pub struct DbSessionStore {
     backend: Backend,
+    pools: Pools,
     recent: Arc<Recent<Id, Record>>,
     /// Sessions ended here whose rows are still to be deleted.
     ended: Arc<std::sync::Mutex<std::collections::HashSet<Id>>>,
@@ -56,25 +63,44 @@ enum Backend {
     Postgres(PostgresStore),
 }
 
+/// The pools, for the one statement tower-sessions' stores lack: an update
+/// that never inserts.
+#[derive(Debug, Clone)]
+enum Pools {
+    Sqlite(sqlx::SqlitePool),
+    Postgres(sqlx::PgPool),
+}
+
+const UPDATE_SQLITE: &str = "UPDATE sessions SET data = $2, expiry_date = $3 WHERE id = $1";
+const UPDATE_POSTGRES: &str =
+    "UPDATE public.sessions SET data = $2, expiry_date = $3 WHERE id = $1";
+
 impl DbSessionStore {
     pub fn new(store: &Store, database: DatabaseStatus, idle_timeout: time::Duration) -> Self {
-        let backend = match (store.sqlite_pool(), store.postgres_pool()) {
-            (Some(pool), _) => Backend::Sqlite(
-                SqliteStore::new(pool.clone())
-                    .with_table_name("sessions")
-                    .expect("a valid table name"),
+        let (backend, pools) = match (store.sqlite_pool(), store.postgres_pool()) {
+            (Some(pool), _) => (
+                Backend::Sqlite(
+                    SqliteStore::new(pool.clone())
+                        .with_table_name("sessions")
+                        .expect("a valid table name"),
+                ),
+                Pools::Sqlite(pool.clone()),
             ),
-            (_, Some(pool)) => Backend::Postgres(
-                PostgresStore::new(pool.clone())
-                    .with_schema_name("public")
-                    .expect("a valid schema name")
-                    .with_table_name("sessions")
-                    .expect("a valid table name"),
+            (_, Some(pool)) => (
+                Backend::Postgres(
+                    PostgresStore::new(pool.clone())
+                        .with_schema_name("public")
+                        .expect("a valid schema name")
+                        .with_table_name("sessions")
+                        .expect("a valid table name"),
+                ),
+                Pools::Postgres(pool.clone()),
             ),
             (None, None) => unreachable!("a store has one pool or the other"),
         };
         DbSessionStore {
             backend,
+            pools,
             recent: Arc::default(),
             ended: Arc::default(),
             database,
@@ -122,6 +148,34 @@ impl DbSessionStore {
         self.ended.lock().unwrap_or_else(|e| e.into_inner()).len()
     }
 
+    /// Writes `record` over its row, if the row still exists: `false` when
+    /// the session was deleted meanwhile (nothing is written).
+    async fn update_row(&self, record: &Record) -> session_store::Result<bool> {
+        let backend = |e: sqlx::Error| session_store::Error::Backend(e.to_string());
+        let data =
+            rmp_serde::to_vec(record).map_err(|e| session_store::Error::Encode(e.to_string()))?;
+        let id = record.id.to_string();
+        let updated = match &self.pools {
+            Pools::Sqlite(pool) => sqlx::query(UPDATE_SQLITE)
+                .bind(id)
+                .bind(data)
+                .bind(record.expiry_date)
+                .execute(pool)
+                .await
+                .map_err(backend)?
+                .rows_affected(),
+            Pools::Postgres(pool) => sqlx::query(UPDATE_POSTGRES)
+                .bind(id)
+                .bind(data)
+                .bind(record.expiry_date)
+                .execute(pool)
+                .await
+                .map_err(backend)?
+                .rows_affected(),
+        };
+        Ok(updated == 1)
+    }
+
     async fn delete_row(&self, id: &Id) -> session_store::Result<()> {
         match &self.backend {
             Backend::Sqlite(s) => s.delete(id).await,
@@ -155,7 +209,8 @@ impl SessionStore for DbSessionStore {
     /// refreshed the expiry of a session loaded a moment ago (during an
     /// outage, or a slow moment) is not an error: the session stays as it
     /// was stored. Any other failed save is. An ended session is not saved
-    /// back.
+    /// back, and a session whose row is gone (signed out while this request
+    /// was in flight) is not written back.
     async fn save(&self, record: &Record) -> session_store::Result<()> {
         if self.is_ended(&record.id) {
             return Ok(());
@@ -166,14 +221,16 @@ impl SessionStore for DbSessionStore {
         let saved = if self.database.down_since().is_some() {
             Err(down())
         } else {
-            match &self.backend {
-                Backend::Sqlite(s) => s.save(record).await,
-                Backend::Postgres(s) => s.save(record).await,
-            }
+            self.update_row(record).await
         };
         match saved {
-            Ok(()) => {
+            Ok(true) => {
                 self.recent.confirm(record.id, record.clone());
+                Ok(())
+            }
+            Ok(false) => {
+                self.recent.forget(&record.id);
+                tracing::debug!("a session ended while a request of it was in flight; not saved");
                 Ok(())
             }
             Err(_)

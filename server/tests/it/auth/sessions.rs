@@ -7,7 +7,7 @@ use idem_store::testing::TestDatabase;
 
 use super::{
     app,
-    common::{TestApp, get, new_client, spawn_with},
+    common::{TestApp, get, new_client, server_fn, spawn_with},
     cookie_value, location, logs, session_cookie, sign_in_with,
 };
 
@@ -152,4 +152,107 @@ async fn sessions_live_in_postgres_too() {
         .await
         .unwrap();
     assert_eq!(response.status().as_u16(), 303);
+}
+
+/// Signing out is final: a form post of the same session still in flight
+/// when the person signs out (it waits on a row another transaction holds)
+/// completes, and does not write the session back: the old cookie reads
+/// nothing afterwards.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_in_flight_when_the_person_signs_out_does_not_bring_the_session_back() {
+    let app = spawn_with(|_| {}, TestDatabase::postgres().await).await;
+    app.create_user("olga", Role::Operator).await;
+    let (consumer, key) = ("reminders", "renewal:account-1842/😴");
+    let mut tx = app.store.begin().await.unwrap();
+    let at = idem_store::Ts::now();
+    tx.claim(&idem_store::Delivery {
+        consumer,
+        key,
+        payload_hash: None,
+        at,
+    })
+    .await
+    .unwrap();
+    tx.lease(consumer, key, at, at).await.unwrap();
+    let claim = tx
+        .record(
+            consumer,
+            key,
+            idem_store::Outcome::Unknown { error: "timeout" },
+            at,
+        )
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+
+    let client = new_client();
+    let response = sign_in_with(&app, &client, "olga", "olga-password", "/").await;
+    let cookie = cookie_value(&session_cookie(&response, "idem_session").unwrap());
+    let bare = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let as_olga = |request: reqwest::RequestBuilder| {
+        request
+            .header("cookie", &cookie)
+            .header("sec-fetch-site", "same-origin")
+    };
+
+    // The claim is held: Olga's resolution waits inside its transaction.
+    let pool = app.store.postgres_pool().unwrap().clone();
+    let mut holder = pool.begin().await.unwrap();
+    sqlx::query(
+        "SELECT version FROM claims WHERE consumer = $1 AND idempotency_key = $2 FOR UPDATE",
+    )
+    .bind(consumer)
+    .bind(key)
+    .execute(&mut *holder)
+    .await
+    .unwrap();
+    let resolve = as_olga(bare.post(app.url(server_fn("resolve_unknown"))))
+        .header("accept", "text/html")
+        .header("referer", app.url("/unknown"))
+        .form(&[
+            ("consumer", consumer),
+            ("key", key),
+            ("version", &claim.version.to_string()),
+            ("action_id", "inflight-0123456789"),
+            ("outcome", "sent"),
+            ("provider_ref", "msg_1842"),
+            ("reason", "found in the provider's log"),
+        ])
+        .send();
+    let in_flight = tokio::spawn(resolve);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(
+        !in_flight.is_finished(),
+        "the resolution waits on the claim"
+    );
+
+    // Olga signs out meanwhile (another tab).
+    let out = as_olga(bare.post(app.url("/logout"))).send().await.unwrap();
+    assert_eq!(out.status().as_u16(), 303);
+    holder.rollback().await.unwrap();
+    let answered = in_flight.await.unwrap().unwrap();
+    assert_eq!(answered.status().as_u16(), 303, "the action completed");
+    assert_eq!(
+        app.store
+            .claim(
+                &idem_store::testing::consumer(consumer),
+                &idem_store::testing::key(key)
+            )
+            .await
+            .unwrap()
+            .unwrap()
+            .status,
+        idem_domain::ClaimStatus::Sent
+    );
+
+    let after = as_olga(bare.get(app.url("/unknown"))).send().await.unwrap();
+    assert_eq!(after.status().as_u16(), 303, "the old cookie is refused");
+    assert!(
+        location(&after).starts_with("/login"),
+        "{}",
+        location(&after)
+    );
 }
