@@ -40,6 +40,8 @@
 //! | `IDEM_DB_ACQUIRE_TIMEOUT_MS` | how long a request waits for a connection before it is told the database is unavailable | `3000` |
 //! | `IDEM_STATEMENT_TIMEOUT_MS` | Postgres: the longest one statement of Idem's may run (migrations excepted) | `10000` |
 //! | `IDEM_MAX_IN_FLIGHT` | requests served at once; more are refused at once with 503 (health probes excepted) | `64` |
+//! | `IDEM_MAX_IN_FLIGHT_PER_CLIENT` | requests served at once for one address (an IPv6 client by its /64; trusted proxies exempt); more are refused at once with 429 | `16` |
+//! | `IDEM_BODY_TIMEOUT_SECONDS` | a request's body must arrive whole this long after its head, or it is answered 408 and the connection closed; it is read before the request takes an in-flight slot | `10` |
 //! | `IDEM_REQUEST_TIMEOUT_SECONDS` | a request still running this long is answered 503 | `20` |
 //! | `IDEM_MAX_CONNECTIONS` | open client connections at most; more wait to be accepted | `1024` |
 //! | `IDEM_MAX_CONNECTIONS_PER_CLIENT` | open connections from one address at most (trusted proxies exempt); more are answered 503 and closed | `64` |
@@ -112,6 +114,14 @@ pub struct Limits {
     /// and headers) this long after it was opened, or after its previous
     /// answer, is closed: slow senders cannot hold connections for free.
     pub header_timeout: Duration,
+    /// Requests served at once for one address (an IPv6 client by its /64;
+    /// trusted proxies exempt): well below `max_in_flight`, so one address
+    /// cannot take every slot.
+    pub max_in_flight_per_client: usize,
+    /// A request's body must arrive whole this long after its head; it is
+    /// read before the request is admitted, so a slow body holds a
+    /// connection, never an in-flight slot.
+    pub body_timeout: Duration,
 }
 
 impl Default for Limits {
@@ -124,6 +134,8 @@ impl Default for Limits {
             max_connections: 1024,
             max_connections_per_client: 64,
             header_timeout: Duration::from_secs(10),
+            max_in_flight_per_client: 16,
+            body_timeout: Duration::from_secs(10),
         }
     }
 }
@@ -183,6 +195,7 @@ pub const SETTINGS: &[&str] = &[
     "IDEM_AUTH_PROXY_HEADER",
     "IDEM_AUTH_PROXY_ROLES",
     "IDEM_BACKGROUND_LEASE_SECONDS",
+    "IDEM_BODY_TIMEOUT_SECONDS",
     "IDEM_CLAIM_RETENTION_DAYS",
     "IDEM_DB_ACQUIRE_TIMEOUT_MS",
     "IDEM_DB_POOL_SIZE",
@@ -197,6 +210,7 @@ pub const SETTINGS: &[&str] = &[
     "IDEM_MAX_CONNECTIONS",
     "IDEM_MAX_CONNECTIONS_PER_CLIENT",
     "IDEM_MAX_IN_FLIGHT",
+    "IDEM_MAX_IN_FLIGHT_PER_CLIENT",
     "IDEM_METRICS_TOKEN",
     "IDEM_OIDC_CLIENT_ID",
     "IDEM_OIDC_CLIENT_SECRET",

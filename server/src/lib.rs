@@ -12,6 +12,7 @@ pub mod fn_errors;
 pub mod health;
 pub mod limits;
 pub mod metrics;
+pub mod per_address;
 pub mod preferences;
 pub mod rules;
 pub mod serve;

@@ -1,4 +1,5 @@
-//! Admission: how many requests Idem serves at once and for how long, and
+//! Admission: how many requests Idem serves at once, how many for one
+//! address, how long a body may take to arrive and a request to run, and
 //! the page a person sees when a request is refused before any page can be
 //! rendered (overload, timeout, sign-in unavailable).
 //!
@@ -9,39 +10,86 @@
 //! `startup::router`), so an overloaded replica is not restarted for being
 //! busy.
 
-use std::{sync::Arc, time::Duration};
+use std::{net::SocketAddr, sync::Arc, time::Duration};
 
 use axum::{
-    extract::{Request, State},
+    body::Body,
+    extract::{ConnectInfo, Request, State},
     http::{HeaderMap, HeaderValue, Method, StatusCode, header},
     middleware::Next,
     response::{Html, IntoResponse, Response},
 };
 use tokio::sync::Semaphore;
 
-/// What admission needs: the permits and the time limit.
+use crate::{auth::TrustedProxies, per_address::PerAddress};
+
+/// What admission needs: the permits, the per-address counts and the time
+/// limit.
 #[derive(Clone, Debug)]
 pub struct Admission {
     permits: Arc<Semaphore>,
+    per_client: Arc<PerAddress>,
+    /// Who the client is behind a trusted proxy.
+    trusted: TrustedProxies,
+    /// Clients not counted per address (the proxies every client comes
+    /// through when nothing names the client behind them).
+    exempt: Vec<TrustedProxies>,
     timeout: Duration,
 }
 
 impl Admission {
-    pub fn new(limits: &crate::config::Limits) -> Self {
+    pub fn new(
+        limits: &crate::config::Limits,
+        trusted: TrustedProxies,
+        exempt: Vec<TrustedProxies>,
+    ) -> Self {
         Admission {
             permits: Arc::new(Semaphore::new(limits.max_in_flight)),
+            per_client: PerAddress::new(limits.max_in_flight_per_client),
+            trusted,
+            exempt,
             timeout: limits.request_timeout,
         }
     }
+
+    /// The client's place among its address's requests in flight (`None`
+    /// when exempt); `Err` when the address holds its limit.
+    fn per_client(&self, req: &Request) -> Result<Option<crate::per_address::Slot>, ()> {
+        let Some(ConnectInfo(peer)) = req.extensions().get::<ConnectInfo<SocketAddr>>() else {
+            return Ok(None);
+        };
+        let client = self.trusted.client(*peer, req.headers());
+        if self.exempt.iter().any(|p| p.trusts(client)) {
+            return Ok(None);
+        }
+        PerAddress::take(&self.per_client, client)
+            .map(Some)
+            .ok_or(())
+    }
 }
 
-/// Serves a request if fewer than `max_in_flight` are being served, within
-/// `request_timeout`; otherwise answers 503 with `Retry-After` at once.
-/// A request cut off by the timeout is dropped where it stands: its
-/// transaction, if it had one, rolls back — unless its commit was already
-/// under way, so a cut-off action may have happened, and its answer says so.
+/// Serves a request if fewer than `max_in_flight` are being served, and
+/// fewer than `max_in_flight_per_client` for its address, within
+/// `request_timeout`; otherwise answers at once: 429 for an address over
+/// its share, 503 for a full server, each with `Retry-After`. A request cut
+/// off by the timeout is dropped where it stands: its transaction, if it
+/// had one, rolls back — unless its commit was already under way, so a
+/// cut-off action may have happened, and its answer says so.
 pub async fn admit(State(admission): State<Admission>, req: Request, next: Next) -> Response {
     let back = back_link(req.method(), req.headers());
+    let Ok(_client_slot) = admission.per_client(&req) else {
+        let mut refused = refusal_to(
+            StatusCode::TOO_MANY_REQUESTS,
+            "Too many requests at once",
+            "Your address already has many requests being served. Wait for them, then try \
+             again in a moment.",
+            &back,
+        );
+        refused
+            .headers_mut()
+            .insert(header::RETRY_AFTER, RETRY_AFTER);
+        return refused;
+    };
     let Ok(_permit) = admission.permits.clone().try_acquire_owned() else {
         return refusal_to(
             StatusCode::SERVICE_UNAVAILABLE,
@@ -77,6 +125,54 @@ pub async fn admit(State(admission): State<Admission>, req: Request, next: Next)
                     &back,
                 )
             }
+        }
+    }
+}
+
+/// How long a request's body may take to arrive, and how large it may be.
+#[derive(Clone, Copy, Debug)]
+pub struct BodyDeadline {
+    pub timeout: Duration,
+    pub limit: usize,
+}
+
+/// Reads a request's whole body before the request goes on to admission,
+/// within `timeout` of its head: a client sending its body a byte at a time
+/// holds its connection (at most `IDEM_MAX_CONNECTIONS_PER_CLIENT` of them),
+/// never one of the in-flight slots everyone shares. Too slow: 408 and the
+/// connection closed. Too large: 413.
+pub async fn read_body(State(deadline): State<BodyDeadline>, req: Request, next: Next) -> Response {
+    if is_read(req.method()) && !req.headers().contains_key(header::CONTENT_LENGTH) {
+        return next.run(req).await;
+    }
+    let (parts, body) = req.into_parts();
+    let back = back_link(&parts.method, &parts.headers);
+    let read = axum::body::to_bytes(body, deadline.limit);
+    match tokio::time::timeout(deadline.timeout, read).await {
+        Ok(Ok(bytes)) => {
+            next.run(Request::from_parts(parts, Body::from(bytes)))
+                .await
+        }
+        Ok(Err(_)) => refusal_to(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "Too large",
+            "The request was larger than Idem accepts. Nothing was done.",
+            &back,
+        ),
+        Err(_) => {
+            tracing::info!(
+                timeout_seconds = deadline.timeout.as_secs(),
+                "a request body did not arrive in time"
+            );
+            let mut late = refusal_to(
+                StatusCode::REQUEST_TIMEOUT,
+                "The request arrived too slowly",
+                "Its body did not arrive in time. Nothing was done; send it again.",
+                &back,
+            );
+            late.headers_mut()
+                .insert(header::CONNECTION, HeaderValue::from_static("close"));
+            late
         }
     }
 }

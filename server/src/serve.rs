@@ -2,10 +2,10 @@
 //! head nor a cap on open connections, so a laptop sending headers one byte
 //! a second could hold every connection it opens, forever (slowloris). Here
 //! each connection holds one of `max_connections` permits (the next client
-//! waits in the listen backlog until one is free), one address may hold at
-//! most `per_client` of them (a connection beyond that is answered 503 and
-//! closed; the proxies Idem trusts are exempt, as every client comes
-//! through them),
+//! waits in the listen backlog until one is free), one address (an IPv6
+//! client's /64) may hold at most `per_client` of them (a connection beyond
+//! that is answered 503 and closed; the proxies Idem trusts are exempt, as
+//! every client comes through them),
 //! and hyper closes a connection whose request head has not arrived within
 //! `header_timeout` of its opening or of its previous answer (so an idle
 //! keep-alive connection goes after that long too). Holding every slot
@@ -17,7 +17,7 @@
 //! a connection that sends nothing would hold its slot for ever.) The
 //! peer's address reaches handlers as `ConnectInfo`; shutdown is graceful.
 
-use std::{net::IpAddr, sync::Arc, time::Duration};
+use std::{sync::Arc, time::Duration};
 
 use axum::{Router, body::Body, extract::ConnectInfo, http::Request};
 use hyper::body::Incoming;
@@ -28,6 +28,8 @@ use hyper_util::{
 };
 use tokio::{net::TcpListener, sync::Semaphore};
 use tower::ServiceExt;
+
+use crate::per_address::PerAddress;
 
 /// How many connections are served at once, from one address, and how long
 /// a head may take.
@@ -40,46 +42,6 @@ pub struct ConnectionLimits {
     pub exempt: Vec<crate::auth::TrustedProxies>,
 }
 
-/// Open connections per peer address.
-struct PerClient {
-    open: std::sync::Mutex<std::collections::HashMap<IpAddr, usize>>,
-    limit: usize,
-}
-
-/// One connection's place in its address's count; given back when dropped.
-struct ClientSlot {
-    counts: Arc<PerClient>,
-    peer: IpAddr,
-}
-
-impl PerClient {
-    /// A slot for one more connection from `peer`, unless it has its limit.
-    fn take(counts: &Arc<PerClient>, peer: IpAddr) -> Option<ClientSlot> {
-        let mut open = counts.open.lock().unwrap_or_else(|e| e.into_inner());
-        let held = open.entry(peer).or_default();
-        if *held >= counts.limit {
-            return None;
-        }
-        *held += 1;
-        Some(ClientSlot {
-            counts: counts.clone(),
-            peer,
-        })
-    }
-}
-
-impl Drop for ClientSlot {
-    fn drop(&mut self) {
-        let mut open = self.counts.open.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(held) = open.get_mut(&self.peer) {
-            *held -= 1;
-            if *held == 0 {
-                open.remove(&self.peer);
-            }
-        }
-    }
-}
-
 /// Serves `router` on `listener` until `shutdown` resolves, then stops
 /// accepting, asks every open connection to finish its request in flight
 /// and close, and returns once all have.
@@ -90,10 +52,7 @@ pub async fn serve(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let permits = Arc::new(Semaphore::new(limits.max_connections.max(1)));
-    let per_client = Arc::new(PerClient {
-        open: std::sync::Mutex::default(),
-        limit: limits.per_client.max(1),
-    });
+    let per_client = PerAddress::new(limits.per_client);
     // Refusals being answered at once: past this many, a refused
     // connection is just closed, so a flood costs no more than this.
     let refusing = Arc::new(Semaphore::new(MAX_REFUSING));
@@ -120,7 +79,7 @@ pub async fn serve(
         let slot = if limits.exempt.iter().any(|p| p.trusts(peer.ip())) {
             None
         } else {
-            match PerClient::take(&per_client, peer.ip()) {
+            match PerAddress::take(&per_client, peer.ip()) {
                 Some(slot) => Some(slot),
                 None => {
                     tracing::debug!(%peer, "connection refused: its address holds its limit");

@@ -215,14 +215,11 @@ impl Application {
 
         let fatal = Arc::new(std::sync::Mutex::new(None));
         let stopped_at = Arc::new(std::sync::OnceLock::new());
-        let auth = &self.config.auth;
         let limits = crate::serve::ConnectionLimits {
             max_connections: self.config.limits.max_connections,
             per_client: self.config.limits.max_connections_per_client,
             header_timeout: self.config.limits.header_timeout,
-            exempt: std::iter::once(auth.trusted_proxies.clone())
-                .chain(auth.proxy.as_ref().map(|p| p.addresses.clone()))
-                .collect(),
+            exempt: exempt_addresses(&self.config.auth),
         };
         let serve = crate::serve::serve(self.listener, self.router, limits, {
             let (fatal, stopped_at) = (fatal.clone(), stopped_at.clone());
@@ -269,6 +266,14 @@ impl Application {
     }
 }
 
+/// The addresses not limited per address: the proxies every client comes
+/// through (trusted proxies and the identity proxy).
+fn exempt_addresses(auth: &crate::auth::AuthSettings) -> Vec<crate::auth::TrustedProxies> {
+    std::iter::once(auth.trusted_proxies.clone())
+        .chain(auth.proxy.as_ref().map(|p| p.addresses.clone()))
+        .collect()
+}
+
 /// `host-pid-tag`: unique among replicas, readable in the lease table.
 fn replica_name() -> String {
     let host = std::fs::read_to_string("/etc/hostname")
@@ -307,8 +312,9 @@ fn oidc_for_pages(auth: &crate::auth::AuthSettings) -> (Option<String>, Option<S
 /// functions, and the static assets `cargo xtask site` built.
 ///
 /// Layers, outermost first: the request span → the body limit → security
-/// headers → the cross-site check → (the health probes) → admission
-/// (in-flight limit and request timeout) → the session → the guard → the
+/// headers → the cross-site check → (the health probes) → the body read
+/// whole within its deadline → admission (in-flight limits, overall and
+/// per address, and the request timeout) → the session → the guard → the
 /// routes.
 pub fn router(
     state: AppState,
@@ -348,8 +354,19 @@ pub fn router(
         ))
         .layer(auth.session_layer())
         .layer(axum::middleware::from_fn_with_state(
-            crate::limits::Admission::new(limits),
+            crate::limits::Admission::new(
+                limits,
+                auth.settings.trusted_proxies.clone(),
+                exempt_addresses(&auth.settings),
+            ),
             crate::limits::admit,
+        ))
+        .layer(axum::middleware::from_fn_with_state(
+            crate::limits::BodyDeadline {
+                timeout: limits.body_timeout,
+                limit: limits.body_limit,
+            },
+            crate::limits::read_body,
         ))
         // Probes (and embedded assets) are added after the layers above, so
         // they never wait for a session, an admission permit or the database

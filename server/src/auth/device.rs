@@ -84,25 +84,9 @@ fn cookie_name(settings: &AuthSettings) -> &'static str {
 /// What a client address is counted under: the address, or an IPv6
 /// address's /64.
 pub fn counted_as(client: IpAddr) -> String {
-    match client {
+    match crate::per_address::network_of(client) {
         IpAddr::V4(v4) => v4.to_string(),
-        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
-            Some(v4) => v4.to_string(),
-            None => {
-                let segments = v6.segments();
-                let prefix = std::net::Ipv6Addr::new(
-                    segments[0],
-                    segments[1],
-                    segments[2],
-                    segments[3],
-                    0,
-                    0,
-                    0,
-                    0,
-                );
-                format!("{prefix}/64")
-            }
-        },
+        IpAddr::V6(prefix) => format!("{prefix}/64"),
     }
 }
 

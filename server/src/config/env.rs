@@ -172,6 +172,10 @@ fn limits() -> Result<Limits, ConfigError> {
             .map_or(defaults.max_connections_per_client, |n| n.max(1) as usize),
         header_timeout: number("IDEM_HEADER_TIMEOUT_SECONDS")?
             .map_or(defaults.header_timeout, |n| Duration::from_secs(n.max(1))),
+        max_in_flight_per_client: number("IDEM_MAX_IN_FLIGHT_PER_CLIENT")?
+            .map_or(defaults.max_in_flight_per_client, |n| n.max(1) as usize),
+        body_timeout: number("IDEM_BODY_TIMEOUT_SECONDS")?
+            .map_or(defaults.body_timeout, |n| Duration::from_secs(n.max(1))),
     })
 }
 
