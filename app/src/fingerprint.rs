@@ -2,8 +2,11 @@
 //! keyed fingerprint of its consumer and key (`kf_` and 16 hex digits of an
 //! HMAC-SHA256) instead of the key. The key page shows the fingerprint, so
 //! an operator can grep the logs for it; searching a fingerprint found in a
-//! log finds its key (each one Idem logs is kept in `key_fingerprints`).
-//! `IDEM_LOG_KEYS=full` logs keys as they are instead.
+//! log finds its key: when a signed-in person reads a key that Idem holds
+//! something about, its fingerprint is kept in `key_fingerprints` (at most
+//! once a day per process, and for `FINGERPRINT_KEEP_DAYS` after). A
+//! request nobody was let in for, or about a key Idem holds nothing of,
+//! stores nothing. `IDEM_LOG_KEYS=full` logs keys as they are instead.
 //!
 //! The secret is `IDEM_LOG_KEY_SECRET`, or one generated per install and
 //! kept in the database; without it (the database not reached yet) a
@@ -12,6 +15,7 @@
 use std::{
     collections::HashSet,
     sync::{Arc, Mutex, OnceLock},
+    time::{Duration, Instant},
 };
 
 use hmac::{Hmac, Mac};
@@ -24,6 +28,9 @@ const DIGITS: usize = 16;
 /// The most fingerprints a process remembers having stored; past it, it
 /// forgets them all (storing one again is harmless).
 const REMEMBERED: usize = 100_000;
+/// How long a process remembers having stored one: the stored row's "last
+/// logged" moves on about this often while the key is read.
+const REMEMBER_FOR: Duration = Duration::from_secs(24 * 3600);
 
 /// How keys appear in the logs, and the secret that fingerprints them.
 #[derive(Clone, Debug, Default)]
@@ -31,7 +38,23 @@ pub struct LogKeys {
     /// `IDEM_LOG_KEYS=full`: keys as they are.
     full: bool,
     secret: Arc<OnceLock<Vec<u8>>>,
-    stored: Arc<Mutex<HashSet<String>>>,
+    stored: Arc<Mutex<Stored>>,
+}
+
+/// The fingerprints this process stored, since when.
+#[derive(Debug)]
+struct Stored {
+    since: Instant,
+    fingerprints: HashSet<String>,
+}
+
+impl Default for Stored {
+    fn default() -> Self {
+        Stored {
+            since: Instant::now(),
+            fingerprints: HashSet::new(),
+        }
+    }
 }
 
 /// What a request's log says about its key.
@@ -81,13 +104,37 @@ impl LogKeys {
     }
 
     /// Whether `fingerprint` still has to be stored (true once per process
-    /// and fingerprint, as long as it is remembered).
+    /// and fingerprint, as long as it is remembered: a day, and at most
+    /// [`REMEMBERED`] of them).
     pub fn first_time(&self, fingerprint: &str) -> bool {
         let mut stored = self.stored.lock().unwrap_or_else(|e| e.into_inner());
-        if stored.len() >= REMEMBERED {
-            stored.clear();
+        if stored.fingerprints.len() >= REMEMBERED || stored.since.elapsed() >= REMEMBER_FOR {
+            *stored = Stored::default();
         }
-        stored.insert(fingerprint.to_owned())
+        stored.fingerprints.insert(fingerprint.to_owned())
+    }
+
+    /// After a signed-in person read `key` of `consumer` (an empty consumer
+    /// for a link that names none) and Idem holds something about it: keeps
+    /// which key the fingerprint logged for it stands for, so searching the
+    /// fingerprint finds it. In the background, off the request's path.
+    pub fn remember(&self, store: &idem_store::Store, consumer: &str, key: &str) {
+        let Logged::Fingerprint(fingerprint) = self.logged(consumer, key) else {
+            return;
+        };
+        if !self.first_time(&fingerprint) {
+            return;
+        }
+        let (store, consumer, key) = (store.clone(), consumer.to_owned(), key.to_owned());
+        tokio::spawn(async move {
+            let at = idem_store::Ts::now();
+            if let Err(err) = store
+                .record_key_fingerprint(&fingerprint, &consumer, &key, at)
+                .await
+            {
+                tracing::debug!(error = %err, %fingerprint, "could not store a key fingerprint");
+            }
+        });
     }
 }
 

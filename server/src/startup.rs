@@ -385,9 +385,6 @@ pub fn router(
         .layer(tower_http::limit::RequestBodyLimitLayer::new(
             limits.body_limit,
         ))
-        .layer(crate::telemetry::request_layer(
-            state.log_keys.clone(),
-            state.store.clone(),
-        ))
+        .layer(crate::telemetry::request_layer(state.log_keys.clone()))
         .with_state(state)
 }

@@ -5,9 +5,11 @@
 //! narrowed to one consumer — the consumer and the key's fingerprint
 //! (`key_fp`; the key itself, `key`, only with `IDEM_LOG_KEYS=full`; see
 //! `idem_app::fingerprint`); when it is answered, one event adds the status
-//! and latency. The first time a process logs a fingerprint it stores which
-//! key it stands for (in the background, not on the request's path), so
-//! searching it finds the key. Errors are logged once, where they are
+//! and latency. The span only computes what it logs: it runs before the
+//! guard, so it writes nothing (which key a fingerprint stands for is kept
+//! by the key page's server function, for a signed-in person; see
+//! `idem_app::fingerprint`), and a segment that is not a valid consumer
+//! name or key gets no fingerprint at all. Errors are logged once, where they are
 //! turned into a status (`idem_app::error::internal`), with their cause
 //! chain; tower-http's own failure log is off so nothing is logged twice.
 //!
@@ -61,11 +63,10 @@ where
 /// The request span and the event that closes it.
 pub fn request_layer(
     log_keys: LogKeys,
-    store: idem_store::Store,
 ) -> TraceLayer<SharedClassifier<ServerErrorsAsFailures>, RequestSpan, (), ResponseEvent, (), (), ()>
 {
     TraceLayer::new_for_http()
-        .make_span_with(RequestSpan { log_keys, store })
+        .make_span_with(RequestSpan { log_keys })
         .on_request(())
         .on_response(ResponseEvent)
         .on_body_chunk(())
@@ -77,7 +78,6 @@ pub fn request_layer(
 #[derive(Clone, Debug)]
 pub struct RequestSpan {
     log_keys: LogKeys,
-    store: idem_store::Store,
 }
 
 impl RequestSpan {
@@ -90,19 +90,6 @@ impl RequestSpan {
             }
             Logged::Fingerprint(fingerprint) => {
                 span.record("key_fp", fingerprint.as_str());
-                if self.log_keys.first_time(&fingerprint) {
-                    let (store, consumer, key) =
-                        (self.store.clone(), consumer.to_owned(), key.to_owned());
-                    tokio::spawn(async move {
-                        let at = idem_store::Ts::now();
-                        if let Err(err) = store
-                            .record_key_fingerprint(&fingerprint, &consumer, &key, at)
-                            .await
-                        {
-                            tracing::debug!(error = %err, %fingerprint, "could not store a key fingerprint");
-                        }
-                    });
-                }
             }
             Logged::Withheld => {}
         }
@@ -137,20 +124,24 @@ impl<B> MakeSpan<B> for RequestSpan {
 }
 
 /// The consumer and key a request is about, decoded from the segments its
-/// route names, or from `?consumer=`. Undecodable text is left out.
+/// route names, or from `?consumer=`. Text that is not a valid consumer
+/// name or key (undecodable, too long, control characters) is left out.
 fn subject(route: &str, uri: &http::Uri) -> (Option<String>, Option<String>) {
-    let decode = |segment: &str| {
-        percent_encoding::percent_decode_str(segment)
-            .decode_utf8()
-            .ok()
-            .map(|text| text.into_owned())
-    };
+    use idem_domain::{ConsumerName, IdempotencyKey};
     let mut consumer = None;
     let mut key = None;
     for (pattern, segment) in route.split('/').zip(uri.path().split('/')) {
         match pattern {
-            "{consumer}" => consumer = decode(segment),
-            "{key}" => key = decode(segment),
+            "{consumer}" => {
+                consumer = ConsumerName::from_segment(segment)
+                    .ok()
+                    .map(|c| c.to_string())
+            }
+            "{key}" => {
+                key = IdempotencyKey::from_segment(segment)
+                    .ok()
+                    .map(|k| k.to_string())
+            }
             _ => {}
         }
     }
@@ -158,8 +149,8 @@ fn subject(route: &str, uri: &http::Uri) -> (Option<String>, Option<String>) {
         consumer = uri.query().and_then(|query| {
             url::form_urlencoded::parse(query.as_bytes())
                 .find(|(name, _)| name == "consumer")
-                .map(|(_, value)| value.into_owned())
-                .filter(|value| !value.is_empty())
+                .and_then(|(_, value)| ConsumerName::parse(value.into_owned()).ok())
+                .map(|c| c.to_string())
         });
     }
     (consumer, key)

@@ -1,11 +1,15 @@
 //! Fingerprints of keys in Idem's logs: the secret they are keyed with, and
-//! which key each fingerprint Idem has logged stands for.
+//! which key each fingerprint Idem has logged stands for — kept while it is
+//! logged, deleted [`FINGERPRINT_KEEP_DAYS`] after it was last logged.
 
 use crate::{StoreResult, dialect::dispatch, store::Store, ts::Ts};
 
 /// `idem_meta` name of the secret fingerprints are keyed with, when
 /// `IDEM_LOG_KEY_SECRET` does not set one.
 pub const LOG_FINGERPRINT_SECRET: &str = "log_fingerprint_secret";
+
+/// How long after it was last logged a fingerprint still finds its key.
+pub const FINGERPRINT_KEEP_DAYS: i64 = 30;
 
 impl Store {
     /// This install's fingerprint secret: the one stored, or else
@@ -23,7 +27,8 @@ impl Store {
             .unwrap_or_else(|| generated.to_owned()))
     }
 
-    /// Keeps which key `fingerprint` stands for (the first time it is logged).
+    /// Keeps which key `fingerprint` stands for, logged at `at`: its first
+    /// key stays, and the time it was last logged moves on.
     pub async fn record_key_fingerprint(
         &self,
         fingerprint: &str,
@@ -32,13 +37,26 @@ impl Store {
         at: Ts,
     ) -> StoreResult<()> {
         const SQL: &str = "INSERT INTO key_fingerprints \
-             (fingerprint, consumer, idempotency_key, first_logged_at) VALUES ($1, $2, $3, $4) \
-             ON CONFLICT (fingerprint) DO NOTHING";
+             (fingerprint, consumer, idempotency_key, first_logged_at, last_logged_at) \
+             VALUES ($1, $2, $3, $4, $4) \
+             ON CONFLICT (fingerprint) DO UPDATE SET last_logged_at = excluded.last_logged_at \
+             WHERE key_fingerprints.last_logged_at < excluded.last_logged_at";
         dispatch!(&self.pools, pool => {
             sqlx::query(SQL).bind(fingerprint).bind(consumer).bind(key).bind(at)
                 .execute(pool).await?;
         });
         Ok(())
+    }
+
+    /// Deletes the fingerprints not logged for [`FINGERPRINT_KEEP_DAYS`]
+    /// before `now` (a range of their index); how many.
+    pub async fn prune_key_fingerprints(&self, now: Ts) -> StoreResult<u64> {
+        const SQL: &str = "DELETE FROM key_fingerprints WHERE last_logged_at < $1";
+        let before = Ts::from(now.0 - chrono::TimeDelta::days(FINGERPRINT_KEEP_DAYS));
+        let deleted = dispatch!(&self.pools, pool => {
+            sqlx::query(SQL).bind(before).execute(pool).await?.rows_affected()
+        });
+        Ok(deleted)
     }
 
     /// The consumer and key a logged fingerprint stands for, if Idem logged it.

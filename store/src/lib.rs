@@ -21,6 +21,7 @@ mod lease;
 mod meta;
 mod metrics;
 mod reads;
+mod refusals;
 mod rollup;
 mod rows;
 mod search;
@@ -41,7 +42,7 @@ pub use checks::{CheckLimits, SHARED_REFS_WATERMARK, SharedRefSweep};
 pub use consumer::{Claimed, Delivery, NewDeadLetter, NewOutboxRow, Outcome};
 pub use cursor::PageRequest;
 pub use error::{StoreError, StoreResult};
-pub use fingerprints::LOG_FINGERPRINT_SECRET;
+pub use fingerprints::{FINGERPRINT_KEEP_DAYS, LOG_FINGERPRINT_SECRET};
 pub use lease::BACKGROUND_LEASE;
 pub use meta::DEMO_DATA;
 pub use metrics::MetricSample;
@@ -49,6 +50,7 @@ pub use reads::{
     DeadLetterFilter, KEY_PAGE_ROWS, KEY_PAGE_SHARED_REFS, KeyRecords, OutboxFilter,
     OverviewRecords, Window,
 };
+pub use refusals::{REFUSAL_WINDOW, Refusal};
 pub use rollup::{ROLLUP_SETTLE, ROLLUP_WATERMARK, Recovery};
 pub use search::{ClaimSearch, SEARCH_CANDIDATES, SearchOrder, SearchResult};
 pub use sign_in::{SignInResult, SignInSubject};

@@ -128,6 +128,9 @@ pub(crate) mod ssr {
         );
         let state = crate::ssr::state()?;
         let read_only = state.read_only.reason(consumer.as_str());
+        state
+            .log_keys
+            .remember(&state.store, consumer.as_str(), key.as_str());
         let log_fingerprint = match state.log_keys.logged(consumer.as_str(), key.as_str()) {
             crate::fingerprint::Logged::Fingerprint(fingerprint) => Some(fingerprint),
             _ => None,
@@ -227,15 +230,22 @@ pub async fn lookup_key(key: String) -> Result<KeyLookup, AppError> {
             1 => {
                 let claim = claims.remove(0);
                 let consumer = idem_domain::ConsumerName::parse(claim.consumer)?;
+                let state = crate::ssr::state()?;
+                state.log_keys.remember(&state.store, "", key.as_str());
                 let story = ssr::story(&reader, &consumer, &key).await?;
                 story.map(|s| KeyLookup::One(Box::new(s))).ok_or_else(|| {
                     AppError::NotFound(format!("The key “{key}” vanished while it was read."))
                 })
             }
-            _ => Ok(KeyLookup::Several {
-                clock: crate::ssr::clock(chrono::Utc::now()),
-                key: key.to_string(),
-                claims,
+            _ => Ok({
+                // The log of this request names the key without a consumer.
+                let state = crate::ssr::state()?;
+                state.log_keys.remember(&state.store, "", key.as_str());
+                KeyLookup::Several {
+                    clock: crate::ssr::clock(chrono::Utc::now()),
+                    key: key.to_string(),
+                    claims,
+                }
             }),
         }
     })

@@ -9,7 +9,6 @@ use axum::{
     response::{IntoResponse, Redirect, Response},
 };
 use idem_app::auth::{CurrentUser, role_for_api_path};
-use idem_store::NewAuditEntry;
 use tower_sessions::Session;
 
 use super::{
@@ -205,12 +204,12 @@ async fn proxy_user(
         }
         Err(Refused::PasswordAccount) => {
             tracing::warn!(%username, "identity proxy named a password account; refused");
-            audit_denial(
+            count_refusal(
                 ctx,
                 &username,
                 "identity-proxy",
+                "a password account has this name",
                 "identity-proxy sign-in",
-                "refused: a password account has this name",
                 client,
             )
             .await;
@@ -238,29 +237,29 @@ async fn proxy_user(
     }
 }
 
-/// Audits a refusal; a failure to write it is logged, not answered.
-async fn audit_denial(
+/// Counts a refusal towards its aggregated audit row (see
+/// `idem_store::Refusal`); a failure to count it is logged, not answered.
+async fn count_refusal(
     ctx: &AuthContext,
     actor: &str,
     role: &str,
+    reason: &str,
     target: &str,
-    result: &str,
     client: &str,
 ) {
-    let audited = ctx
+    let refusal = idem_store::Refusal {
+        actor,
+        actor_role: role,
+        reason,
+        target,
+        client_addr: Some(client),
+    };
+    if let Err(err) = ctx
         .store
-        .append_audit(&NewAuditEntry {
-            actor,
-            actor_role: role,
-            action: "denied",
-            target: Some(target),
-            result,
-            client_addr: Some(client),
-            ..Default::default()
-        })
-        .await;
-    if let Err(err) = audited {
-        tracing::error!(error = %idem_app::ssr::cause_chain(&err), "could not audit a denied request");
+        .count_refusal(&refusal, idem_store::Ts::now())
+        .await
+    {
+        tracing::error!(error = %idem_app::ssr::cause_chain(&err), "could not count a refused request");
     }
 }
 
@@ -412,7 +411,8 @@ async fn recheck(
 }
 
 /// The user's role does not include the `needed` one (`None`: nothing
-/// grants it): audited, and answered 403.
+/// grants it): counted for the audit log (one row per person, reason and
+/// window), and answered 403.
 async fn forbidden(
     ctx: &AuthContext,
     user: &CurrentUser,
@@ -420,16 +420,17 @@ async fn forbidden(
     client: &str,
     needed: Option<idem_domain::Role>,
 ) -> Response {
-    audit_denial(
+    let needed = needed.map_or("no role (nothing grants it)".to_owned(), |r| r.to_string());
+    let reason = format!("forbidden: needs {needed}");
+    count_refusal(
         ctx,
         &user.username,
         user.role.as_str(),
+        &reason,
         path,
-        "forbidden",
         client,
     )
     .await;
-    let needed = needed.map_or("no role (nothing grants it)".to_owned(), |r| r.to_string());
     (
         StatusCode::FORBIDDEN,
         format!(

@@ -206,7 +206,7 @@ async fn background_work(
     tokio::join!(
         demo,
         sweep_expired_sessions(auth.clone(), stop.clone()),
-        close_sign_in_windows(auth.clone(), stop.clone()),
+        housekeeping(auth.clone(), stop.clone()),
         maintain_rollups(auth.store.clone(), history_rx, caches, stop.clone()),
         sweep_shared_provider_refs(auth.store.clone(), stop.clone()),
         run_redrives(auth.store.clone(), redrives, stop),
@@ -286,19 +286,30 @@ async fn sweep_shared_provider_refs(store: Store, mut stop: watch::Receiver<bool
     }
 }
 
-/// Closes ended sign-in windows every minute (one audit row for each pair
-/// that saw failures) and forgets known-good clients not seen for months.
-async fn close_sign_in_windows(auth: Arc<AuthContext>, mut stop: watch::Receiver<bool>) {
+/// Every minute: closes ended sign-in windows (one audit row for each pair
+/// that saw failures) and forgets known-good clients not seen for months;
+/// audits the refusal windows that ended (one row per person, reason and
+/// window); deletes the key fingerprints not logged for a month.
+async fn housekeeping(auth: Arc<AuthContext>, mut stop: watch::Receiver<bool>) {
     loop {
-        let limits = &auth.settings.sign_in;
-        match auth
-            .store
-            .close_sign_in_windows(limits, idem_store::Ts::now())
+        let (store, now) = (&auth.store, idem_store::Ts::now());
+        match store
+            .close_sign_in_windows(&auth.settings.sign_in, now)
             .await
         {
             Ok(0) => {}
             Ok(closed) => tracing::debug!(closed, "sign-in windows closed"),
             Err(err) => tracing::warn!(error = %err, "could not close sign-in windows"),
+        }
+        match store.close_refusal_windows(now).await {
+            Ok(0) => {}
+            Ok(closed) => tracing::debug!(closed, "refusal windows audited"),
+            Err(err) => tracing::warn!(error = %err, "could not audit refusal windows"),
+        }
+        match store.prune_key_fingerprints(now).await {
+            Ok(0) => {}
+            Ok(pruned) => tracing::debug!(pruned, "old key fingerprints deleted"),
+            Err(err) => tracing::warn!(error = %err, "could not delete old key fingerprints"),
         }
         tokio::select! {
             () = tokio::time::sleep(Duration::from_secs(60)) => {}

@@ -10,6 +10,7 @@ mod common;
 
 mod actions;
 mod adapters;
+mod anonymous;
 mod auth;
 mod charts;
 mod demo;

@@ -230,11 +230,15 @@ async fn a_repeated_identity_header_is_refused_and_a_proxy_name_never_takes_a_pa
         "the proxy did not rewrite bob's role"
     );
     assert_eq!(bob.origin, idem_domain::AccountOrigin::Password);
+    let later = idem_store::Ts::from(chrono::Utc::now() + idem_store::REFUSAL_WINDOW);
+    app.store.close_refusal_windows(later).await.unwrap();
     let audit = app.store.latest_audit(10).await.unwrap();
     assert!(
         audit.iter().any(|e| e.action == "denied"
             && e.actor == "bob"
-            && e.result.contains("password account")),
+            && e.reason
+                .as_deref()
+                .is_some_and(|r| r.contains("password account"))),
         "{audit:?}"
     );
     // And bob's password still works, as a viewer.

@@ -6,6 +6,7 @@ use idem_store::{Store, Ts};
 idem_store::on_both_backends!(
     the_first_secret_stored_is_every_replica_s_secret,
     a_logged_fingerprint_leads_back_to_its_key_and_keeps_its_first_key,
+    a_fingerprint_not_logged_for_a_month_is_deleted_and_one_still_logged_stays,
 );
 
 async fn the_first_secret_stored_is_every_replica_s_secret(store: &Store) {
@@ -49,4 +50,38 @@ async fn a_logged_fingerprint_leads_back_to_its_key_and_keeps_its_first_key(stor
             .unwrap(),
         Some(("payments".to_owned(), key.to_owned()))
     );
+}
+
+async fn a_fingerprint_not_logged_for_a_month_is_deleted_and_one_still_logged_stays(store: &Store) {
+    let now = Ts::now();
+    let days_ago = |days: i64| Ts::from(now.0 - chrono::TimeDelta::days(days));
+    store
+        .record_key_fingerprint("kf_00000000000000aa", "orders", "old", days_ago(40))
+        .await
+        .unwrap();
+    store
+        .record_key_fingerprint("kf_00000000000000bb", "orders", "read", days_ago(40))
+        .await
+        .unwrap();
+    // Read again last week: its row is kept, with its first key.
+    store
+        .record_key_fingerprint("kf_00000000000000bb", "orders", "other", days_ago(7))
+        .await
+        .unwrap();
+    assert_eq!(store.prune_key_fingerprints(now).await.unwrap(), 1);
+    assert_eq!(
+        store
+            .key_by_fingerprint("kf_00000000000000aa")
+            .await
+            .unwrap(),
+        None
+    );
+    assert_eq!(
+        store
+            .key_by_fingerprint("kf_00000000000000bb")
+            .await
+            .unwrap(),
+        Some(("orders".to_owned(), "read".to_owned()))
+    );
+    assert_eq!(store.prune_key_fingerprints(now).await.unwrap(), 0);
 }
