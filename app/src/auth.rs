@@ -17,6 +17,11 @@ pub struct CurrentUser {
     /// too (RP-initiated logout).
     #[serde(default)]
     pub provider_sign_out: bool,
+    /// Signed in through an OpenID provider that is due to confirm the
+    /// sign-in but cannot be reached: Idem goes on with the role last
+    /// confirmed, within a grace, and pages say so.
+    #[serde(default)]
+    pub recheck_pending: bool,
 }
 
 /// The client's address (after trusted proxies), put in the request by the guard.

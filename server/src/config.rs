@@ -26,7 +26,8 @@
 //! | `IDEM_OIDC_USERNAME_CLAIM` | the claim accounts are named by | `email` |
 //! | `IDEM_OIDC_ROLES_CLAIM`, `IDEM_OIDC_ROLES` | the claim with groups or roles, and `group=role, …` | `groups`, none |
 //! | `IDEM_OIDC_DEFAULT_ROLE` | the role of a person in no mapped group, or `none` to refuse them | `viewer` |
-//! | `IDEM_OIDC_RECHECK_MINUTES` | how often a session asks the provider again without a prompt (the role follows the claims, a session the provider ended ends); `0`: only at sign-in | `60` |
+//! | `IDEM_OIDC_RECHECK_MINUTES` | how often a session asks the provider again without a prompt (the role follows the claims, a session the provider ended ends); a due recheck refuses actions until a page went through it; `0`: only at sign-in | `60` |
+//! | `IDEM_OIDC_RECHECK_GRACE_MINUTES` | while the provider cannot be reached, how long after a recheck fell due pages and actions go on with the claims last confirmed | `60` |
 //! | `IDEM_OIDC_CLOCK_SKEW_SECONDS` | how far the provider's clock may be off (at most 300) | `60` |
 //! | `IDEM_PASSWORD_LOGIN` | `0` turns password sign-in off (the proxy or the OpenID provider signs people in) | `1` |
 //! | `IDEM_HASH_CONCURRENCY` | password hashes computed at once | `2` |
@@ -219,6 +220,7 @@ pub const SETTINGS: &[&str] = &[
     "IDEM_OIDC_DEFAULT_ROLE",
     "IDEM_OIDC_ISSUER",
     "IDEM_OIDC_NAME",
+    "IDEM_OIDC_RECHECK_GRACE_MINUTES",
     "IDEM_OIDC_RECHECK_MINUTES",
     "IDEM_OIDC_ROLES",
     "IDEM_OIDC_ROLES_CLAIM",

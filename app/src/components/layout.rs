@@ -91,6 +91,15 @@ fn console_bar(info: ConsoleInfo) -> impl IntoView {
             </p>
         }
     });
+    let recheck = info.user.as_ref().filter(|u| u.recheck_pending).map(|_| {
+        view! {
+            <p class="outage-banner" role="status">
+                <strong>"Your identity provider cannot be reached right now. "</strong>
+                "Idem could not confirm your sign-in with it, so it goes on with the role it last "
+                "confirmed, for a while; it asks again in a minute."
+            </p>
+        }
+    });
     let account = info.user.map(|user| {
         let everywhere = user.provider_sign_out.then(|| view! {
             " · "
@@ -108,6 +117,7 @@ fn console_bar(info: ConsoleInfo) -> impl IntoView {
     });
     view! {
         {outage}
+        {recheck}
         {banner}
         <div class="subbar">
             {account}

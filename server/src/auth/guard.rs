@@ -109,6 +109,7 @@ async fn authenticate(
                 username: u.username.clone(),
                 role: u.role,
                 provider_sign_out,
+                recheck_pending: false,
             },
             source,
         ))),
@@ -335,8 +336,14 @@ pub async fn guard(
         .path_and_query()
         .map_or("/", |pq| pq.as_str())
         .to_owned();
-    if let Some(recheck) = recheck(&ctx, &session, &method, &target).await {
-        return recheck;
+    match recheck(&ctx, &session, &method, &target, &back).await {
+        Ok(false) => {}
+        Ok(true) => {
+            if let Some(user) = req.extensions_mut().get_mut::<CurrentUser>() {
+                user.recheck_pending = true;
+            }
+        }
+        Err(answer) => return answer,
     }
     match needed {
         Some(role) if user.role.includes(role) => next.run(req).await,
@@ -386,28 +393,59 @@ fn sign_in_first(ctx: &AuthContext, req: &Request, method: &Method, path: &str) 
     (StatusCode::UNAUTHORIZED, "Sign in first.\n").into_response()
 }
 
-/// A page asked for by a person the OpenID provider signed in, whose
-/// session is due a recheck: the browser goes to the provider and back
-/// without a prompt (their role follows the claims again; a session the
-/// provider ended ends). Server functions and forms pass as they are.
+/// A request from a person the OpenID provider signed in, whose session is
+/// due a recheck: a page goes to the provider and back without a prompt
+/// (their role follows the claims again; a session the provider ended
+/// ends); a request that changes anything is refused with "sign in again",
+/// never carried out on claims nobody confirmed; a read of a server
+/// function passes. While the provider cannot be reached, within the
+/// grace, everything goes on: `Ok(true)`, and the page says so.
 async fn recheck(
     ctx: &AuthContext,
     session: &Session,
     method: &Method,
     target: &str,
-) -> Option<Response> {
-    let page = !target.starts_with("/api/") && matches!(*method, Method::GET | Method::HEAD);
-    if !page || !super::oidc::recheck_due(ctx, session).await {
-        return None;
+    back: &str,
+) -> Result<bool, Response> {
+    use super::oidc::Recheck;
+    let reads = matches!(*method, Method::GET | Method::HEAD);
+    let page = reads && !target.starts_with("/api/");
+    let state = super::oidc::recheck(ctx, session).await;
+    let to_provider = |silent: bool, next: &str| {
+        let next = idem_app::links::safe_next(next);
+        let mut pairs = vec![("next", next.as_str())];
+        if silent {
+            pairs.push(("silent", "1"));
+        }
+        idem_app::links::with_query("/auth/oidc/start", &pairs)
+    };
+    match state {
+        Recheck::NotDue => Ok(false),
+        Recheck::Pending { retry: true } if page => {
+            Err(Redirect::to(&to_provider(true, target)).into_response())
+        }
+        Recheck::Pending { .. } => Ok(true),
+        Recheck::Due if page => Err(Redirect::to(&to_provider(true, target)).into_response()),
+        Recheck::Due if reads => Ok(false),
+        Recheck::Due => {
+            let name = ctx
+                .oidc
+                .as_ref()
+                .map_or("your identity provider", |p| p.settings.name.as_str());
+            let back = if back.is_empty() { "/" } else { back };
+            Err(crate::limits::refusal_with_link(
+                StatusCode::UNAUTHORIZED,
+                "Sign in again",
+                &format!(
+                    "It is time to confirm your sign-in with {name}, and Idem does not act on a \
+                     sign-in it has not confirmed. Nothing was done. Sign in again, then act \
+                     again."
+                ),
+                &to_provider(false, back),
+                "Sign in again",
+            ))
+        }
     }
-    let next = idem_app::links::safe_next(target);
-    Some(
-        Redirect::to(&idem_app::links::with_query(
-            "/auth/oidc/start",
-            &[("next", &next), ("silent", "1")],
-        ))
-        .into_response(),
-    )
 }
 
 /// The user's role does not include the `needed` one (`None`: nothing

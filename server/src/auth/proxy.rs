@@ -192,6 +192,7 @@ pub async fn account(
         username: user.username,
         role: user.role,
         provider_sign_out: false,
+        recheck_pending: false,
     })
 }
 

@@ -66,6 +66,7 @@ pub(super) fn oidc() -> Result<Option<OidcSettings>, ConfigError> {
             0 => None,
             minutes => Some(Duration::from_secs(60 * minutes)),
         },
+        recheck_grace: Duration::from_secs(60 * or_default("IDEM_OIDC_RECHECK_GRACE_MINUTES", 60)?),
     }))
 }
 

@@ -100,6 +100,7 @@ mod tests {
             clock_skew: std::time::Duration::from_secs(60),
             sign_in_ttl: std::time::Duration::from_secs(600),
             recheck: None,
+            recheck_grace: std::time::Duration::from_secs(3600),
         }
     }
 

@@ -4,7 +4,7 @@ use std::{net::SocketAddr, sync::Arc};
 
 use axum::{
     extract::{ConnectInfo, Query, State},
-    http::{HeaderMap, StatusCode},
+    http::{HeaderMap, StatusCode, header},
     response::{IntoResponse, Redirect, Response},
 };
 use chrono::Utc;
@@ -14,40 +14,29 @@ use openidconnect::{
     PkceCodeChallenge, PkceCodeVerifier, Scope, TokenResponse,
     core::{CoreAuthPrompt, CoreResponseType},
 };
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use tower_sessions::Session;
 
 use super::{
     Provider,
     account::{self, Refused},
     claims,
+    pending::{Pending, PendingSignIns},
     refusals::{Failure, answer},
     token::{NO_KEY, check_access_token, token_error, verified},
 };
 use crate::auth::AuthContext;
 
-/// Sign-ins started in this session and not yet come back.
-const PENDING: &str = "oidc_pending";
 /// The ID token of the sign-in, kept for RP-initiated logout's hint when
 /// the provider has an end-session endpoint.
 pub(crate) const ID_TOKEN: &str = "oidc_id_token";
 /// When the provider last confirmed the session (its sign-in or recheck).
 const CHECKED_AT: &str = "oidc_checked_at";
-/// At most this many sign-ins wait at once per browser (several tabs).
-const MAX_PENDING: usize = 4;
-
-/// One started sign-in: what must come back, and where to go after.
-#[derive(Serialize, Deserialize)]
-struct Pending {
-    state: String,
-    nonce: String,
-    verifier: String,
-    next: String,
-    started: i64,
-    /// A recheck (`prompt=none`): the provider answers without asking.
-    #[serde(default)]
-    silent: bool,
-}
+/// When a recheck last found the provider unreachable.
+const RECHECK_FAILED_AT: &str = "oidc_recheck_failed_at";
+/// While the provider is unreachable, how long pages go on before one is
+/// sent through a recheck again.
+const RECHECK_RETRY_SECONDS: i64 = 60;
 
 #[derive(Deserialize)]
 pub struct StartQuery {
@@ -57,17 +46,57 @@ pub struct StartQuery {
     silent: Option<String>,
 }
 
-/// Whether this session's person is due to be asked about again: it came
-/// through the provider, and the provider last confirmed it longer ago
-/// than `IDEM_OIDC_RECHECK_MINUTES`.
-pub async fn recheck_due(ctx: &AuthContext, session: &Session) -> bool {
-    let Some(every) = provider(ctx).and_then(|p| p.settings.recheck) else {
+/// Where a session that came through the provider stands with it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Recheck {
+    /// Not a provider session, or confirmed within `IDEM_OIDC_RECHECK_MINUTES`.
+    NotDue,
+    /// Due: a page goes to the provider (silently) first, and a request
+    /// that changes anything is refused until it has.
+    Due,
+    /// Due, but the provider could not be reached and the grace
+    /// (`IDEM_OIDC_RECHECK_GRACE_MINUTES`) has not run out: pages and
+    /// actions go on with the claims last confirmed, and pages say so.
+    /// `retry`: the last try was over a minute ago; a page tries again.
+    Pending { retry: bool },
+}
+
+/// Where this session's person stands with the provider (see [`Recheck`]).
+pub(crate) async fn recheck(ctx: &AuthContext, session: &Session) -> Recheck {
+    let Some(settings) = provider(ctx).map(|p| &p.settings) else {
+        return Recheck::NotDue;
+    };
+    let Some(every) = settings.recheck else {
+        return Recheck::NotDue;
+    };
+    let Some(checked) = session.get::<i64>(CHECKED_AT).await.ok().flatten() else {
+        return Recheck::NotDue;
+    };
+    let now = Utc::now().timestamp();
+    let due_at = checked + every.as_secs() as i64;
+    if now < due_at {
+        return Recheck::NotDue;
+    }
+    let failed = session.get::<i64>(RECHECK_FAILED_AT).await.ok().flatten();
+    let in_grace = now < due_at + settings.recheck_grace.as_secs() as i64;
+    match failed.filter(|at| *at >= checked) {
+        Some(at) if in_grace => Recheck::Pending {
+            retry: now - at >= RECHECK_RETRY_SECONDS,
+        },
+        _ => Recheck::Due,
+    }
+}
+
+/// Whether the provider's grace for this session's recheck still runs.
+async fn within_grace(provider: &Provider, session: &Session) -> bool {
+    let (Some(every), Some(checked)) = (
+        provider.settings.recheck,
+        session.get::<i64>(CHECKED_AT).await.ok().flatten(),
+    ) else {
         return false;
     };
-    match session.get::<i64>(CHECKED_AT).await.ok().flatten() {
-        Some(at) => Utc::now().timestamp() - at >= every.as_secs() as i64,
-        None => false,
-    }
+    let until = checked + (every + provider.settings.recheck_grace).as_secs() as i64;
+    Utc::now().timestamp() < until
 }
 
 pub(super) fn provider(ctx: &AuthContext) -> Option<&Provider> {
@@ -89,8 +118,19 @@ fn client_of(ctx: &AuthContext, peer: SocketAddr, headers: &HeaderMap) -> String
         .to_string()
 }
 
-/// Sends the browser to the provider, remembering `state`, `nonce` and the
-/// PKCE verifier in the session.
+/// `response` with the browser's pending sign-ins rewritten to `pending`.
+fn with_pending(ctx: &AuthContext, pending: &PendingSignIns, mut response: Response) -> Response {
+    let ttl = provider(ctx).map_or(super::SIGN_IN_TTL, |p| p.settings.sign_in_ttl);
+    if let Some(cookie) = pending.set_cookie(ctx.settings.secure(), ttl) {
+        response.headers_mut().append(header::SET_COOKIE, cookie);
+    }
+    response
+}
+
+/// Sends the browser to the provider, keeping `state`, `nonce` and the
+/// PKCE verifier in the browser's own cookie (see [`super::pending`]). A
+/// recheck (`silent=1`) that finds the provider unreachable within its
+/// grace goes back to the page instead, marked pending.
 pub async fn start(
     State(ctx): State<Arc<AuthContext>>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
@@ -104,10 +144,17 @@ pub async fn start(
     let next = links::safe_next(&query.next);
     let silent = query.silent.as_deref() == Some("1");
     let client = client_of(&ctx, peer, &headers);
-    let found = match provider.discovered(false).await {
+    let discovered = match silent {
+        true => provider.answers_now().await,
+        false => provider.discovered(false).await,
+    };
+    let found = match discovered {
         Ok(found) => found,
         Err(err) => {
             tracing::warn!(error = %idem_app::ssr::cause_chain(&err), "OpenID provider unreachable");
+            if silent && within_grace(provider, &session).await {
+                return recheck_pending(&session, &next).await;
+            }
             return answer(
                 &ctx.store,
                 &provider.settings.name,
@@ -134,12 +181,7 @@ pub async fn start(
         request = request.add_prompt(CoreAuthPrompt::None);
     }
     let (url, state, nonce) = request.url();
-    let mut pending: Vec<Pending> = session
-        .get(PENDING)
-        .await
-        .ok()
-        .flatten()
-        .unwrap_or_default();
+    let mut pending = PendingSignIns::from_request(&headers, ctx.settings.secure());
     pending.push(Pending {
         state: state.secret().clone(),
         nonce: nonce.secret().clone(),
@@ -148,19 +190,34 @@ pub async fn start(
         started: Utc::now().timestamp(),
         silent,
     });
-    let keep_from = pending.len().saturating_sub(MAX_PENDING);
-    pending.drain(..keep_from);
-    if session.insert(PENDING, pending).await.is_err() {
-        return answer(
-            &ctx.store,
-            &provider.settings.name,
-            Failure::Unavailable,
-            &client,
-            "/",
-        )
-        .await;
+    with_pending(&ctx, &pending, Redirect::to(url.as_str()).into_response())
+}
+
+/// A recheck that could not reach the provider, within its grace: the
+/// session notes when (pages say the recheck is pending, and try again a
+/// minute later), and the browser goes back to its page.
+async fn recheck_pending(session: &Session, next: &str) -> Response {
+    // Only a signed-in session is written to: a visitor without one gets
+    // no row for asking.
+    if session
+        .get::<i64>(CHECKED_AT)
+        .await
+        .ok()
+        .flatten()
+        .is_some()
+        && session
+            .insert(RECHECK_FAILED_AT, Utc::now().timestamp())
+            .await
+            .is_err()
+    {
+        return crate::limits::refusal(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "Sign-in is temporarily unavailable",
+            "Idem cannot reach its database. Try again in a few seconds.",
+        );
     }
-    Redirect::to(url.as_str()).into_response()
+    tracing::info!("the OpenID provider is unreachable; a recheck waits, within its grace");
+    Redirect::to(next).into_response()
 }
 
 #[derive(Deserialize)]
@@ -172,34 +229,18 @@ pub struct CallbackQuery {
     iss: Option<String>,
 }
 
-/// Takes the started sign-in `state` names out of the session: each is
-/// used once, and only within `ttl`.
-async fn take_pending(
-    session: &Session,
+/// Takes the started sign-in `state` names out of the browser's pending
+/// sign-ins: each is used once, and only within `ttl`. A state this browser
+/// never started is anyone's request (`started: false`: logged, not
+/// audited); one it started that has expired is its own (audited).
+fn take_pending(
+    pending: &mut PendingSignIns,
     state: Option<&str>,
     ttl: std::time::Duration,
 ) -> Result<Pending, Failure> {
-    let mut pending: Vec<Pending> = session
-        .get(PENDING)
-        .await
-        .map_err(|_| Failure::Unavailable)?
-        .unwrap_or_default();
-    // Whether this browser has a sign-in under way at all (then a stale
-    // state is a person's, worth an audit row; else anyone's request).
-    let started = !pending.is_empty();
-    let state = state.ok_or(Failure::StaleState { started })?;
-    let index = pending
-        .iter()
-        .position(|p| constant_time_eq(p.state.as_bytes(), state.as_bytes()))
-        .ok_or(Failure::StaleState { started })?;
-    let found = pending.remove(index);
-    session
-        .insert(PENDING, pending)
-        .await
-        .map_err(|_| Failure::Unavailable)?;
-    // Saved now, so a second request with the same state finds nothing
-    // even while this one is still at the provider's token endpoint.
-    session.save().await.map_err(|_| Failure::Unavailable)?;
+    let found = state
+        .and_then(|state| pending.take(state))
+        .ok_or(Failure::StaleState { started: false })?;
     let age = Utc::now().timestamp() - found.started;
     if age < 0 || age as u64 >= ttl.as_secs() {
         return Err(Failure::StaleState { started: true });
@@ -207,11 +248,8 @@ async fn take_pending(
     Ok(found)
 }
 
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
-}
-
 /// The provider sent the browser back: check everything, then sign in.
+/// Every answer rewrites the browser's pending sign-ins without this one.
 pub async fn callback(
     State(ctx): State<Arc<AuthContext>>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
@@ -225,15 +263,30 @@ pub async fn callback(
     let client = client_of(&ctx, peer, &headers);
     let name = provider.settings.name.clone();
     let ttl = provider.settings.sign_in_ttl;
-    let pending = match take_pending(&session, query.state.as_deref(), ttl).await {
-        Ok(pending) => pending,
-        Err(failure) => return answer(&ctx.store, &name, failure, &client, "/").await,
+    let mut pending = PendingSignIns::from_request(&headers, ctx.settings.secure());
+    let taken = take_pending(&mut pending, query.state.as_deref(), ttl);
+    let response = match taken {
+        Ok(started) => finish(&ctx, provider, &session, started, query, &client).await,
+        Err(failure) => answer(&ctx.store, &name, failure, &client, "/").await,
     };
+    with_pending(&ctx, &pending, response)
+}
+
+/// A callback for a sign-in this browser started: the provider's error, or
+/// its code exchanged and checked.
+async fn finish(
+    ctx: &AuthContext,
+    provider: &Provider,
+    session: &Session,
+    pending: Pending,
+    query: CallbackQuery,
+    client: &str,
+) -> Response {
     let next = pending.next.clone();
     if pending.silent
         && let Some(error) = query.error.as_deref().filter(|e| needs_the_person(e))
     {
-        return signed_out_by_the_provider(&session, &next, error).await;
+        return signed_out_by_the_provider(session, &next, error).await;
     }
     let signed_in = match (query.error, query.code) {
         // A mix-up: another provider answered a sign-in started here.
@@ -248,15 +301,18 @@ pub async fn callback(
         }
         (Some(error), _) => Err(provider_error(&error)),
         (None, None) => Err(Failure::ProviderSaid("no code".into())),
-        (None, Some(code)) => sign_in(&ctx, provider, &session, pending, code, &client).await,
+        (None, Some(code)) => sign_in(ctx, provider, session, pending, code, client).await,
     };
     match signed_in {
         Ok(()) => Redirect::to(&next).into_response(),
-        Err(failure) => answer(&ctx.store, &name, failure, &client, &next).await,
+        Err(failure) => answer(&ctx.store, &provider.settings.name, failure, client, &next).await,
     }
 }
 
-/// The answers of a recheck that mean "the person must sign in again".
+/// The answers of a recheck that mean "the person must sign in again":
+/// the provider wants to ask them something, or no longer lets them in
+/// (`access_denied`: what Okta answers for a person unassigned from the
+/// application).
 fn needs_the_person(error: &str) -> bool {
     matches!(
         error,
@@ -264,6 +320,7 @@ fn needs_the_person(error: &str) -> bool {
             | "interaction_required"
             | "consent_required"
             | "account_selection_required"
+            | "access_denied"
     )
 }
 

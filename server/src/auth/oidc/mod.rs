@@ -3,22 +3,46 @@
 //! "Sign in with Okta".
 //!
 //! `GET /auth/oidc/start?next=…` keeps a fresh `state`, `nonce` and PKCE
-//! verifier in the (server-side) session and sends the browser to the
-//! provider; `GET /auth/oidc/callback` takes them out again (each is used
-//! once), exchanges the code, checks the ID token's signature, issuer,
-//! audience, expiry (with a bounded clock skew) and nonce, maps a claim to a
-//! role and starts Idem's session. Accounts made this way are a third kind,
-//! bound to the provider's subject: never a password or proxy account of the
-//! same name (see [`account`]).
+//! verifier in a cookie of the browser's own (see [`pending`]) and sends
+//! the browser to the provider; `GET /auth/oidc/callback` takes them out
+//! again (each is used once), exchanges the code, checks the ID token's
+//! signature, issuer, audience, expiry (with a bounded clock skew) and
+//! nonce, maps a claim to a role and starts Idem's session. Accounts made
+//! this way are a third kind, bound to the provider's subject: never a
+//! password or proxy account of the same name (see [`account`]).
 //!
 //! The provider's metadata and keys are read by discovery when first needed
 //! and again after [`DISCOVERY_TTL`], or at once when an ID token names a
 //! key Idem has not seen (the provider rotated its keys).
+//!
+//! What happens when:
+//! - **a callback arrives twice, or from another browser**: its state is
+//!   taken out of the browser's cookie the first time, and another
+//!   browser never had it: the page says the sign-in expired, nobody is
+//!   signed in (the code is single-use at the provider too);
+//! - **anyone sends starts or callbacks a thousand times**: a start stores
+//!   nothing on the server (the cookie is the browser's), and a callback
+//!   whose state this browser did not start is logged, not audited — only
+//!   a browser's own sign-in, expired, gets an audit row;
+//! - **the person loses their rights at the provider midway**: every
+//!   `IDEM_OIDC_RECHECK_MINUTES` a page goes to the provider without a
+//!   prompt and the role follows the claims; `login_required`,
+//!   `interaction_required`, `consent_required`,
+//!   `account_selection_required` or `access_denied` end the session; once
+//!   a recheck is due, a request that changes anything is refused with
+//!   "sign in again" (`guard.rs`), never carried out on unconfirmed claims;
+//! - **the provider is down**: a recheck finds it so before sending the
+//!   browser there (its metadata read within half a minute), and pages and
+//!   actions go on with the last claims for `IDEM_OIDC_RECHECK_GRACE_MINUTES`,
+//!   saying so; past the grace, nothing runs on them;
+//! - **the same account signs in twice at once**: each sign-in sets the
+//!   role by compare-and-set, so the epoch moves once per change.
 
 mod account;
 mod claims;
 mod flow;
 mod logout;
+mod pending;
 mod refusals;
 mod token;
 
@@ -44,7 +68,7 @@ use tokio::sync::Mutex;
 
 pub use claims::OtherClaims;
 use flow::provider;
-pub(crate) use flow::{ID_TOKEN, recheck_due};
+pub(crate) use flow::{ID_TOKEN, Recheck, recheck};
 pub use flow::{callback, start};
 pub use logout::{ProviderLogout, provider_logout_url};
 
@@ -54,6 +78,10 @@ pub const DISCOVERY_TTL: Duration = Duration::from_secs(10 * 60);
 /// After discovery failed, how long sign-ins are answered "unreachable" at
 /// once instead of each waiting on the provider again.
 pub const RETRY_AFTER_FAILURE: Duration = Duration::from_secs(10);
+
+/// A recheck reads the provider's metadata again when it is older than
+/// this, so an outage is noticed before a browser is sent there.
+pub const RECHECK_PROBE_AGE: Duration = Duration::from_secs(30);
 
 /// How long a started sign-in may take at the provider by default (its
 /// `state` is refused after this).
@@ -87,6 +115,9 @@ pub struct OidcSettings {
     /// whether the person is still signed in there and what their claims
     /// say now (`None`: only at sign-in).
     pub recheck: Option<Duration>,
+    /// While the provider cannot be reached, how long after a recheck fell
+    /// due pages and actions go on with the claims last confirmed.
+    pub recheck_grace: Duration,
 }
 
 impl std::fmt::Debug for OidcSettings {
@@ -203,12 +234,30 @@ impl Provider {
     /// stands in, and nobody asks again for [`RETRY_AFTER_FAILURE`], so an
     /// outage at the provider does not hold every sign-in for a timeout.
     async fn discovered(&self, fresh: bool) -> Result<Arc<Discovered>, ProviderError> {
+        let max_age = if fresh { Duration::ZERO } else { DISCOVERY_TTL };
+        self.discovered_within(max_age, true).await
+    }
+
+    /// Whether the provider answers now (its metadata read within
+    /// [`RECHECK_PROBE_AGE`], or half the recheck interval when that is
+    /// shorter): no stale answer stands in for it.
+    async fn answers_now(&self) -> Result<Arc<Discovered>, ProviderError> {
+        let max_age = self.settings.recheck.map_or(RECHECK_PROBE_AGE, |every| {
+            (every / 2).min(RECHECK_PROBE_AGE)
+        });
+        self.discovered_within(max_age, false).await
+    }
+
+    /// The metadata, read again when older than `max_age`; when reading it
+    /// fails, the last answer stands in if `stale_ok`.
+    async fn discovered_within(
+        &self,
+        max_age: Duration,
+        stale_ok: bool,
+    ) -> Result<Arc<Discovered>, ProviderError> {
         let mut cache = self.discovered.lock().await;
-        let last = cache.found.clone();
-        if let Some(found) = last
-            .as_ref()
-            .filter(|d| !fresh && d.at.elapsed() < DISCOVERY_TTL)
-        {
+        let last = cache.found.clone().filter(|_| stale_ok);
+        if let Some(found) = cache.found.as_ref().filter(|d| d.at.elapsed() < max_age) {
             return Ok(found.clone());
         }
         if cache

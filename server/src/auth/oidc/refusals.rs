@@ -22,7 +22,7 @@ pub enum Failure {
     ProviderSaid(String),
     /// No sign-in was started with this `state` in this browser, or it is
     /// older than the sign-in may take, or it was already used. `started`:
-    /// this browser has (or had, for an expired one) a sign-in under way.
+    /// this browser did start it (it expired).
     StaleState { started: bool },
     /// The provider no longer accepts the code (`invalid_grant`).
     CodeRejected,
@@ -43,10 +43,10 @@ impl Failure {
     /// Whether a person was turned away (audited), rather than Idem or the
     /// provider being out of order.
     ///
-    /// A callback in a browser with no sign-in under way is logged, not
+    /// A callback whose `state` this browser did not start is logged, not
     /// audited: anyone can send one, and the audit log keeps every row for
     /// good. Every refusal audited needs a sign-in this browser started (a
-    /// session, a trip to the provider) or a token the provider signed.
+    /// trip to the provider) or a token the provider signed.
     fn refuses_someone(&self) -> bool {
         !matches!(
             self,
@@ -186,7 +186,7 @@ pub async fn answer(
     if matches!(failure, Failure::StaleState { started: false }) {
         tracing::info!(
             client,
-            "OpenID Connect callback without a sign-in in this browser (unknown, expired or used state)"
+            "OpenID Connect callback for a sign-in this browser did not start (unknown or used state)"
         );
     }
     if failure.refuses_someone() {

@@ -233,3 +233,54 @@ async fn an_error_sent_back_with_markup_in_it_is_shown_as_a_bare_error_code() {
     );
     assert_eq!(signed_in_as(&app, &browser).await, None);
 }
+
+/// A started sign-in lives in the browser's own cookie: two hundred
+/// sign-ins started without a session store nothing on the server, and a
+/// hundred callbacks with states this browser never started are logged,
+/// not audited, whatever the browser has under way.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bogus_callbacks_and_cookieless_starts_write_nothing_that_lasts() {
+    let provider = Provider::start(alice(&["sre"])).await;
+    let app = spawn(TestDatabase::postgres().await, &provider, |_| {}).await;
+    let rows = |table: &'static str| idem_store::testing::count_rows(&app.store, table);
+    let (sessions, audit) = (rows("sessions").await, rows("audit_log").await);
+    for _ in 0..200 {
+        let cookieless = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .unwrap();
+        assert_eq!(start(&app, &cookieless, "/").await.status().as_u16(), 303);
+    }
+    assert_eq!(rows("sessions").await, sessions, "no session row per start");
+
+    // One real sign-in under way in this browser, and a hundred callbacks
+    // whose states it never started.
+    let browser = new_client();
+    let callback = to_callback(&app, &browser, "/").await;
+    for n in 0..100 {
+        let bogus = idem_app::links::with_query(
+            "/auth/oidc/callback",
+            &[("state", &format!("bogus-{n}")), ("code", "stolen")],
+        );
+        let refused = browser.get(app.url(&bogus)).send().await.unwrap();
+        assert_eq!(refused.status().as_u16(), 400);
+    }
+    assert_eq!(
+        rows("audit_log").await,
+        audit,
+        "stray callbacks are not audited"
+    );
+    assert_eq!(rows("sessions").await, sessions);
+    // The real one still finishes.
+    assert_eq!(
+        browser
+            .get(&callback)
+            .send()
+            .await
+            .unwrap()
+            .status()
+            .as_u16(),
+        303
+    );
+    assert!(signed_in_as(&app, &browser).await.is_some());
+}

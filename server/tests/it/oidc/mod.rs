@@ -46,6 +46,7 @@ fn settings(issuer: &str) -> OidcSettings {
         clock_skew: Duration::from_secs(60),
         sign_in_ttl: Duration::from_secs(600),
         recheck: None,
+        recheck_grace: Duration::from_secs(3600),
     }
 }
 

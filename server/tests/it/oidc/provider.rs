@@ -94,6 +94,7 @@ struct Inner {
     /// The `prompt` of each authorization request, in order.
     prompts: Vec<Option<String>>,
     deny: bool,
+    down: bool,
     codes: HashMap<String, Grant>,
     next_code: u64,
 }
@@ -119,6 +120,7 @@ impl Provider {
                 signed_out: false,
                 prompts: Vec::new(),
                 deny: false,
+                down: false,
                 codes: HashMap::new(),
                 next_code: 1,
             })),
@@ -128,6 +130,10 @@ impl Provider {
             .route("/jwks", get(jwks))
             .route("/authorize", get(authorize))
             .route("/token", post(token))
+            .layer(axum::middleware::from_fn_with_state(
+                provider.clone(),
+                outage,
+            ))
             .with_state(provider.clone());
         tokio::spawn(async move { axum::serve(listener, app).await });
         provider
@@ -166,6 +172,23 @@ impl Provider {
     pub fn deny(&self, deny: bool) {
         self.inner.lock().unwrap().deny = deny;
     }
+
+    /// An outage: every endpoint answers 503 until `down` is false again.
+    pub fn set_down(&self, down: bool) {
+        self.inner.lock().unwrap().down = down;
+    }
+}
+
+/// Answers 503 to everything while the provider is down.
+async fn outage(
+    State(p): State<Provider>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    if p.inner.lock().unwrap().down {
+        return StatusCode::SERVICE_UNAVAILABLE.into_response();
+    }
+    next.run(request).await
 }
 
 async fn discovery(State(p): State<Provider>) -> Json<serde_json::Value> {
