@@ -26,7 +26,7 @@ pub use histogram::{Histogram, le_bound, le_label};
 pub use key::{ConsumerName, IdempotencyKey, KeyError, decode_segment, encode_segment};
 pub use metric::{FIFO_DEDUPE_WINDOW_SECONDS, Metric, MetricKind};
 pub use read_only::ReadOnlyConsumers;
-pub use record::{AuditEntry, Claim, DeadLetter, OutboxRow, Page};
+pub use record::{AuditEntry, Claim, DeadLetter, OutboxRow, Page, TYPED_NAME_WITHHELD};
 pub use redrive::{BadOffer, REDRIVE_MAX, Redrive, RedriveItem, RedriveOffer};
 pub use retention::ClaimRetention;
 pub use status::{

@@ -97,3 +97,65 @@ pub struct AuditEntry {
     /// Seconds from the item becoming actionable to this action.
     pub recovery_seconds: Option<f64>,
 }
+
+/// What stands for the name typed into a sign-in nobody completed, for a
+/// reader who may not see it.
+pub const TYPED_NAME_WITHHELD: &str = "(a name typed at sign-in)";
+
+impl AuditEntry {
+    /// This entry as a person with `role` may read it, wherever it is shown.
+    /// The client addresses the audit log keeps, and the names typed into
+    /// sign-ins that failed (sometimes a password typed into the wrong
+    /// field), are for operators and admins, the readers of `/audit`; a
+    /// viewer reading a key's history gets the entry without them.
+    pub fn as_seen_by(mut self, role: crate::Role) -> Self {
+        if !role.includes(crate::Role::Operator) {
+            self.client_addr = None;
+            if self.actor_role == "anonymous" {
+                self.actor = TYPED_NAME_WITHHELD.to_owned();
+            }
+        }
+        self
+    }
+}
+
+#[cfg(test)]
+mod audit_rule_tests {
+    use super::*;
+    use crate::Role;
+
+    fn failed_sign_in() -> AuditEntry {
+        AuditEntry {
+            id: 1,
+            action_id: None,
+            at: DateTime::from_timestamp(1_800_000_000, 0).unwrap(),
+            actor: "correct horse battery staple".into(),
+            actor_role: "anonymous".into(),
+            action: "login".into(),
+            consumer: None,
+            key: None,
+            target: None,
+            state_before: None,
+            state_after: None,
+            reason: Some("1 failed sign-in".into()),
+            result: "failed".into(),
+            client_addr: Some("203.0.113.77".into()),
+            recovery_seconds: None,
+        }
+    }
+
+    #[test]
+    fn a_viewer_reads_no_client_address_and_no_name_typed_at_sign_in() {
+        let seen = failed_sign_in().as_seen_by(Role::Viewer);
+        assert_eq!(seen.client_addr, None);
+        assert_eq!(seen.actor, TYPED_NAME_WITHHELD);
+        assert_eq!(
+            failed_sign_in().as_seen_by(Role::Operator),
+            failed_sign_in()
+        );
+        let mut action = failed_sign_in();
+        action.actor_role = "operator".into();
+        action.actor = "olga".into();
+        assert_eq!(action.clone().as_seen_by(Role::Viewer).actor, "olga");
+    }
+}

@@ -113,8 +113,11 @@ pub(crate) mod ssr {
                 )
             })
             .collect();
-        let can_act = crate::ssr::current_user()
-            .is_some_and(|u| u.role.includes(idem_domain::Role::Operator));
+        let role = crate::ssr::current_user().map_or(idem_domain::Role::Viewer, |u| u.role);
+        let can_act = role.includes(idem_domain::Role::Operator);
+        // The audit rule, as on /audit: what a viewer may read of each row.
+        let audit: Vec<idem_domain::AuditEntry> =
+            audit.into_iter().map(|a| a.as_seen_by(role)).collect();
         let story = assemble(
             Sources {
                 claim: claim.as_ref(),

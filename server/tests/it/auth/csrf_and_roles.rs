@@ -90,6 +90,24 @@ async fn every_server_function_called_properly_answers_its_role_and_refuses_the_
     let admin = app.sign_in("ada").await;
     let anonymous = new_client();
     let fixture = common::Fixture::write(&app.store).await;
+    // An audit row of the fixture's key with a client address: the audit
+    // rule (as on /audit) keeps it from viewers, whichever function
+    // returns the row.
+    const CLIENT: &str = "203.0.113.77";
+    app.store
+        .append_audit(&idem_store::NewAuditEntry {
+            actor: "pete",
+            actor_role: "operator",
+            action: "replay",
+            consumer: Some("orders"),
+            key: Some(&fixture.key),
+            result: "ok",
+            client_addr: Some(CLIENT),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let mut addresses_shown = 0;
 
     // The table of valid calls covers every registered function.
     let mut registered: Vec<String> = leptos::server_fn::axum::server_fn_paths()
@@ -128,8 +146,20 @@ async fn every_server_function_called_properly_answers_its_role_and_refuses_the_
                 (Some(_), Some(_)) => 403,
             };
             assert_eq!(status, expected, "{name} as {who}: {body:.300}");
+            if role.is_some_and(|r| r.includes(Role::Operator)) {
+                addresses_shown += usize::from(body.contains(CLIENT));
+            } else {
+                assert!(
+                    !body.contains(CLIENT),
+                    "{name} gives the {who} a client address: {body:.300}"
+                );
+            }
         }
     }
+    assert!(
+        addresses_shown >= 2,
+        "the key's story shows operators and admins where each action came from"
+    );
     // The calls did what they say: the operator's replay and resolution
     // reached the database (the admin's came second and found them done).
     let audit = app
