@@ -44,6 +44,10 @@ pub enum AppError {
     /// The database cannot be reached right now.
     #[error("The database is unavailable right now; try again in a few seconds.")]
     Unavailable,
+    /// The database is up but did not answer in time (every connection
+    /// busy, a statement over its time limit): not an outage.
+    #[error("Idem is busy: its database did not answer in time. Try again in a moment.")]
+    Busy,
     /// A failure on the server. Its cause is in the server log under this id.
     #[error("Something went wrong on the server. Reference: {correlation_id}")]
     Internal { correlation_id: String },
@@ -61,7 +65,7 @@ impl AppError {
             AppError::Unauthorized => 401,
             AppError::Forbidden { .. } => 403,
             AppError::ReadOnly(_) | AppError::FormReused(_) | AppError::Changed(_) => 409,
-            AppError::Unavailable => 503,
+            AppError::Unavailable | AppError::Busy => 503,
             AppError::Internal { .. } => 500,
             AppError::Transport(_) => 502,
         }
@@ -78,6 +82,7 @@ impl AppError {
             AppError::FormReused(_) => "Form already used",
             AppError::Changed(_) => "Changed since you looked",
             AppError::Unavailable => "Database unavailable",
+            AppError::Busy => "Idem is busy",
             AppError::Internal { .. } => "Server error",
             AppError::Transport(_) => "Server unreachable",
         }

@@ -357,7 +357,22 @@ pub async fn answer_form(
         answer: result.clone(),
     };
     let kept = match session() {
-        Some(session) => session.insert(ACTION_ANSWER, &stored).await.is_ok(),
+        Some(session) => match session.insert(ACTION_ANSWER, &stored).await {
+            // Saved now, not after the answer has gone: if the session
+            // cannot be written (the database refused it just after the
+            // action committed), the answer is a page that says what was
+            // done, not an empty 500 from the session layer.
+            Ok(()) => match session.save().await {
+                Ok(()) => true,
+                Err(err) => {
+                    tracing::warn!(error = %err, "could not keep an action's answer in the session; answering with a page");
+                    let _ = session.remove_value(ACTION_ANSWER).await;
+                    answer_in_place(&result);
+                    return result;
+                }
+            },
+            Err(_) => false,
+        },
         None => false,
     };
     let back = use_context::<AnswerOn>()
@@ -373,6 +388,25 @@ pub async fn answer_form(
     // answer itself would have had.
     set_status(303);
     result
+}
+
+/// The header that asks the server to turn this answer into a page of its
+/// own (see `server/src/fn_errors.rs`), carrying it (JSON, URL-safe base64):
+/// the session that would have carried it to the form's page could not be
+/// written.
+pub const ANSWER_IN_PLACE_HEADER: &str = "idem-answer-in-place";
+
+fn answer_in_place(result: &Result<idem_domain::action::ActionOutcome, AppError>) {
+    use base64::Engine;
+    let Ok(json) = serde_json::to_vec(result) else {
+        return;
+    };
+    let encoded = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(json);
+    if let Some(response) = use_context::<leptos_axum::ResponseOptions>()
+        && let Ok(value) = http::HeaderValue::from_str(&encoded)
+    {
+        response.insert_header(http::HeaderName::from_static(ANSWER_IN_PLACE_HEADER), value);
+    }
 }
 
 /// The answer to the action `action_id`, if it is the one this person's
@@ -434,19 +468,22 @@ pub const RETRY_AFTER_SECONDS: u32 = 5;
 ///
 /// While the database is known to be down the body is not run: the answer
 /// is 503 at once rather than after a wait for a connection that will not
-/// come. An unavailable database also says when to retry. Only the
-/// background check decides that the database is down (a busy pool, one
-/// slow statement or a lagging replica is not an outage).
+/// come. Only the background check decides that the database is down: a
+/// database that did not answer in time otherwise (a busy pool, one slow
+/// statement) is "busy", not "unavailable". Both say when to retry.
 pub async fn serve<T>(body: impl Future<Output = Result<T, AppError>>) -> Result<T, AppError> {
     let known_down = use_context::<AppState>().is_some_and(|s| s.database.down_since().is_some());
     let result = if known_down {
         Err(AppError::Unavailable)
     } else {
-        body.await
+        body.await.map_err(|err| match err {
+            AppError::Unavailable => AppError::Busy,
+            other => other,
+        })
     };
     if let Err(err) = &result {
         set_status(err.status());
-        if *err == AppError::Unavailable
+        if matches!(err, AppError::Unavailable | AppError::Busy)
             && let Some(response) = use_context::<leptos_axum::ResponseOptions>()
         {
             response.insert_header(

@@ -86,11 +86,18 @@ pub enum TextError {
     #[error("The reason holds a control character; only line breaks and tabs are allowed.")]
     ReasonControl,
     #[error(
+        "The reason holds an invisible or text-direction character (U+{0:04X}), which would make \
+         it read otherwise in the audit log."
+    )]
+    ReasonInvisible(u32),
+    #[error(
         "The provider reference is {0} bytes long; the most it can be is {MAX_PROVIDER_REF_BYTES}."
     )]
     ProviderRefTooLong(usize),
     #[error("The provider reference holds a control character (a line break, a tab, …).")]
     ProviderRefControl,
+    #[error("The provider reference holds an invisible or text-direction character (U+{0:04X}).")]
+    ProviderRefInvisible(u32),
     #[error("The form's action id is missing or malformed; reload the page.")]
     MalformedActionId,
 }
@@ -135,6 +142,9 @@ pub fn reason(text: &str) -> Result<Option<&str>, TextError> {
     {
         return Err(TextError::ReasonControl);
     }
+    if let Some(c) = text.chars().find(|c| crate::is_invisible_or_bidi(*c)) {
+        return Err(TextError::ReasonInvisible(c as u32));
+    }
     Ok((!text.is_empty()).then_some(text))
 }
 
@@ -147,6 +157,9 @@ pub fn provider_ref(text: &str) -> Result<Option<&str>, TextError> {
     }
     if text.chars().any(char::is_control) {
         return Err(TextError::ProviderRefControl);
+    }
+    if let Some(c) = text.chars().find(|c| crate::is_invisible_or_bidi(*c)) {
+        return Err(TextError::ProviderRefInvisible(c as u32));
     }
     Ok((!text.is_empty()).then_some(text))
 }
@@ -214,6 +227,20 @@ impl ActionOutcome {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_reason_or_reference_with_a_hidden_text_direction_change_is_refused() {
+        assert_eq!(
+            reason("sent by \u{202E}nimda"),
+            Err(TextError::ReasonInvisible(0x202E))
+        );
+        assert_eq!(reason("שולם אצל הספק"), Ok(Some("שולם אצל הספק")));
+        assert_eq!(
+            provider_ref("msg_\u{200B}1842"),
+            Err(TextError::ProviderRefInvisible(0x200B))
+        );
+    }
+
     use super::*;
 
     fn now() -> DateTime<Utc> {

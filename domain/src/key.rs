@@ -26,6 +26,55 @@ pub enum KeyError {
     },
     #[error("the {what} is not valid percent-encoded UTF-8")]
     BadEncoding { what: &'static str },
+    #[error(
+        "the {what} contains an invisible or text-direction character (U+{code:04X}) at byte \
+         {at}, which would make it read as another name"
+    )]
+    Invisible {
+        what: &'static str,
+        code: u32,
+        at: usize,
+    },
+}
+
+/// Characters that change how text reads without being seen: zero-width
+/// spaces and joiners, the soft hyphen, and the bidirectional controls
+/// (embeddings, overrides, isolates, marks). Keys may hold any of them (a
+/// key is whatever the consumer used); a name a person is known by, or a
+/// reason the audit log keeps, may not, so an audit row reading "admin" is
+/// admin.
+pub fn is_invisible_or_bidi(c: char) -> bool {
+    matches!(
+        c,
+        '\u{00AD}'
+            | '\u{061C}'
+            | '\u{180E}'
+            | '\u{200B}'..='\u{200F}'
+            | '\u{202A}'..='\u{202E}'
+            | '\u{2060}'..='\u{2064}'
+            | '\u{2066}'..='\u{2069}'
+            | '\u{FEFF}'
+    )
+}
+
+/// The name of an account, as a person, the identity proxy or an OpenID
+/// provider gives it: a consumer name's rules (not empty, at most 128
+/// bytes, no control character), and no invisible or text-direction
+/// character ([`is_invisible_or_bidi`]).
+pub fn account_name(text: &str) -> Result<String, KeyError> {
+    let name = ConsumerName::parse(text.trim())?;
+    if let Some((at, c)) = name
+        .as_str()
+        .char_indices()
+        .find(|(_, c)| is_invisible_or_bidi(*c))
+    {
+        return Err(KeyError::Invisible {
+            what: "account name",
+            code: c as u32,
+            at,
+        });
+    }
+    Ok(name.to_string())
 }
 
 fn validate(value: &str, what: &'static str, limit: usize) -> Result<(), KeyError> {
@@ -167,6 +216,36 @@ pub fn decode_segment(segment: &str, what: &'static str) -> Result<String, KeyEr
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn an_account_name_refuses_invisible_and_text_direction_characters() {
+        assert_eq!(
+            account_name("  olga@example.com ").unwrap(),
+            "olga@example.com"
+        );
+        assert_eq!(
+            account_name("دانيال").unwrap(),
+            "دانيال",
+            "right-to-left letters are letters"
+        );
+        for sneaky in [
+            "adm\u{200B}in",
+            "\u{202E}nimda",
+            "admin\u{2066}",
+            "ad\u{00AD}min",
+            "\u{FEFF}admin",
+        ] {
+            assert!(
+                matches!(account_name(sneaky), Err(KeyError::Invisible { .. })),
+                "{sneaky:?}"
+            );
+        }
+        assert!(
+            IdempotencyKey::parse("order:\u{202E}42").is_ok(),
+            "a key is whatever the consumer used"
+        );
+    }
+
     use super::*;
     use proptest::prelude::*;
 

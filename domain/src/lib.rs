@@ -23,7 +23,10 @@ mod zone;
 pub use check::{Check, Finding};
 pub use count::CappedCount;
 pub use histogram::{Histogram, le_bound, le_label};
-pub use key::{ConsumerName, IdempotencyKey, KeyError, decode_segment, encode_segment};
+pub use key::{
+    ConsumerName, IdempotencyKey, KeyError, account_name, decode_segment, encode_segment,
+    is_invisible_or_bidi,
+};
 pub use metric::{FIFO_DEDUPE_WINDOW_SECONDS, Metric, MetricKind};
 pub use read_only::ReadOnlyConsumers;
 pub use record::{AuditEntry, Claim, DeadLetter, OutboxRow, Page, TYPED_NAME_WITHHELD};

@@ -4,7 +4,7 @@
 
 use std::io::{BufRead, IsTerminal};
 
-use idem_domain::{ConsumerName, Role};
+use idem_domain::Role;
 use idem_store::Store;
 
 use crate::auth::{Passwords, password::MAX_PASSWORD_BYTES};
@@ -31,9 +31,8 @@ pub enum AccountError {
 }
 
 fn valid_name(name: &str) -> Result<String, AccountError> {
-    let name = ConsumerName::parse(name.trim())
-        .map_err(|e| AccountError::Invalid(format!("invalid user name: {e}")))?;
-    Ok(name.to_string())
+    idem_domain::account_name(name)
+        .map_err(|e| AccountError::Invalid(format!("invalid user name: {e}")))
 }
 
 /// Reads a new password: a prompt (typed twice, not echoed) on a terminal,

@@ -124,6 +124,16 @@ impl Store {
         row.map(UserRecord::try_from).transpose()
     }
 
+    /// Whether any account exists (the sign-in page says how to make the
+    /// first one when none does).
+    pub async fn any_users(&self) -> StoreResult<bool> {
+        const SQL: &str = "SELECT EXISTS (SELECT 1 FROM users)";
+        let any: bool = dispatch!(&self.pools, pool => {
+            sqlx::query_scalar(SQL).fetch_one(pool).await?
+        });
+        Ok(any)
+    }
+
     pub async fn users(&self) -> StoreResult<Vec<UserRecord>> {
         let sql = format!("SELECT {USER_COLUMNS} FROM users ORDER BY username");
         let rows: Vec<UserRow> =

@@ -134,7 +134,21 @@ pub struct LoginInfo {
     pub password_login: bool,
     /// Sign-in through an OpenID provider, by this name, is offered.
     pub oidc_name: Option<String>,
+    /// What the last sign-in from this browser came to, when the server
+    /// said so (its cookie): `failed` or `throttled`.
+    pub note: Option<LoginNote>,
 }
+
+/// Why the sign-in form is shown again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum LoginNote {
+    Failed,
+    Throttled,
+}
+
+/// The cookie the server's sign-in sets beside `?failed=1` or
+/// `?throttled=1`; the page believes that, never the address alone.
+pub const LOGIN_NOTE_COOKIE: &str = "idem_login_note";
 
 /// How far the dashboard counts before it says "10,000+".
 pub const COUNT_CAP: u64 = CappedCount::DEFAULT_CAP;

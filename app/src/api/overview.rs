@@ -59,12 +59,28 @@ pub async fn get_login_info() -> Result<super::LoginInfo, AppError> {
         } else {
             Vec::new()
         };
-        let any_accounts = !state.store.users().await?.is_empty();
+        let any_accounts = state.store.any_users().await?;
+        let note = match crate::ssr::cookie(super::LOGIN_NOTE_COOKIE).as_deref() {
+            Some("failed") => Some(super::LoginNote::Failed),
+            Some("throttled") => Some(super::LoginNote::Throttled),
+            _ => None,
+        };
+        // Shown once: the page drawn again says nothing.
+        if note.is_some()
+            && let Some(response) = use_context::<leptos_axum::ResponseOptions>()
+            && let Ok(clear) = http::HeaderValue::from_str(&format!(
+                "{}=; Max-Age=0; Path=/login; HttpOnly; SameSite=Lax",
+                super::LOGIN_NOTE_COOKIE
+            ))
+        {
+            response.append_header(http::header::SET_COOKIE, clear);
+        }
         Ok(super::LoginInfo {
             demo_accounts,
             any_accounts,
             password_login: state.password_login,
             oidc_name: state.oidc_name.clone(),
+            note,
         })
     })
     .await

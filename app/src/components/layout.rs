@@ -41,7 +41,14 @@ pub fn Layout(children: Children) -> impl IntoView {
                     {nav_link("/outbox", "Outbox")}
                     {nav_link("/checks", "Checks")}
                     {nav_link("/slo", "SLOs")}
-                    {nav_link("/audit", "Audit")}
+                    // Only what the person's role opens: the audit log is
+                    // for operators and admins.
+                    <Suspense fallback=|| ()>
+                        {move || Suspend::new(async move {
+                            let operator = info.await.ok()?.user?.role.includes(idem_domain::Role::Operator);
+                            operator.then(|| nav_link("/audit", "Audit"))
+                        })}
+                    </Suspense>
                 </ul>
             </nav>
             <form class="key-search" method="get" action="/keys" role="search">

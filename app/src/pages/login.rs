@@ -3,7 +3,7 @@ use leptos_meta::Title;
 use leptos_router::hooks::use_location;
 
 use crate::{
-    api::{LoginInfo, get_login_info},
+    api::{LoginInfo, LoginNote, get_login_info},
     components::Loaded,
     links,
 };
@@ -17,11 +17,11 @@ pub fn LoginPage() -> impl IntoView {
     let next = links::query_param(&search, "next")
         .map(|n| links::safe_next(&n))
         .unwrap_or_else(|| "/".into());
-    // Each parameter only picks one of the fixed messages below.
-    let failed = links::query_param(&search, "failed").is_some();
-    let throttled = links::query_param(&search, "throttled").is_some();
     let info = Resource::new(|| (), |_| get_login_info());
     let render = move |info: LoginInfo| {
+        // What the server said of this browser's last sign-in (never what
+        // the address says: a link with `?failed=1` shows nothing).
+        let note = info.note.map(note_view);
         let provider = info
             .oidc_name
             .clone()
@@ -52,27 +52,27 @@ pub fn LoginPage() -> impl IntoView {
                 </section>
             }
         });
-        view! { {provider} {form} {demo} {empty} }.into_any()
+        view! { {note} {provider} {form} {demo} {empty} }.into_any()
     };
     view! {
         <Title text="Sign in"/>
         <div class="login">
             <h1>"Sign in to Idem"</h1>
-            {failed.then(|| view! {
-                <p class="error-panel" role="alert">
-                    "Sign-in failed. Check the name and password, and try again."
-                </p>
-            })}
-            {throttled.then(|| view! {
-                <p class="error-panel" role="alert">
-                    "Too many failed sign-ins for this name from your address: it was not checked. "
-                    "Wait a little and try again — at most a minute if you have signed in from "
-                    "here before, otherwise up to 15 minutes."
-                </p>
-            })}
             <Loaded resource=info render/>
         </div>
     }
+}
+
+fn note_view(note: LoginNote) -> impl IntoView {
+    let text = match note {
+        LoginNote::Failed => "Sign-in failed. Check the name and password, and try again.",
+        LoginNote::Throttled => {
+            "Too many failed sign-ins for this name from your address: it was not checked. \
+             Wait a little and try again — at most a minute if you have signed in from here \
+             before, otherwise up to 15 minutes."
+        }
+    };
+    view! { <p class="error-panel" role="alert">{text}</p> }
 }
 
 /// "Sign in with Okta": a plain link to the server, which sends the browser

@@ -9,7 +9,7 @@ use axum::{
     response::{IntoResponse, Redirect, Response},
 };
 use idem_app::{auth::CurrentUser, links};
-use idem_domain::{AccountOrigin, ConsumerName, sign_in::Admission};
+use idem_domain::{AccountOrigin, sign_in::Admission};
 use idem_store::{NewAuditEntry, SignInResult, SignInSubject, StoreResult, Ts, UserRecord};
 use serde::Deserialize;
 use tower_sessions::Session;
@@ -32,12 +32,30 @@ pub struct LoginForm {
     next: String,
 }
 
-fn back_to_login(next: &str, flag: &str) -> Response {
-    Redirect::to(&links::with_query(
+/// Back to the sign-in form with `flag` (`failed`, `throttled`) in the
+/// address and, for the page to trust, in a short-lived cookie of its own
+/// (`idem_app::api::LOGIN_NOTE_COOKIE`): a link someone sends with
+/// `?failed=1` shows nothing.
+fn back_to_login(ctx: &AuthContext, next: &str, flag: &str) -> Response {
+    let mut response = Redirect::to(&links::with_query(
         "/login",
         &[(flag, "1"), ("next", &links::safe_next(next))],
     ))
-    .into_response()
+    .into_response();
+    let secure = if ctx.settings.secure() {
+        "; Secure"
+    } else {
+        ""
+    };
+    if let Ok(cookie) = axum::http::HeaderValue::from_str(&format!(
+        "{}={flag}; Max-Age=60; Path=/login; HttpOnly; SameSite=Lax{secure}",
+        idem_app::api::LOGIN_NOTE_COOKIE
+    )) {
+        response
+            .headers_mut()
+            .append(axum::http::header::SET_COOKIE, cookie);
+    }
+    response
 }
 
 fn unavailable(err: &(dyn std::error::Error + 'static)) -> Response {
@@ -86,10 +104,9 @@ pub async fn login(
     }
     let address = ctx.settings.trusted_proxies.client(peer, &headers);
     let client = address.to_string();
-    // A name is text like a consumer name: bounded, no control characters.
-    let username = ConsumerName::parse(form.username.trim())
-        .map(|n| n.to_string())
-        .ok();
+    // A name is text like a consumer name (bounded, no control characters)
+    // and reads as what it is (no invisible or text-direction characters).
+    let username = idem_domain::account_name(&form.username).ok();
     let account = username.as_deref().unwrap_or(INVALID_NAME);
     let limits = &ctx.settings.sign_in;
     let device = DeviceToken::from_request(&ctx.settings, &headers);
@@ -108,14 +125,14 @@ pub async fn login(
     };
     match ctx.store.reserve_sign_in(limits, &subject, Ts::now()).await {
         Ok(Admission::Check { .. }) => {}
-        Ok(Admission::Throttled { .. }) => return back_to_login(&form.next, "throttled"),
+        Ok(Admission::Throttled { .. }) => return back_to_login(&ctx, &form.next, "throttled"),
         Err(err) => return unavailable(&err),
     }
     // From here a failure is reserved: it stands if the password is wrong,
     // and is released if it is right or was never checked.
     let verified = match check(&ctx, &subject, username.as_deref(), form.password).await {
         Ok(Some(verified)) => verified,
-        Ok(None) => return back_to_login(&form.next, "failed"),
+        Ok(None) => return back_to_login(&ctx, &form.next, "failed"),
         Err(answer) => return answer,
     };
     if let Err(err) = super::start_session(&session, &verified.user).await {

@@ -14,7 +14,7 @@ use std::collections::HashMap;
 
 use axum::http::HeaderMap;
 use idem_app::auth::CurrentUser;
-use idem_domain::{AccountOrigin, ConsumerName, Role};
+use idem_domain::{AccountOrigin, Role};
 use idem_store::{Store, StoreError, UserRecord};
 
 /// How the proxy says who is asking.
@@ -85,12 +85,11 @@ impl ProxyAuth {
             .to_str()
             .ok()
             .map(str::trim)
-            .and_then(|name| ConsumerName::parse(name).ok())
-            .map(|name| name.to_string())
+            .and_then(|name| idem_domain::account_name(name).ok())
         else {
             return Asserted::Invalid(
-                "The identity proxy sent a user name Idem cannot use (empty, too long or with \
-                 control characters).",
+                "The identity proxy sent a user name Idem cannot use (empty, too long, or with \
+                 control, invisible or text-direction characters).",
             );
         };
         let groups: Vec<&str> = self

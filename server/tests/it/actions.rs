@@ -422,3 +422,50 @@ async fn an_overlong_reason_or_reference_is_a_400_that_names_the_bound_and_store
             .is_empty()
     );
 }
+
+/// The action commits, then the session that would carry its answer to the
+/// form's page cannot be written (here a trigger refuses every update of a
+/// session): the person gets a page that says what was done, with a
+/// warning, never a blank 500.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answer_the_session_cannot_keep_is_a_page_that_says_what_was_done() {
+    let app = spawn_app(TestDatabase::postgres().await).await;
+    app.create_user("olga", Role::Operator).await;
+    let olga = app.sign_in("olga").await;
+    let failed = Outcome::Retryable { error: "429" };
+    let letter = key_with(&app.store, KEY, failed, 1).await[0];
+    let page = format!("/dead-letters/{letter}");
+    let form = forms(&common::get(&olga, &app.url(&page)).await.1)
+        .into_iter()
+        .find(|f| f.action.contains("replay_dead_letter"))
+        .expect("a replay form");
+    testing::execute_raw(
+        &app.store,
+        "",
+        "CREATE FUNCTION refuse_session_writes() RETURNS trigger AS $$ \
+         BEGIN RAISE EXCEPTION 'sessions are read-only in this test'; END $$ LANGUAGE plpgsql; \
+         CREATE TRIGGER refuse_session_writes BEFORE UPDATE ON sessions \
+         FOR EACH ROW EXECUTE FUNCTION refuse_session_writes();",
+    )
+    .await
+    .unwrap();
+    let fields: Vec<(&str, &str)> = form
+        .fields
+        .iter()
+        .map(|(n, v)| (n.as_str(), v.as_str()))
+        .chain([("reason", "the provider is back")])
+        .collect();
+    let answer = post_as_browser(&app, &olga, &page, &form.action, &fields).await;
+    let status = answer.status().as_u16();
+    let shown = visible(&answer.text().await.unwrap());
+    assert_eq!(status, 200, "{shown}");
+    assert!(
+        shown.contains(&format!("Dead letter #{letter} replayed")),
+        "{shown}"
+    );
+    assert!(shown.contains("could not keep this answer"), "{shown}");
+    assert_eq!(
+        app.store.dead_letter(letter).await.unwrap().unwrap().state,
+        DeadLetterState::Replayed
+    );
+}

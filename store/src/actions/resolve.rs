@@ -159,14 +159,16 @@ async fn retry_through_outbox(
     })
 }
 
-/// Who changed the claim first, and to what: the latest audit entry about
-/// the key when it is no older than the claim's change, else the consumer.
+/// Who changed the claim first, and to what: the latest resolution of the
+/// key in the audit log when it is no older than the claim's change, else
+/// the consumer. Other entries about the key (a replay of one of its dead
+/// letters, say) touched the key, not the claim.
 async fn conflict_on_claim(tx: &mut Tx, req: &ResolveRequest<'_>) -> StoreResult<ActionOutcome> {
     let claim = tx
         .read_claim(req.consumer.as_str(), req.key.as_str())
         .await?;
     let latest = tx
-        .latest_audit_for_key(req.consumer.as_str(), req.key.as_str())
+        .latest_resolution_of(req.consumer.as_str(), req.key.as_str())
         .await?;
     Ok(match claim {
         None => refused("The claim no longer exists."),
@@ -227,12 +229,13 @@ impl Tx {
         Ok(changed == 1)
     }
 
-    async fn latest_audit_for_key(
+    async fn latest_resolution_of(
         &mut self,
         consumer: &str,
         key: &str,
     ) -> StoreResult<Option<(String, chrono::DateTime<Utc>, Option<String>)>> {
-        const SQL: &str = "SELECT actor, at, state_after FROM audit_log WHERE consumer = $1 AND idempotency_key = $2 \
+        const SQL: &str = "SELECT actor, at, state_after FROM audit_log \
+             WHERE consumer = $1 AND idempotency_key = $2 AND action LIKE 'resolve:%' \
              ORDER BY at DESC, id DESC LIMIT 1";
         let row: Option<(String, Ts, Option<String>)> = dispatch!(&mut self.inner, tx => {
             sqlx::query_as(SQL).bind(consumer).bind(key).fetch_optional(&mut **tx).await?

@@ -1,7 +1,7 @@
 //! What an ID token's claims say about a person: their name in Idem and
 //! their role.
 
-use idem_domain::{ConsumerName, Role};
+use idem_domain::Role;
 use openidconnect::{AdditionalClaims, IdTokenClaims, core::CoreGenderClaim};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -67,9 +67,7 @@ pub fn username(settings: &OidcSettings, claims: &Claims) -> Option<String> {
             .and_then(Value::as_str)
             .map(str::to_owned),
     }?;
-    ConsumerName::parse(text.trim())
-        .ok()
-        .map(|name| name.to_string())
+    idem_domain::account_name(&text).ok()
 }
 
 /// Who the provider says this is, for good: issuer and subject.

@@ -6,7 +6,7 @@ use idem_store::testing::TestDatabase;
 
 use super::{
     app,
-    common::{new_client, spawn_with},
+    common::{get, new_client, spawn_with, visible},
     cookie_value, location, session_cookie, sign_in_with,
 };
 
@@ -161,4 +161,29 @@ async fn signing_out_destroys_the_session_on_the_server() {
             .any(|e| e.action == "logout" && e.actor == "viewer" && e.result == "ok"),
         "{audit:?}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_sign_in_page_says_a_sign_in_failed_only_when_the_server_said_so() {
+    let app = app().await;
+    let browser = new_client();
+    // A link someone sends: the address alone says nothing.
+    for crafted in ["/login?failed=1", "/login?throttled=1&next=%2F"] {
+        let (status, html) = get(&browser, &app.url(crafted)).await;
+        assert_eq!(status, 200);
+        let page = visible(&html);
+        assert!(!page.contains("Sign-in failed"), "{crafted}: {page}");
+        assert!(
+            !page.contains("Too many failed sign-ins"),
+            "{crafted}: {page}"
+        );
+    }
+    // A real failure: said once, on the page the server sent the browser to.
+    let failed = sign_in_with(&app, &browser, "viewer", "not the password", "/").await;
+    let back = location(&failed);
+    assert!(back.starts_with("/login?failed=1"), "{back}");
+    let (_, html) = get(&browser, &app.url(&back)).await;
+    assert!(visible(&html).contains("Sign-in failed. Check the name and password"));
+    let (_, html) = get(&browser, &app.url(&back)).await;
+    assert!(!visible(&html).contains("Sign-in failed"), "shown once");
 }

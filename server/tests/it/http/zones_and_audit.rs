@@ -1,11 +1,12 @@
 //! The viewer's time zone, and the audit page.
 
 use idem_app::links::key_href;
+use idem_domain::Role;
 use idem_store::{Outcome, testing::TestDatabase};
 
 use super::{
     claim,
-    common::{self, spawn_app, text, visible},
+    common::{self, get, spawn_app, text, visible},
 };
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -174,4 +175,25 @@ async fn the_audit_page_shows_who_replayed_a_key_and_filters_by_actor_action_key
         assert_eq!(status, 400, "{path}");
         assert!(visible(&html).contains(says), "{path} says {says:?}");
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_navigation_offers_each_person_only_what_their_role_opens() {
+    let app = spawn_app(TestDatabase::sqlite().await).await;
+    app.create_user("olga", Role::Operator).await;
+    let olga = app.sign_in("olga").await;
+    for page in ["/", "/keys", "/dead-letters"] {
+        let (status, html) = app.get(page).await;
+        assert_eq!(status, 200);
+        assert!(
+            !html.contains("href=\"/audit\""),
+            "a viewer is not offered the audit log on {page}"
+        );
+        let (_, html) = get(&olga, &app.url(page)).await;
+        assert!(
+            html.contains("href=\"/audit\""),
+            "an operator is, on {page}"
+        );
+    }
+    assert_eq!(app.get("/audit").await.0, 403, "and it stays refused");
 }

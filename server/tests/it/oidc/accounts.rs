@@ -87,6 +87,21 @@ async fn a_name_made_for_another_person_a_disabled_account_and_an_unverified_ema
             .is_none()
     );
 
+    // A name that would read as another (a zero-width space inside, a
+    // right-to-left override) names nobody either.
+    for sneaky in ["adm\u{200B}in@example.com", "\u{202E}moc.elpmaxe@nimda"] {
+        provider.sign_in_as(Person {
+            sub: format!("00u-{}", sneaky.len()),
+            email: sneaky.into(),
+            email_verified: true,
+            ..alice(&["idem-admins"])
+        });
+        let (_, back) = sign_in(&app, &new_client(), "/").await;
+        assert_eq!(back.status().as_u16(), 403, "{sneaky:?}");
+        assert!(back.text().await.unwrap().contains("no name Idem can use"));
+        assert!(app.store.user_by_name(sneaky).await.unwrap().is_none());
+    }
+
     // Disabled by an administrator: the provider's word does not undo it.
     app.store
         .set_disabled("alice@example.com", true)
@@ -111,6 +126,8 @@ async fn a_name_made_for_another_person_a_disabled_account_and_an_unverified_ema
         [
             "Disabled",
             "OtherSubject",
+            "no usable (or verified) name claim",
+            "no usable (or verified) name claim",
             "no usable (or verified) name claim"
         ]
     );

@@ -185,3 +185,32 @@ async fn signing_out_during_an_outage_ends_the_session_when_the_database_returns
         "after the outage the old cookie leads to the sign-in page"
     );
 }
+
+/// A pool of three with the accounts table locked by someone else: the
+/// sign-in page cannot read whether accounts exist in time, and says Idem
+/// is busy (try again), not that the database is unavailable, while
+/// readiness stays 200.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_sign_in_page_says_busy_when_the_database_is_slow_not_unavailable() {
+    let db = TestDatabase::postgres().await;
+    let url = db.url.clone();
+    let app = spawn_with(
+        |c| {
+            c.database.max_connections = 3;
+            c.database.statement_timeout = Some(Duration::from_millis(500));
+        },
+        db,
+    )
+    .await;
+    let lock = lock_table(&url, "users", Duration::from_secs(3)).await;
+    let anonymous = new_client();
+    let (status, html) = common::get(&anonymous, &app.url("/login")).await;
+    let page = visible(&html);
+    assert_eq!(status, 503, "{page:.300}");
+    assert!(page.contains("Idem is busy"), "{page:.300}");
+    assert!(!page.contains("Database unavailable"), "{page:.300}");
+    assert_eq!(app.get("/readyz").await.0, 200);
+    lock.await.unwrap();
+    let (status, _) = common::get(&anonymous, &app.url("/login")).await;
+    assert_eq!(status, 200, "free again");
+}

@@ -16,6 +16,7 @@ idem_store::on_both_backends!(
     fifty_concurrent_replays_of_one_dead_letter_make_one_outbox_row_and_one_audit_row,
     two_operators_resolving_one_key_at_once_get_one_success_and_one_conflict_naming_the_winner,
     a_stale_version_is_refused_with_the_current_state,
+    a_conflict_names_who_changed_the_claim_not_who_last_touched_the_key,
 );
 
 async fn fifty_concurrent_replays_of_one_dead_letter_make_one_outbox_row_and_one_audit_row(
@@ -159,4 +160,57 @@ async fn a_stale_version_is_refused_with_the_current_state(store: &Store) {
         ClaimStatus::Unknown
     );
     assert!(store.audit_for_key(&orders, &key).await.unwrap().is_empty());
+}
+
+async fn a_conflict_names_who_changed_the_claim_not_who_last_touched_the_key(store: &Store) {
+    const ADA: Actor<'static> = Actor {
+        name: "ada",
+        role: "operator",
+        client_addr: None,
+    };
+    let version = unknown_claim(store, "pay_9").await;
+    let (orders, key) = (testing::consumer("orders"), testing::key("pay_9"));
+    let (olga_form, ada_form) = (
+        testing::action_id("resolve-olga-9"),
+        testing::action_id("resolve-ada-9"),
+    );
+    let resolve = |actor: Actor<'static>, action_id| ResolveRequest {
+        consumer: &orders,
+        key: &key,
+        version,
+        resolution: Resolution::Sent {
+            provider_ref: "ch_9".into(),
+        },
+        action_id,
+        actor,
+        reason: None,
+    };
+    let first = store
+        .resolve_unknown(&resolve(OLGA, &olga_form))
+        .await
+        .unwrap();
+    assert!(first.is_done(), "{first:?}");
+    // Later, Pete touches the key (another entry about it in the audit
+    // log) without changing its claim.
+    store
+        .append_audit(&idem_store::NewAuditEntry {
+            actor: "pete",
+            actor_role: "operator",
+            action: "replay",
+            consumer: Some("orders"),
+            key: Some("pay_9"),
+            result: "ok",
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let stale = store
+        .resolve_unknown(&resolve(ADA, &ada_form))
+        .await
+        .unwrap();
+    let ActionOutcome::Conflict { by, now, .. } = stale else {
+        panic!("{stale:?}")
+    };
+    assert_eq!(by, "olga", "who changed the claim");
+    assert!(now.starts_with("sent"), "{now}");
 }
