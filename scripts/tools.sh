@@ -58,6 +58,8 @@ done
 # --- browser tests -------------------------------------------------------
 command -v npm >/dev/null || apt_install nodejs npm
 [ -x /usr/bin/chromium ] || apt_install chromium
+# The browser tests write rows as a consumer would (sqlite3 on the demo database).
+command -v sqlite3 >/dev/null || apt_install sqlite3
 command -v psql >/dev/null || apt_install postgresql-client
 # scripts/check-release.sh unpacks the brotli copies of the embedded assets.
 command -v brotli >/dev/null || apt_install brotli

@@ -1,3 +1,5 @@
+import { execFileSync } from "node:child_process";
+
 import { expect, type Page } from "@playwright/test";
 
 /** Signs in through the real form (demo accounts: the password is the name). */
@@ -21,4 +23,34 @@ export function watchConsole(page: Page): string[] {
 
 export async function expectHydrated(page: Page) {
   await expect(page.locator("html")).toHaveAttribute("data-hydrated", "true");
+}
+
+/**
+ * Runs SQL on the demo's database the way a consumer writes it: another
+ * process on the same SQLite file (`DATABASE_URL`, which `make e2e` sets).
+ */
+export function consumerSql(statements: string) {
+  const url = process.env.DATABASE_URL ?? "";
+  const file = url.replace(/^sqlite:\/\//, "").replace(/\?.*$/, "");
+  if (!url.startsWith("sqlite://")) throw new Error(`not a SQLite demo database: ${url}`);
+  execFileSync("sqlite3", ["-cmd", ".timeout 10000", file, statements]);
+}
+
+/**
+ * Dead letters of `consumer` for keys `${prefix}:n`, each with a claim that
+ * failed (so a redrive finds them safe), dead-lettered `minutesAgo`.
+ */
+export function deadLetters(consumer: string, prefix: string, from: number, count: number, minutesAgo: number) {
+  const micros = (Date.now() - minutesAgo * 60_000) * 1000;
+  const rows: string[] = [];
+  for (let n = from; n < from + count; n++) {
+    const key = `${prefix}:${n}`;
+    rows.push(
+      `INSERT INTO claims (consumer, idempotency_key, status, status_at, first_delivery_at, last_delivery_at, delivery_count, attempts, last_error) ` +
+        `VALUES ('${consumer}', '${key}', 'failed', ${micros}, ${micros}, ${micros}, 3, 3, '503 e2e');`,
+      `INSERT INTO dead_letters (consumer, queue, idempotency_key, message_id, payload, delivery_count, first_failure_at, dead_lettered_at, last_error) ` +
+        `VALUES ('${consumer}', '${consumer}.fifo', '${key}', 'm-${key}', '{}', 3, ${micros}, ${micros + n}, '503 e2e, grown list');`,
+    );
+  }
+  consumerSql(`BEGIN; ${rows.join(" ")} COMMIT;`);
 }

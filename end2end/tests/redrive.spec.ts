@@ -1,5 +1,43 @@
 import { expect, test } from "@playwright/test";
-import { expectHydrated, signIn } from "./helpers";
+import { consumerSql, deadLetters, expectHydrated, signIn } from "./helpers";
+
+test("an operator redrives a list that grew after the page was drawn, and sees what really happened", async ({ page }) => {
+  const consumer = "e2e-grown";
+  deadLetters(consumer, "grown", 1, 3, 10);
+  await signIn(page, "operator");
+  const list = `/dead-letters?consumer=${consumer}&error=grown`;
+  await page.goto(list);
+  await expectHydrated(page);
+  const redrive = page.locator(".action-form", { hasText: "Each dead letter is replayed in turn" });
+  await expect(redrive.getByRole("button")).toHaveText("Redrive these 3");
+
+  // Two more arrive while the operator reads the page.
+  deadLetters(consumer, "grown", 4, 2, 0);
+  await redrive.getByRole("button").click();
+  await expect(page).toHaveURL(/\/redrives\/\d+\?answer=/);
+  await expect(page.locator(".outcome.done")).toContainText("started: 3 dead letters to go through");
+  await expect(async () => {
+    await page.reload();
+    await expect(page.locator(".fields")).toContainText("finished", { timeout: 1_000 });
+  }).toPass({ timeout: 30_000 });
+  await expect(page.locator(".fields")).toContainText("3 replayed, 0 skipped, 0 waiting");
+  const keys = await page.locator("table tbody tr td:nth-child(3)").allInnerTexts();
+  expect(keys.map((k) => k.trim()).sort()).toEqual(["grown:1", "grown:2", "grown:3"]);
+
+  // The two that arrived later are still open, offered by the page drawn again.
+  await page.goto(list);
+  await expect(page.locator(".count-line")).toContainText("2 dead letters");
+  await expect(redrive.getByRole("button")).toHaveText("Redrive these 2");
+  // Someone handles one of them before the operator presses: nothing starts,
+  // and the list says so and offers what is left.
+  consumerSql(`UPDATE dead_letters SET state = 'discarded', resolved_by = 'pete' WHERE consumer = '${consumer}' AND idempotency_key = 'grown:4';`);
+  await redrive.getByRole("button").click();
+  await expect(page).toHaveURL(/\/dead-letters\?.*answer=/);
+  await expect(page.locator(".outcome.refused")).toContainText(
+    "The list changed after the page was drawn: it offered 2 dead letters, and now 1 matches. Nothing was started",
+  );
+  await expect(redrive.getByRole("button")).toHaveText("Redrive this one");
+});
 
 test("an operator redrives the open incident's rate-limited reminders and reads how each went", async ({ page }) => {
   await signIn(page, "operator");

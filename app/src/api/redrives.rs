@@ -115,10 +115,10 @@ pub async fn start_redrive(
 ) -> Result<ActionOutcome, AppError> {
     crate::api::actions::ssr::act(&action_id, async {
         let acting = crate::api::actions::ssr::operator()?;
-        let offered = idem_domain::RedriveOffer::parse(&offer)
-            .map_err(|e| AppError::BadRequest(e.to_string()))?;
         let selection = crate::api::lists::ssr::dead_letter_filter(from, to, consumer, error)?;
         ssr::writable(selection.window.consumer.as_ref())?;
+        let offered = idem_domain::RedriveOffer::parse(&offer)
+            .map_err(|e| AppError::BadRequest(e.to_string()))?;
         let state = crate::ssr::state()?;
         let started = state
             .store
@@ -147,9 +147,11 @@ pub async fn start_redrive(
                 })
             }
             RedriveStart::Changed { now } => Err(AppError::Changed(format!(
-                "The list changed after the page was drawn: it offered {offered}, and {now} \
-                 match now. Nothing was started; the list below is as it stands, press again \
-                 to redrive it."
+                "The list changed after the page was drawn: it offered {offered}, and now {} \
+                 {}. Nothing was started; the list below is as it stands, press again to \
+                 redrive it.",
+                now.count,
+                if now.count == 1 { "matches" } else { "match" },
             ))),
             RedriveStart::NothingToRedrive => Ok(ActionOutcome::Refused {
                 reason: "no open dead letter matches this filter, so there is nothing to redrive."

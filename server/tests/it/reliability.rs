@@ -207,7 +207,11 @@ async fn sigterm_during_a_burst_of_actions_leaves_each_action_whole_or_absent() 
     }
     let mut process = Process::start(
         &db.url,
-        &[("IDEM_SHUTDOWN_GRACE_SECONDS", &GRACE_SECONDS.to_string())],
+        &[
+            ("IDEM_SHUTDOWN_GRACE_SECONDS", &GRACE_SECONDS.to_string()),
+            // The burst comes from one address (this test): let it all in.
+            ("IDEM_MAX_IN_FLIGHT_PER_CLIENT", "1000"),
+        ],
     );
     let app = TestApp {
         base: process.base.clone(),

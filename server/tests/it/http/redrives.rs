@@ -299,8 +299,8 @@ async fn a_redrive_takes_what_its_page_showed_and_a_changed_list_is_refused_on_t
     let page = visible(&html);
     assert!(
         page.contains(
-            "The list changed after the page was drawn: it offered 40 dead letters, and 39 \
-             dead letters match now. Nothing was started"
+            "The list changed after the page was drawn: it offered 40 dead letters, and now \
+             39 match. Nothing was started"
         ),
         "{page}"
     );
