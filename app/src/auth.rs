@@ -2,7 +2,7 @@
 //!
 //! The server's auth middleware authenticates every request (session cookie)
 //! and puts a [`CurrentUser`] into the request; server functions read it with
-//! [`require`](crate::ssr::require), which refuses by default.
+//! [`require`](crate::serving::require), which refuses by default.
 
 use idem_domain::Role;
 use serde::{Deserialize, Serialize};

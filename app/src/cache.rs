@@ -21,7 +21,25 @@ use idem_domain::{ConsumerName, DeadLetterState};
 use idem_store::{Store, Ts};
 use tokio::sync::OnceCell;
 
-use crate::{api::charts::ssr::ChartSpan, error::AppError, ssr::Reader};
+use crate::{error::AppError, span::ChartSpan};
+
+/// Where a page reads from, and the caches its reads go through
+/// ([`Reader::cached`] names the database in every entry it keeps). Made by
+/// `serving::reader`, which decides which database a request reads.
+pub struct Reader {
+    pub store: Store,
+    pub database: Database,
+    pub(crate) reads: ReadCache,
+    pub(crate) per_interval: ReadCache,
+}
+
+impl Reader {
+    /// Whether this reads the read replica, which may lag behind an action
+    /// just taken.
+    pub fn is_replica(&self) -> bool {
+        self.database == Database::Replica
+    }
+}
 
 /// Which database a read goes to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -47,7 +47,7 @@ pub(crate) fn hover_rect(from: (i32, i32), to: (i32, i32), text: &str) -> String
     format!(
         "<rect class=\"hover\" x=\"{x}\" y=\"{y}\" width=\"{width}\" height=\"{height}\" \
          fill=\"#000\" fill-opacity=\"0\"><title>{}</title></rect>",
-        xml_escape(text)
+        crate::format::html_escape(text)
     )
 }
 
@@ -70,17 +70,10 @@ pub(crate) fn accessible(svg: String, title: &str, summary: &str) -> String {
     format!(
         "{} role=\"img\"><title>{}</title><desc>{}</desc>{}",
         &svg[..open_end],
-        xml_escape(title),
-        xml_escape(summary),
+        crate::format::html_escape(title),
+        crate::format::html_escape(summary),
         &svg[open_end + 1..]
     )
-}
-
-fn xml_escape(text: &str) -> String {
-    text.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
 }
 
 #[cfg(test)]

@@ -131,8 +131,8 @@ fn capitalize(text: &str) -> String {
 /// person sees, which carries only that id.
 #[cfg(feature = "ssr")]
 pub fn internal(err: &(dyn std::error::Error + 'static)) -> AppError {
-    let correlation_id = crate::ssr::correlation_id();
-    tracing::error!(%correlation_id, error = %crate::ssr::cause_chain(err), "request failed");
+    let correlation_id = correlation_id();
+    tracing::error!(%correlation_id, error = %cause_chain(err), "request failed");
     AppError::Internal { correlation_id }
 }
 
@@ -156,4 +156,23 @@ impl From<idem_store::StoreError> for AppError {
             other => internal(&other),
         }
     }
+}
+
+/// A short random id that ties an error page to its log line.
+#[cfg(feature = "ssr")]
+pub fn correlation_id() -> String {
+    hex::encode(rand::random::<[u8; 6]>())
+}
+
+/// `error: cause: cause`, for one log line.
+#[cfg(feature = "ssr")]
+pub fn cause_chain(err: &(dyn std::error::Error + 'static)) -> String {
+    use std::fmt::Write as _;
+    let mut text = err.to_string();
+    let mut source = err.source();
+    while let Some(cause) = source {
+        let _ = write!(text, ": {cause}");
+        source = cause.source();
+    }
+    text
 }

@@ -66,6 +66,16 @@ pub fn percent(share: f64) -> String {
     }
 }
 
+/// Text for HTML (or SVG): `&`, `<`, `>` and quotes escaped. The one
+/// escaper for markup Idem writes by hand (the rest is Leptos's).
+pub fn html_escape(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+        .replace('\'', "&#39;")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

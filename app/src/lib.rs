@@ -17,14 +17,18 @@ pub mod cache;
 #[cfg(feature = "ssr")]
 mod charts;
 mod components;
+pub mod console;
 pub mod error;
 #[cfg(feature = "ssr")]
 pub mod fingerprint;
 pub mod format;
 pub mod links;
 mod pages;
+pub mod ranges;
 #[cfg(feature = "ssr")]
-pub mod ssr;
+pub mod serving;
+#[cfg(feature = "ssr")]
+mod span;
 pub mod zones;
 
 use leptos::prelude::*;
@@ -39,7 +43,7 @@ use crate::{components::Layout, pages::*};
 /// The HTML document around the app (server only renders it).
 pub fn shell(options: LeptosOptions) -> impl IntoView {
     #[cfg(feature = "ssr")]
-    ssr::content_security_policy();
+    serving::content_security_policy();
     view! {
         <!DOCTYPE html>
         <html lang="en">

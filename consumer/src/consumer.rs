@@ -292,12 +292,6 @@ impl Consumer {
         writes::record(conn, self.name(), key.as_str(), outcome, Ts::from(at)).await
     }
 
-    /// Whether a message delivered this many times should be given up on
-    /// instead of retried.
-    pub fn is_out_of_deliveries(&self, deliveries: u32) -> bool {
-        deliveries >= self.max_deliveries
-    }
-
     /// Writes an outbox row under the claim's key, in the caller's
     /// transaction (the event that announces the effect); returns its id.
     pub async fn enqueue<'c>(

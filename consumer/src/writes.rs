@@ -281,16 +281,6 @@ pub async fn dead_letter(conn: Conn<'_>, dl: &NewDeadLetter<'_>) -> ConsumerResu
     Ok(id)
 }
 
-/// Whether the key is claimed, without counting a delivery.
-pub async fn is_claimed(conn: Conn<'_>, consumer: &str, key: &str) -> ConsumerResult<bool> {
-    const SQL: &str =
-        "SELECT EXISTS (SELECT 1 FROM claims WHERE consumer = $1 AND idempotency_key = $2)";
-    let exists: bool = dispatch!(conn, c => {
-        sqlx::query_scalar(SQL).bind(consumer).bind(key).fetch_one(c).await?
-    });
-    Ok(exists)
-}
-
 /// Folds samples into their minutes: counters and histogram buckets add,
 /// gauges keep the largest value of the minute. One row per (consumer,
 /// metric, minute, bucket), so no two consumers ever write the same row.

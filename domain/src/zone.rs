@@ -45,10 +45,6 @@ impl ZoneInfo {
         }
     }
 
-    pub fn is_utc(&self) -> bool {
-        self.name == "UTC"
-    }
-
     fn span_at(&self, at: DateTime<Utc>) -> Option<&ZoneSpan> {
         let after = self.spans.partition_point(|s| s.from <= at);
         self.spans.get(after.saturating_sub(1))

@@ -264,6 +264,38 @@ fn var(name: &str) -> Option<String> {
     setting(name)
 }
 
+/// A whole number, if set.
+pub(super) fn number(name: &'static str) -> Result<Option<u64>, ConfigError> {
+    var(name).map(|v| parse(name, &v)).transpose()
+}
+
+/// A setting's value, or `default` when it is not set.
+pub(super) fn or_default<T: std::str::FromStr>(
+    name: &'static str,
+    default: T,
+) -> Result<T, ConfigError>
+where
+    T::Err: std::fmt::Display,
+{
+    Ok(var(name)
+        .map(|v| parse(name, &v))
+        .transpose()?
+        .unwrap_or(default))
+}
+
+/// An on/off setting's value.
+pub(super) fn switch(name: &'static str, value: &str) -> Result<bool, ConfigError> {
+    match value {
+        "1" | "true" | "on" | "yes" => Ok(true),
+        "0" | "false" | "off" | "no" => Ok(false),
+        other => Err(ConfigError::Invalid {
+            name,
+            value: other.to_owned(),
+            reason: "expected 1 or 0".into(),
+        }),
+    }
+}
+
 /// Reads a settings file: `NAME=value` lines (a value may be quoted), `#`
 /// comments and blank lines — the format of systemd's `EnvironmentFile`, so
 /// one file serves both. Only Idem's own names are accepted, so a typo is
@@ -339,7 +371,7 @@ impl Config {
             log_json: false,
             log_keys_full: false,
             log_key_secret: None,
-            read_cache_ttl: idem_app::ssr::READ_CACHE_TTL,
+            read_cache_ttl: idem_app::serving::READ_CACHE_TTL,
             claim_retention: idem_domain::ClaimRetention::default(),
             // Tests follow a redrive to its end without waiting long.
             redrive_per_second: 100,

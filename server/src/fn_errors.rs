@@ -2,14 +2,14 @@
 //! that could not wait in the session.
 //!
 //! Leptos answers every server-function error with 500 unless the function
-//! body set a status (`idem_app::ssr::serve` does). When the request fails
+//! body set a status (`idem_app::serving::serve` does). When the request fails
 //! before the body runs — arguments that do not parse, a missing field —
 //! the answer is Idem's `AppError::BadRequest`, but with a 500. This layer
 //! reads such an answer back and gives it the status its error names, so a
 //! malformed request is a 400, never a server error.
 //!
 //! A plain form's answer normally waits in the session for the form's page
-//! (`idem_app::ssr::answer_form`). When the session could not be written —
+//! (`idem_app::serving::answer_form`). When the session could not be written —
 //! after the action itself committed — the function marks its answer
 //! instead, and this layer turns it into a page of its own: what was done,
 //! and that the page it came from will not say so.
@@ -27,11 +27,11 @@ use idem_app::error::AppError;
 const MAX_ERROR_BODY: usize = 64 * 1024;
 
 pub async fn error_status(req: Request, next: Next) -> Response {
-    let back = crate::limits::back_link(req.method(), req.headers());
+    let back = crate::refusal::back_link(req.method(), req.headers());
     let response = next.run(req).await;
     if response
         .headers()
-        .contains_key(idem_app::ssr::ANSWER_IN_PLACE_HEADER)
+        .contains_key(idem_app::serving::ANSWER_IN_PLACE_HEADER)
     {
         return answer_page(response, &back).await;
     }
@@ -61,7 +61,7 @@ pub async fn error_status(req: Request, next: Next) -> Response {
         if matches!(err, AppError::Unavailable | AppError::Busy) {
             parts.headers.insert(
                 header::RETRY_AFTER,
-                HeaderValue::from(idem_app::ssr::RETRY_AFTER_SECONDS),
+                HeaderValue::from(idem_app::serving::RETRY_AFTER_SECONDS),
             );
         }
     }
@@ -76,7 +76,7 @@ async fn answer_page(response: Response, back: &str) -> Response {
     use idem_domain::action::ActionOutcome;
     let answer: Option<Result<ActionOutcome, AppError>> = response
         .headers()
-        .get(idem_app::ssr::ANSWER_IN_PLACE_HEADER)
+        .get(idem_app::serving::ANSWER_IN_PLACE_HEADER)
         .and_then(|v| {
             base64::engine::general_purpose::URL_SAFE_NO_PAD
                 .decode(v.as_bytes())
@@ -113,5 +113,5 @@ async fn answer_page(response: Response, back: &str) -> Response {
         "{said} (Idem could not keep this answer for the page you came from: its database did \
          not take the write. That page shows the state as it is now.)"
     );
-    crate::limits::refusal_with_link(status, title, &text, back, "Back to the page you came from")
+    crate::refusal::refusal_with_link(status, title, &text, back, "Back to the page you came from")
 }

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use axum::{extract::State, http::StatusCode};
-use idem_app::ssr::{AppState, DatabaseStatus};
+use idem_app::serving::{AppState, DatabaseStatus};
 use idem_store::Store;
 
 /// How long readiness waits for the database.
@@ -63,7 +63,7 @@ pub async fn watch_database(
                 failures += 1;
                 if failures == FAILURES_FOR_OUTAGE {
                     status.mark_down();
-                    tracing::warn!(error = %idem_app::ssr::cause_chain(&err), "database unavailable");
+                    tracing::warn!(error = %idem_app::error::cause_chain(&err), "database unavailable");
                 }
             }
         }

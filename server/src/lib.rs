@@ -14,6 +14,7 @@ pub mod limits;
 pub mod metrics;
 pub mod per_address;
 pub mod preferences;
+pub mod refusal;
 pub mod rules;
 pub mod serve;
 pub mod slo_config;

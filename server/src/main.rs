@@ -11,7 +11,7 @@ use idem::{
     Application, Config, StartError, accounts, accounts::AccountError, config::ConfigError,
     slo_config::SloConfigError, telemetry,
 };
-use idem_app::ssr::cause_chain;
+use idem_app::error::cause_chain;
 use idem_domain::Role;
 use idem_store::{Store, StoreConfig, StoreError};
 

@@ -19,7 +19,7 @@ use chrono::{DateTime, Utc};
 use idem_app::{
     api::{CheckCount, Overview, SloBoard},
     error::AppError,
-    ssr::AppState,
+    serving::AppState,
 };
 use idem_domain::slo::SloStatus;
 use sha2::{Digest, Sha256};

@@ -10,7 +10,7 @@ use axum::{
     Router,
     routing::{get, post},
 };
-use idem_app::{App, api::ConsoleInfo, shell, ssr::AppState};
+use idem_app::{App, api::ConsoleInfo, serving::AppState, shell};
 use idem_store::{DEMO_DATA, Store, StoreError};
 use leptos_axum::{AxumRouteListing, LeptosRoutes, generate_route_list};
 use tokio::{net::TcpListener, sync::watch};
@@ -88,14 +88,14 @@ impl Application {
     pub async fn build(config: Config) -> Result<Application, StartError> {
         let slos = crate::slo_config::load(config.slo_file.as_deref())?;
         let store = Store::connect(&config.database)?;
-        let database = idem_app::ssr::DatabaseStatus::default();
+        let database = idem_app::serving::DatabaseStatus::default();
         let auth = AuthContext::new(config.auth.clone(), store.clone(), database.clone());
         let prepared = match prepare(&config, &auth).await {
             Ok(prepared) => Some(prepared),
             Err(StartError::Store(err)) if err.is_unavailable() => {
                 tracing::warn!(
                     database = %config.database.redacted_url(),
-                    error = %idem_app::ssr::cause_chain(&err),
+                    error = %idem_app::error::cause_chain(&err),
                     "database unavailable at start; serving, and connecting when it appears"
                 );
                 database.mark_down();
@@ -260,7 +260,7 @@ impl Application {
         ended_sessions.abort();
         self.state.store.close().await;
         if let Some(err) = fatal.lock().unwrap_or_else(|e| e.into_inner()).take() {
-            return Err(std::io::Error::other(idem_app::ssr::cause_chain(&err)));
+            return Err(std::io::Error::other(idem_app::error::cause_chain(&err)));
         }
         served
     }

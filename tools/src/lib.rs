@@ -10,4 +10,4 @@ pub mod load;
 pub mod plans;
 pub mod seed;
 
-pub use idem_app::ssr::cause_chain;
+pub use idem_app::error::cause_chain;

@@ -2,7 +2,7 @@
 //! only; the guard refuses everyone else before these run, and each checks
 //! again). They are `POST`s that work from a plain form: without JavaScript
 //! the answer is a redirect back to the page, which shows the answer kept
-//! in the person's session (`ssr::answer_form`), never text from the address.
+//! in the person's session (`serving::answer_form`), never text from the address.
 
 use idem_domain::action::ActionOutcome;
 use leptos::prelude::*;
@@ -34,14 +34,14 @@ pub(crate) mod ssr {
 
     /// The operator, or the reason they may not act.
     pub fn operator() -> Result<Acting, AppError> {
-        let user = crate::ssr::require(idem_domain::Role::Operator)?;
-        let client = crate::ssr::client_addr();
+        let user = crate::serving::require(idem_domain::Role::Operator)?;
+        let client = crate::serving::client_addr();
         Ok(Acting { user, client })
     }
 
     /// Refuses any action on a consumer Idem reads through an adapter.
     pub fn writable(consumer: &str) -> Result<(), AppError> {
-        match crate::ssr::state()?.read_only.reason(consumer) {
+        match crate::serving::state()?.read_only.reason(consumer) {
             Some(reason) => Err(AppError::ReadOnly(reason)),
             None => Ok(()),
         }
@@ -50,7 +50,7 @@ pub(crate) mod ssr {
     /// The consumer of a dead letter, refused if read-only; an unknown id
     /// is left for the action to report.
     pub async fn writable_dead_letter(id: i64) -> Result<(), AppError> {
-        let state = crate::ssr::state()?;
+        let state = crate::serving::state()?;
         match state.store.dead_letter(id).await? {
             Some(dead_letter) => writable(&dead_letter.consumer),
             None => Ok(()),
@@ -59,19 +59,19 @@ pub(crate) mod ssr {
 
     /// Runs an action's body and answers it: a form used twice for
     /// different things is a 409 that says what it did first, and a plain
-    /// form post is sent back to its page (see `ssr::answer_form`).
+    /// form post is sent back to its page (see `serving::answer_form`).
     pub async fn act(
         action_id: &str,
         body: impl Future<Output = Result<ActionOutcome, AppError>>,
     ) -> Result<ActionOutcome, AppError> {
-        let result = crate::ssr::serve(async {
+        let result = crate::serving::serve(async {
             match body.await? {
                 ActionOutcome::FormReused { first } => Err(AppError::FormReused(first)),
                 outcome => Ok(outcome),
             }
         })
         .await;
-        crate::ssr::answer_form(action_id, result).await
+        crate::serving::answer_form(action_id, result).await
     }
 
     /// An action id as the form carried it: a short token, nothing else.
@@ -92,7 +92,7 @@ pub async fn replay_dead_letter(
         let acting = ssr::operator()?;
         idem_domain::action::reason(&reason)?;
         ssr::writable_dead_letter(id).await?;
-        let state = crate::ssr::state()?;
+        let state = crate::serving::state()?;
         Ok(state
             .store
             .replay_dead_letter(&idem_store::ReplayRequest {
@@ -119,7 +119,7 @@ pub async fn discard_dead_letter(
         let acting = ssr::operator()?;
         idem_domain::action::reason(&reason)?;
         ssr::writable_dead_letter(id).await?;
-        let state = crate::ssr::state()?;
+        let state = crate::serving::state()?;
         Ok(state
             .store
             .discard_dead_letter(&idem_store::DiscardRequest {
@@ -163,7 +163,7 @@ pub async fn resolve_unknown(
                 )));
             }
         };
-        let state = crate::ssr::state()?;
+        let state = crate::serving::state()?;
         Ok(state
             .store
             .resolve_unknown(&idem_store::ResolveRequest {
@@ -186,9 +186,9 @@ pub async fn resolve_unknown(
 pub async fn get_action_answer(
     action_id: String,
 ) -> Result<Option<Result<ActionOutcome, AppError>>, AppError> {
-    crate::ssr::serve(async move {
-        crate::ssr::require(idem_domain::Role::Viewer)?;
-        Ok(crate::ssr::take_answer(&action_id).await)
+    crate::serving::serve(async move {
+        crate::serving::require(idem_domain::Role::Viewer)?;
+        Ok(crate::serving::take_answer(&action_id).await)
     })
     .await
 }

@@ -93,8 +93,8 @@ pub async fn list_audit(query: AuditQuery) -> Result<AuditLog, AppError> {
     use idem_domain::IdempotencyKey;
     use idem_store::{AuditFilter, PageRequest};
 
-    crate::ssr::serve(async move {
-        crate::ssr::require(idem_domain::Role::Operator)?;
+    crate::serving::serve(async move {
+        crate::serving::require(idem_domain::Role::Operator)?;
         let filter = AuditFilter {
             actor: ssr::text_filter(query.actor, "actor")?,
             action: ssr::text_filter(query.action, "action")?,
@@ -109,7 +109,7 @@ pub async fn list_audit(query: AuditQuery) -> Result<AuditLog, AppError> {
         let cursor = Some(query.cursor).filter(|c| !c.is_empty());
         // From the primary, like every write to it: a replica's lag would
         // hide the action someone just took.
-        let page = crate::ssr::state()?
+        let page = crate::serving::state()?
             .store
             .audit_log(
                 &filter,
@@ -117,7 +117,7 @@ pub async fn list_audit(query: AuditQuery) -> Result<AuditLog, AppError> {
             )
             .await?;
         Ok(AuditLog {
-            clock: crate::ssr::clock(chrono::Utc::now()),
+            clock: crate::serving::clock(chrono::Utc::now()),
             page,
         })
     })

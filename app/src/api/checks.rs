@@ -30,9 +30,9 @@ pub struct Checks {
 /// The checks' counts; with `check` (its slug), one page of its findings.
 #[server(prefix = "/api/read", input = server_fn::codec::GetUrl)]
 pub async fn get_checks(check: Option<String>, cursor: Option<String>) -> Result<Checks, AppError> {
-    crate::ssr::serve(async move {
-        crate::ssr::require(idem_domain::Role::Viewer)?;
-        let state = crate::ssr::state()?;
+    crate::serving::serve(async move {
+        crate::serving::require(idem_domain::Role::Viewer)?;
+        let state = crate::serving::state()?;
         let check = check
             .filter(|c| !c.is_empty())
             .map(|slug| {
@@ -47,7 +47,7 @@ pub async fn get_checks(check: Option<String>, cursor: Option<String>) -> Result
             None => None,
         };
         Ok(Checks {
-            clock: crate::ssr::clock(clock.as_of),
+            clock: crate::serving::clock(clock.as_of),
             counts,
             findings,
             objective_seconds: crate::api::ssr::unknown_objective_seconds(&state.slos),
@@ -67,7 +67,9 @@ pub(crate) mod ssr {
     use idem_store::CheckLimits;
 
     use super::CheckCount;
-    use crate::{api::COUNT_CAP, cache::ReadKey, error::AppError, format::Clock, ssr::AppState};
+    use crate::{
+        api::COUNT_CAP, cache::ReadKey, error::AppError, format::Clock, serving::AppState,
+    };
 
     /// `30 days; payments 90 days`: the horizon, then each consumer's own.
     pub fn retention_words(retention: &idem_domain::ClaimRetention) -> String {
@@ -96,7 +98,7 @@ pub(crate) mod ssr {
     /// they were read.
     pub async fn load_counts(state: &AppState) -> Result<(Clock, Vec<CheckCount>), AppError> {
         let limits = limits(state);
-        crate::ssr::reader(state)
+        crate::serving::reader(state)
             .cached(ReadKey::CheckCounts, |store| async move {
                 let counts = store.count_check_findings(&limits, COUNT_CAP).await?;
                 let counts = counts
@@ -119,7 +121,7 @@ pub(crate) mod ssr {
             check,
             cursor: cursor.clone(),
         };
-        crate::ssr::reader(state)
+        crate::serving::reader(state)
             .cached(key, |store| async move {
                 let page = crate::api::lists::ssr::page_request(cursor);
                 Ok::<_, AppError>(store.check_findings(check, &limits, &page).await?)

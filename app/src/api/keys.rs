@@ -85,7 +85,7 @@ pub(crate) mod ssr {
     /// Everything `reader`'s database holds about `key` of `consumer`, and
     /// its story; `None` when it holds nothing.
     pub async fn story(
-        reader: &crate::ssr::Reader,
+        reader: &crate::cache::Reader,
         consumer: &idem_domain::ConsumerName,
         key: &idem_domain::IdempotencyKey,
     ) -> Result<Option<KeyStory>, AppError> {
@@ -101,8 +101,10 @@ pub(crate) mod ssr {
             dead_letters,
             audit,
         } = records;
-        let clock = crate::ssr::clock(chrono::Utc::now());
-        let retention = crate::ssr::state()?.claim_retention.of(consumer.as_str());
+        let clock = crate::serving::clock(chrono::Utc::now());
+        let retention = crate::serving::state()?
+            .claim_retention
+            .of(consumer.as_str());
         let verdicts = dead_letters
             .iter()
             .filter(|d| d.state == idem_domain::DeadLetterState::Open)
@@ -113,7 +115,7 @@ pub(crate) mod ssr {
                 )
             })
             .collect();
-        let role = crate::ssr::current_user().map_or(idem_domain::Role::Viewer, |u| u.role);
+        let role = crate::serving::current_user().map_or(idem_domain::Role::Viewer, |u| u.role);
         let can_act = role.includes(idem_domain::Role::Operator);
         // The audit rule, as on /audit: what a viewer may read of each row.
         let audit: Vec<idem_domain::AuditEntry> =
@@ -129,7 +131,7 @@ pub(crate) mod ssr {
             clock.as_of,
             &clock.zone,
         );
-        let state = crate::ssr::state()?;
+        let state = crate::serving::state()?;
         let read_only = state.read_only.reason(consumer.as_str());
         state
             .log_keys
@@ -148,7 +150,7 @@ pub(crate) mod ssr {
             audit,
             story,
             can_act,
-            action_id: crate::ssr::new_action_id(),
+            action_id: crate::serving::new_action_id(),
             verdicts,
             from_replica: reader.is_replica(),
             read_only,
@@ -162,11 +164,11 @@ pub(crate) mod ssr {
         if !crate::fingerprint::looks_like(q) {
             return Ok(None);
         }
-        let store = crate::ssr::reader(&crate::ssr::state()?).store;
+        let store = crate::serving::reader(&crate::serving::state()?).store;
         Ok(by_fingerprint(&store, q)
             .await?
             .map(|exact| super::SearchResults {
-                clock: crate::ssr::clock(chrono::Utc::now()),
+                clock: crate::serving::clock(chrono::Utc::now()),
                 exact,
                 claims: Vec::new(),
                 next: None,
@@ -202,11 +204,11 @@ pub(crate) mod ssr {
 #[server(prefix = "/api/read", input = server_fn::codec::GetUrl)]
 pub async fn get_key_story(consumer: String, key: String) -> Result<KeyStory, AppError> {
     use idem_domain::{ConsumerName, IdempotencyKey};
-    crate::ssr::serve(async move {
-        crate::ssr::require(idem_domain::Role::Viewer)?;
+    crate::serving::serve(async move {
+        crate::serving::require(idem_domain::Role::Viewer)?;
         let consumer = ConsumerName::from_segment(&consumer)?;
         let key = IdempotencyKey::from_segment(&key)?;
-        let reader = crate::ssr::reader(&crate::ssr::state()?);
+        let reader = crate::serving::reader(&crate::serving::state()?);
         ssr::story(&reader, &consumer, &key).await?.ok_or_else(|| {
             AppError::NotFound(format!(
                 "No consumer named “{consumer}” has a claim, outbox row or dead letter for the key “{key}”."
@@ -221,10 +223,10 @@ pub async fn get_key_story(consumer: String, key: String) -> Result<KeyStory, Ap
 #[server(prefix = "/api/read", input = server_fn::codec::GetUrl)]
 pub async fn lookup_key(key: String) -> Result<KeyLookup, AppError> {
     use idem_domain::IdempotencyKey;
-    crate::ssr::serve(async move {
-        crate::ssr::require(idem_domain::Role::Viewer)?;
+    crate::serving::serve(async move {
+        crate::serving::require(idem_domain::Role::Viewer)?;
         let key = IdempotencyKey::from_segment(&key)?;
-        let reader = crate::ssr::reader(&crate::ssr::state()?);
+        let reader = crate::serving::reader(&crate::serving::state()?);
         let mut claims = reader.store.claims_with_key(&key, ssr::MATCH_LIMIT).await?;
         match claims.len() {
             0 => Err(AppError::NotFound(format!(
@@ -233,7 +235,7 @@ pub async fn lookup_key(key: String) -> Result<KeyLookup, AppError> {
             1 => {
                 let claim = claims.remove(0);
                 let consumer = idem_domain::ConsumerName::parse(claim.consumer)?;
-                let state = crate::ssr::state()?;
+                let state = crate::serving::state()?;
                 state.log_keys.remember(&state.store, "", key.as_str());
                 let story = ssr::story(&reader, &consumer, &key).await?;
                 story.map(|s| KeyLookup::One(Box::new(s))).ok_or_else(|| {
@@ -242,10 +244,10 @@ pub async fn lookup_key(key: String) -> Result<KeyLookup, AppError> {
             }
             _ => Ok({
                 // The log of this request names the key without a consumer.
-                let state = crate::ssr::state()?;
+                let state = crate::serving::state()?;
                 state.log_keys.remember(&state.store, "", key.as_str());
                 KeyLookup::Several {
-                    clock: crate::ssr::clock(chrono::Utc::now()),
+                    clock: crate::serving::clock(chrono::Utc::now()),
                     key: key.to_string(),
                     claims,
                 }
@@ -263,8 +265,8 @@ pub async fn search_keys(query: KeyQuery) -> Result<SearchResults, AppError> {
     use idem_domain::{ClaimStatus, IdempotencyKey};
     use idem_store::{ClaimSearch, PageRequest, SearchOrder};
 
-    crate::ssr::serve(async move {
-        crate::ssr::require(idem_domain::Role::Viewer)?;
+    crate::serving::serve(async move {
+        crate::serving::require(idem_domain::Role::Viewer)?;
         // A fingerprint from Idem's logs finds the key it stands for.
         if let Some(found) = ssr::fingerprint_search(&query.q).await? {
             return Ok(found);
@@ -295,7 +297,7 @@ pub async fn search_keys(query: KeyQuery) -> Result<SearchResults, AppError> {
         };
         let cursor = Some(query.cursor).filter(|c| !c.is_empty());
         let first_page = cursor.is_none();
-        let store = crate::ssr::reader(&crate::ssr::state()?).store;
+        let store = crate::serving::reader(&crate::serving::state()?).store;
         let search = ClaimSearch {
             prefix: prefix.clone(),
             consumer: consumer.clone(),
@@ -320,7 +322,7 @@ pub async fn search_keys(query: KeyQuery) -> Result<SearchResults, AppError> {
             _ => Vec::new(),
         };
         Ok(SearchResults {
-            clock: crate::ssr::clock(chrono::Utc::now()),
+            clock: crate::serving::clock(chrono::Utc::now()),
             exact,
             claims: found.page.items,
             next: found.page.next,

@@ -76,7 +76,7 @@ pub(crate) mod ssr {
         F: FnOnce(idem_store::Store) -> Fut,
         Fut: Future<Output = Result<(Page<T>, CappedCount), AppError>>,
     {
-        let page = crate::ssr::reader(&crate::ssr::state()?)
+        let page = crate::serving::reader(&crate::serving::state()?)
             .cached(key, |store| async move {
                 let (page, total) = load(store).await?;
                 Ok::<_, AppError>(ListPage {
@@ -87,7 +87,7 @@ pub(crate) mod ssr {
             })
             .await?;
         Ok(ListPage {
-            clock: crate::ssr::clock(page.clock.as_of),
+            clock: crate::serving::clock(page.clock.as_of),
             ..page
         })
     }
@@ -176,8 +176,8 @@ pub async fn list_unknown(
     consumer: Option<String>,
 ) -> Result<UnknownList, AppError> {
     use idem_domain::ClaimStatus;
-    crate::ssr::serve(async move {
-        crate::ssr::require(idem_domain::Role::Viewer)?;
+    crate::serving::serve(async move {
+        crate::serving::require(idem_domain::Role::Viewer)?;
         let window = ssr::window(from, to, consumer)?;
         let key = crate::cache::ReadKey::Unknown {
             cursor: cursor.clone(),
@@ -197,7 +197,7 @@ pub async fn list_unknown(
             Ok((page, total))
         })
         .await?;
-        let slos = crate::ssr::state()?.slos;
+        let slos = crate::serving::state()?.slos;
         Ok(UnknownList {
             list,
             objective_seconds: super::ssr::unknown_objective_seconds(&slos),
@@ -219,8 +219,8 @@ pub async fn list_dead_letters(
     #[server(default)] error: Option<String>,
 ) -> Result<DeadLetterList, AppError> {
     use idem_domain::DeadLetterState;
-    crate::ssr::serve(async move {
-        let user = crate::ssr::require(idem_domain::Role::Viewer)?;
+    crate::serving::serve(async move {
+        let user = crate::serving::require(idem_domain::Role::Viewer)?;
         let state = match state.as_deref() {
             None | Some("") => DeadLetterState::Open,
             Some(state) => state
@@ -254,11 +254,14 @@ pub async fn list_dead_letters(
         {
             // The primary: the offer is what starting compares with.
             true => {
-                let offer = crate::ssr::state()?.store.redrive_offer(&filter).await?;
+                let offer = crate::serving::state()?
+                    .store
+                    .redrive_offer(&filter)
+                    .await?;
                 (offer.count > 0).then(|| RedriveForm {
                     count: offer.count,
                     offer: offer.token(),
-                    action_id: crate::ssr::new_action_id(),
+                    action_id: crate::serving::new_action_id(),
                 })
             }
             false => None,
@@ -271,12 +274,12 @@ pub async fn list_dead_letters(
 /// One dead letter (the id as it appears in the URL).
 #[server(prefix = "/api/read", input = server_fn::codec::GetUrl)]
 pub async fn get_dead_letter(id: String) -> Result<DeadLetterDetail, AppError> {
-    crate::ssr::serve(async move {
-        crate::ssr::require(idem_domain::Role::Viewer)?;
+    crate::serving::serve(async move {
+        crate::serving::require(idem_domain::Role::Viewer)?;
         let id: i64 = id.parse().map_err(|_| {
             AppError::BadRequest(format!("“{id}” is not a dead letter id (a whole number)."))
         })?;
-        let reader = crate::ssr::reader(&crate::ssr::state()?);
+        let reader = crate::serving::reader(&crate::serving::state()?);
         let store = &reader.store;
         let dead_letter = store
             .dead_letter(id)
@@ -290,14 +293,16 @@ pub async fn get_dead_letter(id: String) -> Result<DeadLetterDetail, AppError> {
             (Ok(consumer), Ok(key)) => store.claim(&consumer, &key).await?,
             _ => None,
         };
-        let clock = crate::ssr::clock(chrono::Utc::now());
-        let retention = crate::ssr::state()?
+        let clock = crate::serving::clock(chrono::Utc::now());
+        let retention = crate::serving::state()?
             .claim_retention
             .of(&dead_letter.consumer);
         let verdict = idem_domain::action::Verdict::of(claim.as_ref(), retention, clock.as_of);
-        let can_act = crate::ssr::current_user()
+        let can_act = crate::serving::current_user()
             .is_some_and(|u| u.role.includes(idem_domain::Role::Operator));
-        let read_only = crate::ssr::state()?.read_only.reason(&dead_letter.consumer);
+        let read_only = crate::serving::state()?
+            .read_only
+            .reason(&dead_letter.consumer);
         Ok(DeadLetterDetail {
             read_only,
             clock,
@@ -306,7 +311,7 @@ pub async fn get_dead_letter(id: String) -> Result<DeadLetterDetail, AppError> {
             verdict,
             can_act,
             from_replica: reader.is_replica(),
-            action_id: crate::ssr::new_action_id(),
+            action_id: crate::serving::new_action_id(),
         })
     })
     .await
@@ -319,8 +324,8 @@ pub async fn list_outbox(
     consumer: Option<String>,
     topic: Option<String>,
 ) -> Result<ListPage<OutboxRow>, AppError> {
-    crate::ssr::serve(async move {
-        crate::ssr::require(idem_domain::Role::Viewer)?;
+    crate::serving::serve(async move {
+        crate::serving::require(idem_domain::Role::Viewer)?;
         let filter = ssr::outbox_filter(consumer, topic)?;
         let key = crate::cache::ReadKey::Outbox {
             cursor: cursor.clone(),

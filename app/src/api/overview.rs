@@ -35,22 +35,22 @@ pub struct LastHour {
 
 #[server(prefix = "/api/public", input = server_fn::codec::GetUrl)]
 pub async fn get_console_info() -> Result<ConsoleInfo, AppError> {
-    // Not through `ssr::serve`: this never reads the database, and during
+    // Not through `serving::serve`: this never reads the database, and during
     // an outage it is what says so.
-    let state = crate::ssr::state()?;
-    let zone = crate::ssr::viewer_zone();
+    let state = crate::serving::state()?;
+    let zone = crate::serving::viewer_zone();
     Ok(ConsoleInfo {
         database_down_since: state.database.down_since().map(|at| zone.format(at)),
         zone: zone.name,
-        user: crate::ssr::current_user(),
+        user: crate::serving::current_user(),
         ..state.console
     })
 }
 
 #[server(prefix = "/api/public", input = server_fn::codec::GetUrl)]
 pub async fn get_login_info() -> Result<super::LoginInfo, AppError> {
-    crate::ssr::serve(async {
-        let state = crate::ssr::state()?;
+    crate::serving::serve(async {
+        let state = crate::serving::state()?;
         let demo_accounts = if state.console.demo {
             idem_domain::Role::ALL
                 .iter()
@@ -60,7 +60,7 @@ pub async fn get_login_info() -> Result<super::LoginInfo, AppError> {
             Vec::new()
         };
         let any_accounts = state.store.any_users().await?;
-        let note = match crate::ssr::cookie(super::LOGIN_NOTE_COOKIE).as_deref() {
+        let note = match crate::serving::cookie(super::LOGIN_NOTE_COOKIE).as_deref() {
             Some("failed") => Some(super::LoginNote::Failed),
             Some("throttled") => Some(super::LoginNote::Throttled),
             _ => None,
@@ -88,11 +88,11 @@ pub async fn get_login_info() -> Result<super::LoginInfo, AppError> {
 
 #[server(prefix = "/api/read", input = server_fn::codec::GetUrl)]
 pub async fn get_overview() -> Result<Overview, AppError> {
-    crate::ssr::serve(async {
-        crate::ssr::require(idem_domain::Role::Viewer)?;
-        let overview = ssr::load_overview(&crate::ssr::state()?).await?;
+    crate::serving::serve(async {
+        crate::serving::require(idem_domain::Role::Viewer)?;
+        let overview = ssr::load_overview(&crate::serving::state()?).await?;
         Ok(Overview {
-            clock: crate::ssr::clock(overview.clock.as_of),
+            clock: crate::serving::clock(overview.clock.as_of),
             ..overview
         })
     })
@@ -117,8 +117,8 @@ pub(crate) mod ssr {
 
     /// The overview's reads (clock in UTC), shared by every viewer and by
     /// `/metrics` for the read cache's lifetime.
-    pub async fn load_overview(state: &crate::ssr::AppState) -> Result<Overview, AppError> {
-        crate::ssr::reader(state)
+    pub async fn load_overview(state: &crate::serving::AppState) -> Result<Overview, AppError> {
+        crate::serving::reader(state)
             .cached(ReadKey::Overview, |store| async move {
                 read_overview(&store).await
             })

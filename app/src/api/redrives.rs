@@ -55,7 +55,7 @@ mod ssr {
         if let Some(consumer) = consumer {
             return crate::api::actions::ssr::writable(consumer.as_str());
         }
-        let state = crate::ssr::state()?;
+        let state = crate::serving::state()?;
         let read_only: Vec<&str> = state.read_only.names().collect();
         if read_only.is_empty() {
             return Ok(());
@@ -76,9 +76,9 @@ mod ssr {
             clock,
             run,
             items,
-            can_act: crate::ssr::current_user()
+            can_act: crate::serving::current_user()
                 .is_some_and(|u| u.role.includes(idem_domain::Role::Operator)),
-            action_id: crate::ssr::new_action_id(),
+            action_id: crate::serving::new_action_id(),
         }
     }
 }
@@ -86,14 +86,17 @@ mod ssr {
 /// One redrive and each of its items (the number as it appears in the URL).
 #[server(prefix = "/api/read", input = server_fn::codec::GetUrl)]
 pub async fn get_redrive(id: String) -> Result<RedriveDetail, AppError> {
-    crate::ssr::serve(async move {
-        crate::ssr::require(idem_domain::Role::Viewer)?;
+    crate::serving::serve(async move {
+        crate::serving::require(idem_domain::Role::Viewer)?;
         let id = ssr::run_id(&id)?;
         // The primary: a run's progress is what the page is for.
-        let found = crate::ssr::state()?.store.redrive(id).await?;
+        let found = crate::serving::state()?.store.redrive(id).await?;
         let found =
             found.ok_or_else(|| AppError::NotFound(format!("There is no redrive {id}.")))?;
-        Ok(ssr::detail(found, crate::ssr::clock(chrono::Utc::now())))
+        Ok(ssr::detail(
+            found,
+            crate::serving::clock(chrono::Utc::now()),
+        ))
     })
     .await
 }
@@ -119,7 +122,7 @@ pub async fn start_redrive(
         ssr::writable(selection.window.consumer.as_ref())?;
         let offered = idem_domain::RedriveOffer::parse(&offer)
             .map_err(|e| AppError::BadRequest(e.to_string()))?;
-        let state = crate::ssr::state()?;
+        let state = crate::serving::state()?;
         let started = state
             .store
             .start_redrive(&idem_store::RedriveRequest {
@@ -136,7 +139,7 @@ pub async fn start_redrive(
                 items,
                 audit_id,
             } => {
-                crate::ssr::answer_on(&format!("/redrives/{id}"));
+                crate::serving::answer_on(&format!("/redrives/{id}"));
                 Ok(ActionOutcome::Done {
                     audit_id,
                     outbox_id: None,
@@ -177,7 +180,7 @@ pub async fn stop_redrive(id: String, action_id: String) -> Result<ActionOutcome
         let acting = crate::api::actions::ssr::operator()?;
         let action = crate::api::actions::ssr::action_id(&action_id)?;
         let id = ssr::run_id(&id)?;
-        let state = crate::ssr::state()?;
+        let state = crate::serving::state()?;
         let outcome = state
             .store
             .stop_redrive(id, &action, acting.actor())

@@ -34,11 +34,11 @@ impl SloBoard {
 
 #[server(prefix = "/api/read", input = server_fn::codec::GetUrl)]
 pub async fn get_slos() -> Result<SloBoard, AppError> {
-    crate::ssr::serve(async {
-        crate::ssr::require(idem_domain::Role::Viewer)?;
-        let board = ssr::load_slo_board(&crate::ssr::state()?).await?;
+    crate::serving::serve(async {
+        crate::serving::require(idem_domain::Role::Viewer)?;
+        let board = ssr::load_slo_board(&crate::serving::state()?).await?;
         Ok(SloBoard {
-            clock: crate::ssr::clock(board.clock.as_of),
+            clock: crate::serving::clock(board.clock.as_of),
             ..board
         })
     })
@@ -48,11 +48,11 @@ pub async fn get_slos() -> Result<SloBoard, AppError> {
 /// One SLO by name (`/slo/{name}`); the board holds just that one.
 #[server(prefix = "/api/read", input = server_fn::codec::GetUrl)]
 pub async fn get_slo(name: String) -> Result<SloBoard, AppError> {
-    crate::ssr::serve(async move {
-        crate::ssr::require(idem_domain::Role::Viewer)?;
-        let state = crate::ssr::state()?;
+    crate::serving::serve(async move {
+        crate::serving::require(idem_domain::Role::Viewer)?;
+        let state = crate::serving::state()?;
         let mut board = ssr::load_slo_board(&state).await?;
-        board.clock = crate::ssr::clock(board.clock.as_of);
+        board.clock = crate::serving::clock(board.clock.as_of);
         board.statuses.retain(|s| s.slo.name == name);
         if board.statuses.is_empty() {
             return Err(AppError::NotFound(format!(
@@ -81,7 +81,7 @@ pub(crate) mod ssr {
     use idem_store::{Store, Ts};
 
     use super::SloBoard;
-    use crate::{cache::ReadKey, error::AppError, format::Clock, ssr::AppState};
+    use crate::{cache::ReadKey, error::AppError, format::Clock, serving::AppState};
 
     /// Every SLO evaluated up to the last whole minute (clock in UTC), read
     /// from the primary and shared by every viewer and by `/metrics` until
@@ -90,7 +90,7 @@ pub(crate) mod ssr {
     pub async fn load_slo_board(state: &AppState) -> Result<SloBoard, AppError> {
         let slos = state.slos.clone();
         let minute = Ts::now().minute();
-        crate::ssr::Reader::primary(state)
+        crate::serving::primary(state)
             .cached(ReadKey::SloBoard { minute }, |store| {
                 evaluate(store, slos, minute)
             })

@@ -39,10 +39,12 @@ fn now() -> chrono::DateTime<Utc> {
     Utc::now()
 }
 
-/// Now, in the browser (chrono's clock is not built for it: it would panic).
+/// The browser build has no clock for widgets: they render on the server
+/// only (an island takes what it shows as props, its clock included), and
+/// chrono's clock is not built for WASM.
 #[cfg(not(feature = "ssr"))]
 fn now() -> chrono::DateTime<Utc> {
-    chrono::DateTime::from_timestamp_millis(js_sys::Date::now() as i64).unwrap_or_default()
+    unreachable!("a time widget runs on the server; an island takes its clock as a prop")
 }
 
 /// Makes `clock` the one this page's times and ages use.

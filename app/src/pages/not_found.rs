@@ -4,7 +4,7 @@ use leptos_meta::Title;
 #[component]
 pub fn NotFoundPage() -> impl IntoView {
     #[cfg(feature = "ssr")]
-    crate::ssr::set_status(404);
+    crate::serving::set_status(404);
     view! {
         <Title text="Not found"/>
         <section class="error-panel" role="alert">

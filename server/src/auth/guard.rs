@@ -156,7 +156,7 @@ async fn from_proxy(
 
 /// A refusal, as [`from_proxy`] answers it.
 fn refuse<T>(status: StatusCode, title: &str, text: &str) -> Option<Result<T, Response>> {
-    Some(Err(crate::limits::refusal(status, title, text)))
+    Some(Err(crate::refusal::refusal(status, title, text)))
 }
 
 /// The database is down: the account as last confirmed, if recent, with no
@@ -260,7 +260,7 @@ async fn count_refusal(
         .count_refusal(&refusal, idem_store::Ts::now())
         .await
     {
-        tracing::error!(error = %idem_app::ssr::cause_chain(&err), "could not count a refused request");
+        tracing::error!(error = %idem_app::error::cause_chain(&err), "could not count a refused request");
     }
 }
 
@@ -277,7 +277,7 @@ pub async fn guard(
         .trusted_proxies
         .client(peer, req.headers())
         .to_string();
-    let back = crate::limits::back_link(req.method(), req.headers());
+    let back = crate::refusal::back_link(req.method(), req.headers());
     let signed_in = match from_proxy(&ctx, peer, req.headers(), &client).await {
         Some(Ok(user)) => Some(user),
         Some(Err(refusal)) => return refusal,
@@ -299,7 +299,7 @@ pub async fn guard(
         && !matches!(method, Method::GET | Method::HEAD)
         && !is_public(&method, &path)
     {
-        return crate::limits::refusal_to(
+        return crate::refusal::refusal_to(
             StatusCode::SERVICE_UNAVAILABLE,
             "Not while the database is down",
             "Idem cannot reach its database, so it cannot check your role now. Nothing was \
@@ -369,7 +369,7 @@ fn lookup_failed(ctx: &AuthContext, back: &str) -> Response {
              are. Nothing was done; try again in a few seconds.",
         )
     };
-    crate::limits::refusal_to(StatusCode::SERVICE_UNAVAILABLE, title, text, back)
+    crate::refusal::refusal_to(StatusCode::SERVICE_UNAVAILABLE, title, text, back)
 }
 
 /// Nobody is signed in: a page goes to the sign-in form (and back after
@@ -433,7 +433,7 @@ async fn recheck(
                 .as_ref()
                 .map_or("your identity provider", |p| p.settings.name.as_str());
             let back = if back.is_empty() { "/" } else { back };
-            Err(crate::limits::refusal_with_link(
+            Err(crate::refusal::refusal_with_link(
                 StatusCode::UNAUTHORIZED,
                 "Sign in again",
                 &format!(

@@ -59,12 +59,12 @@ fn back_to_login(ctx: &AuthContext, next: &str, flag: &str) -> Response {
 }
 
 fn unavailable(err: &(dyn std::error::Error + 'static)) -> Response {
-    tracing::error!(error = %idem_app::ssr::cause_chain(err), "sign-in failed on the server");
+    tracing::error!(error = %idem_app::error::cause_chain(err), "sign-in failed on the server");
     refused()
 }
 
 fn refused() -> Response {
-    crate::limits::refusal_to(
+    crate::refusal::refusal_to(
         axum::http::StatusCode::SERVICE_UNAVAILABLE,
         "Sign-in is temporarily unavailable",
         "Idem cannot reach its database, where accounts are kept. Try again in a few seconds.",
@@ -73,7 +73,7 @@ fn refused() -> Response {
 }
 
 fn busy() -> Response {
-    crate::limits::refusal_to(
+    crate::refusal::refusal_to(
         axum::http::StatusCode::SERVICE_UNAVAILABLE,
         "Sign-in is busy",
         "Many people are signing in at this moment, and each password takes a while to check. \
@@ -152,7 +152,7 @@ pub async fn login(
 }
 
 fn password_login_off() -> Response {
-    crate::limits::refusal_to(
+    crate::refusal::refusal_to(
         axum::http::StatusCode::FORBIDDEN,
         "Password sign-in is off",
         "This Idem signs people in through the company's sign-in (its identity proxy or \
@@ -185,7 +185,7 @@ async fn release(ctx: &AuthContext, subject: &SignInSubject<'_>) {
         .settle_sign_in(subject, SignInResult::NotChecked, Ts::now())
         .await;
     if let Err(err) = released {
-        tracing::warn!(error = %idem_app::ssr::cause_chain(&err), "could not release a sign-in reservation");
+        tracing::warn!(error = %idem_app::error::cause_chain(&err), "could not release a sign-in reservation");
     }
 }
 
@@ -266,7 +266,7 @@ async fn signed_in(
         .settle_sign_in(subject, SignInResult::Succeeded, Ts::now())
         .await
     {
-        tracing::warn!(error = %idem_app::ssr::cause_chain(&err), "could not settle a successful sign-in");
+        tracing::warn!(error = %idem_app::error::cause_chain(&err), "could not settle a successful sign-in");
     }
     if rehash && let Ok(hash) = ctx.passwords.hash(password).await {
         let _ = ctx.store.upgrade_password_hash(user.id, &hash).await;
@@ -276,7 +276,7 @@ async fn signed_in(
         .remember_device(&user.username, &device.digest(), Ts::now())
         .await
     {
-        tracing::warn!(error = %idem_app::ssr::cause_chain(&err), "could not remember the browser of a sign-in");
+        tracing::warn!(error = %idem_app::error::cause_chain(&err), "could not remember the browser of a sign-in");
     }
     audit(
         ctx,
@@ -332,7 +332,7 @@ pub async fn logout(
     match provider_logout {
         None => Redirect::to("/login").into_response(),
         Some(out) if out.redirect => Redirect::to(&out.url).into_response(),
-        Some(out) => crate::limits::refusal_with_link(
+        Some(out) => crate::refusal::refusal_with_link(
             axum::http::StatusCode::OK,
             "Signed out of Idem",
             &format!(
@@ -362,6 +362,6 @@ async fn audit(
         ..Default::default()
     };
     if let Err(err) = ctx.store.append_audit(&entry).await {
-        tracing::error!(error = %idem_app::ssr::cause_chain(&err), action, "could not write the audit entry");
+        tracing::error!(error = %idem_app::error::cause_chain(&err), action, "could not write the audit entry");
     }
 }

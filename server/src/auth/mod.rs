@@ -100,7 +100,7 @@ async fn audit_account_change(
         ..Default::default()
     };
     if let Err(err) = store.append_audit(&entry).await {
-        tracing::error!(error = %idem_app::ssr::cause_chain(&err), actor, action, "could not audit an account change");
+        tracing::error!(error = %idem_app::error::cause_chain(&err), actor, action, "could not audit an account change");
     }
 }
 
@@ -169,7 +169,7 @@ pub struct AuthContext {
     sessions: DbSessionStore,
     /// While the database is known to be down, sign-in answers from memory
     /// at once instead of waiting for a connection that will not come.
-    pub database: idem_app::ssr::DatabaseStatus,
+    pub database: idem_app::serving::DatabaseStatus,
     /// The OpenID provider, when one is configured.
     pub oidc: Option<Arc<oidc::Provider>>,
 }
@@ -178,7 +178,7 @@ impl AuthContext {
     pub fn new(
         settings: AuthSettings,
         store: Store,
-        database: idem_app::ssr::DatabaseStatus,
+        database: idem_app::serving::DatabaseStatus,
     ) -> Arc<Self> {
         let passwords = Passwords::waiting(settings.hash_concurrency, settings.hash_wait);
         // The settings were checked when read (see `config::env`).

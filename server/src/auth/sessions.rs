@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use idem_app::ssr::DatabaseStatus;
+use idem_app::serving::DatabaseStatus;
 use idem_store::Store;
 use tower_sessions::{
     ExpiredDeletion, SessionStore,

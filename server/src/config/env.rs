@@ -6,7 +6,7 @@ use std::{net::SocketAddr, time::Duration};
 use idem_store::{DEFAULT_DATABASE_URL, StoreConfig};
 use leptos::prelude::LeptosOptions;
 
-use super::{Config, ConfigError, DemoSetting, Limits, parse, var};
+use super::{Config, ConfigError, DemoSetting, Limits, number, or_default, parse, switch, var};
 use crate::auth::{AuthSettings, TrustedProxies};
 
 impl Config {
@@ -92,38 +92,6 @@ fn log_keys_full() -> Result<bool, ConfigError> {
             name: "IDEM_LOG_KEYS",
             value: other.to_owned(),
             reason: "expected fingerprint or full".into(),
-        }),
-    }
-}
-
-/// A whole number, if set.
-fn number(name: &'static str) -> Result<Option<u64>, ConfigError> {
-    var(name).map(|v| parse(name, &v)).transpose()
-}
-
-/// A setting's value, or `default` when it is not set.
-pub(super) fn or_default<T: std::str::FromStr>(
-    name: &'static str,
-    default: T,
-) -> Result<T, ConfigError>
-where
-    T::Err: std::fmt::Display,
-{
-    Ok(var(name)
-        .map(|v| parse(name, &v))
-        .transpose()?
-        .unwrap_or(default))
-}
-
-/// An on/off setting's value.
-fn switch(name: &'static str, value: &str) -> Result<bool, ConfigError> {
-    match value {
-        "1" | "true" | "on" | "yes" => Ok(true),
-        "0" | "false" | "off" | "no" => Ok(false),
-        other => Err(ConfigError::Invalid {
-            name,
-            value: other.to_owned(),
-            reason: "expected 1 or 0".into(),
         }),
     }
 }

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use idem_domain::Role;
 
-use super::{ConfigError, env::or_default, var};
+use super::{ConfigError, or_default, var};
 use crate::auth::{oidc::OidcSettings, proxy::ProxyAuth};
 
 fn invalid(name: &'static str, value: impl Into<String>, reason: impl Into<String>) -> ConfigError {

@@ -23,7 +23,7 @@
 //!
 //! Where things are: `simulation` (state, clock, one step at a time) runs
 //! `events`; `publisher` makes facts and their retries, `queue` delivers
-//! them, `delivery` is the workers' side (claim, call, record, through
+//! them (`message` is what it holds), `delivery` is the workers' side (claim, call, record, through
 //! `worker`), `relay` the outbox relay and the gauges, `on_call` the
 //! simulated on-call; `tour` scripts the stories with fixed keys, and
 //! `incidents`, `flows` and `provider` say how the world behaves.
@@ -32,6 +32,7 @@ mod delivery;
 mod events;
 mod flows;
 pub mod incidents;
+mod message;
 mod on_call;
 mod provider;
 mod publisher;

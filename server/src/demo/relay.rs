@@ -12,7 +12,7 @@ use super::{
     RELAY_EVERY,
     events::Event,
     flows::{Fact, Flow},
-    queue,
+    message,
     simulation::Simulation,
 };
 
@@ -74,7 +74,7 @@ impl Simulation {
     pub(super) async fn flush(&mut self) {
         let now = self.now;
         for flow in Flow::ALL {
-            let (depth, age) = queue::backlog(self.messages.values(), flow, now);
+            let (depth, age) = message::backlog(self.messages.values(), flow, now);
             self.meter
                 .gauge(flow.consumer(), Metric::QueueDepth, now, depth as f64);
             self.meter

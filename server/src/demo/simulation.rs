@@ -13,8 +13,8 @@ use super::{
     events::{Event, Scheduled},
     flows::{self, Flow},
     incidents,
+    message::Message,
     provider::Call,
-    queue::Message,
     tour,
 };
 
@@ -184,7 +184,7 @@ impl Simulation {
             .is_none_or(|last| wall - last > TimeDelta::seconds(30))
         {
             self.last_warning = Some(wall);
-            tracing::warn!(error = %idem_app::ssr::cause_chain(err), "demo step failed; the simulation carries on");
+            tracing::warn!(error = %idem_app::error::cause_chain(err), "demo step failed; the simulation carries on");
         }
     }
 

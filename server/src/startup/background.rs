@@ -113,7 +113,7 @@ async fn prepare_when_reachable(
             }
             Err(StartError::Store(err)) if err.is_unavailable() => {}
             Err(err) => {
-                tracing::error!(error = %idem_app::ssr::cause_chain(&err), "the database appeared, but Idem cannot use it");
+                tracing::error!(error = %idem_app::error::cause_chain(&err), "the database appeared, but Idem cannot use it");
                 let _ = fatal.send(err).await;
                 return None;
             }
@@ -175,7 +175,7 @@ impl<'a> Lease<'a> {
                 Err(err) => {
                     // Without a renewal another replica may take over after
                     // the lease expires; stop first, so it is never both.
-                    tracing::warn!(%replica, error = %idem_app::ssr::cause_chain(&err), "cannot renew the background lease; stopping the background work here");
+                    tracing::warn!(%replica, error = %idem_app::error::cause_chain(&err), "cannot renew the background lease; stopping the background work here");
                     return false;
                 }
             }

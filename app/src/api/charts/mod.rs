@@ -10,22 +10,7 @@ use leptos::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use crate::error::AppError;
-
-/// The time ranges a chart can show (`?range=`), with the interval each is
-/// drawn in (at most 120 intervals per chart).
-pub const RANGES: &[(&str, i64)] = &[
-    ("1h", 3600),
-    ("6h", 6 * 3600),
-    ("24h", 24 * 3600),
-    ("7d", 7 * 86_400),
-    ("28d", 28 * 86_400),
-];
-
-/// The range charts show when the address names none.
-pub const DEFAULT_RANGE: &str = "24h";
-
-/// The longest span `from`/`to` may cover.
-pub const MAX_SPAN_DAYS: i64 = 90;
+pub use crate::ranges::{DEFAULT_RANGE, MAX_SPAN_DAYS, RANGES};
 
 /// A chart: its SVG markup (drawn on the server), what it shows in words,
 /// and the span it covers.
@@ -72,11 +57,11 @@ pub async fn get_charts(
     to: Option<String>,
     consumer: Option<String>,
 ) -> Result<ChartSet, AppError> {
-    crate::ssr::serve(async move {
-        crate::ssr::require(idem_domain::Role::Viewer)?;
+    crate::serving::serve(async move {
+        crate::serving::require(idem_domain::Role::Viewer)?;
         let span = ssr::ChartSpan::parse(range, from, to, chrono::Utc::now())?;
         let consumer = crate::api::ssr::consumer_filter(consumer.as_deref())?;
-        ssr::charts(&crate::ssr::state()?, span, consumer).await
+        ssr::charts(&crate::serving::state()?, span, consumer).await
     })
     .await
 }
@@ -85,9 +70,9 @@ pub async fn get_charts(
 /// and each alert tier's burn rate against its threshold.
 #[server(prefix = "/api/read", input = server_fn::codec::GetUrl)]
 pub async fn get_slo_charts(name: String) -> Result<Vec<Chart>, AppError> {
-    crate::ssr::serve(async move {
-        crate::ssr::require(idem_domain::Role::Viewer)?;
-        ssr::slo_charts(&crate::ssr::state()?, &name).await
+    crate::serving::serve(async move {
+        crate::serving::require(idem_domain::Role::Viewer)?;
+        ssr::slo_charts(&crate::serving::state()?, &name).await
     })
     .await
 }
@@ -96,8 +81,6 @@ pub async fn get_slo_charts(name: String) -> Result<Vec<Chart>, AppError> {
 mod overview;
 #[cfg(feature = "ssr")]
 mod slo;
-#[cfg(feature = "ssr")]
-mod span;
 
 #[cfg(feature = "ssr")]
 pub use overview::{CHART_METRICS, chart_reads, charts_drawn};
@@ -110,9 +93,9 @@ pub(crate) mod ssr {
     use idem_domain::ConsumerName;
     use idem_store::Ts;
 
-    pub(crate) use super::span::ChartSpan;
     use super::{Chart, ChartSet, overview, slo};
-    use crate::{cache::ReadKey, error::AppError, ssr::AppState};
+    pub(crate) use crate::span::ChartSpan;
+    use crate::{cache::ReadKey, error::AppError, serving::AppState};
 
     /// The overview's charts for `span` and `consumer` (or all), from the
     /// request's reader: drawn once per interval, with the open unknown
@@ -123,7 +106,7 @@ pub(crate) mod ssr {
         span: ChartSpan,
         consumer: Option<ConsumerName>,
     ) -> Result<ChartSet, AppError> {
-        let reader = crate::ssr::reader(state);
+        let reader = crate::serving::reader(state);
         let key = ReadKey::OverviewCharts {
             span: span.clone(),
             consumer: consumer.clone(),
@@ -162,7 +145,7 @@ pub(crate) mod ssr {
             name: name.to_owned(),
             hour,
         };
-        crate::ssr::reader(state)
+        crate::serving::reader(state)
             .cached(key, |store| slo::slo_charts(store, slo, hour))
             .await
     }

@@ -10,7 +10,8 @@ use idem_domain::{
 };
 use idem_store::{Store, Ts};
 
-use super::{Chart, ChartLink, ChartSet, span::ChartSpan};
+use super::{Chart, ChartLink, ChartSet};
+use crate::span::ChartSpan;
 use crate::{
     charts::{self, Frame},
     error::AppError,

@@ -22,7 +22,7 @@ use super::{
     account::{self, Refused},
     claims,
     pending::{Pending, PendingSignIns},
-    refusals::{Failure, answer},
+    refusals::{Failure, answer, provider_error},
     token::{NO_KEY, check_access_token, token_error, verified},
 };
 use crate::auth::AuthContext;
@@ -151,7 +151,7 @@ pub async fn start(
     let found = match discovered {
         Ok(found) => found,
         Err(err) => {
-            tracing::warn!(error = %idem_app::ssr::cause_chain(&err), "OpenID provider unreachable");
+            tracing::warn!(error = %idem_app::error::cause_chain(&err), "OpenID provider unreachable");
             if silent && within_grace(provider, &session).await {
                 return recheck_pending(&session, &next).await;
             }
@@ -210,7 +210,7 @@ async fn recheck_pending(session: &Session, next: &str) -> Response {
             .await
             .is_err()
     {
-        return crate::limits::refusal(
+        return crate::refusal::refusal(
             StatusCode::SERVICE_UNAVAILABLE,
             "Sign-in is temporarily unavailable",
             "Idem cannot reach its database. Try again in a few seconds.",
@@ -333,27 +333,13 @@ async fn signed_out_by_the_provider(session: &Session, next: &str, error: &str) 
         "the OpenID provider no longer vouches for a session; it ends"
     );
     if session.flush().await.is_err() {
-        return crate::limits::refusal(
+        return crate::refusal::refusal(
             StatusCode::SERVICE_UNAVAILABLE,
             "Sign-in is temporarily unavailable",
             "Idem cannot reach its database. Try again in a few seconds.",
         );
     }
     Redirect::to(&links::with_query("/login", &[("next", next)])).into_response()
-}
-
-/// The error a provider sent back in the redirect.
-pub(super) fn provider_error(code: &str) -> Failure {
-    if code == "access_denied" {
-        return Failure::Denied;
-    }
-    // Shown on a page: only the characters an error code has.
-    let code: String = code
-        .chars()
-        .filter(|c| c.is_ascii_alphanumeric() || *c == '_')
-        .take(64)
-        .collect();
-    Failure::ProviderSaid(code)
 }
 
 /// Exchanges the code, checks the ID token and starts Idem's session.
@@ -366,7 +352,7 @@ async fn sign_in(
     client: &str,
 ) -> Result<(), Failure> {
     let found = provider.discovered(false).await.map_err(|err| {
-        tracing::warn!(error = %idem_app::ssr::cause_chain(&err), "OpenID provider unreachable");
+        tracing::warn!(error = %idem_app::error::cause_chain(&err), "OpenID provider unreachable");
         Failure::Unreachable
     })?;
     let answer = found
@@ -410,7 +396,7 @@ async fn sign_in(
         .await
         .map_err(|refused| match refused {
             Refused::Store(err) => {
-                tracing::error!(error = %idem_app::ssr::cause_chain(&err), "OpenID Connect sign-in could not reach the database");
+                tracing::error!(error = %idem_app::error::cause_chain(&err), "OpenID Connect sign-in could not reach the database");
                 Failure::Unavailable
             }
             refused => Failure::Account(username.clone(), refused),
@@ -455,6 +441,6 @@ async fn signed_in_audit(ctx: &AuthContext, user: &idem_store::UserRecord, clien
         ..Default::default()
     };
     if let Err(err) = ctx.store.append_audit(&entry).await {
-        tracing::error!(error = %idem_app::ssr::cause_chain(&err), "could not audit a sign-in");
+        tracing::error!(error = %idem_app::error::cause_chain(&err), "could not audit a sign-in");
     }
 }

@@ -278,7 +278,7 @@ impl Provider {
                 cache.failed_at = Some(Instant::now());
                 match last {
                     Some(stale) => {
-                        tracing::warn!(error = %idem_app::ssr::cause_chain(&err), "OpenID provider discovery failed; using what it said before");
+                        tracing::warn!(error = %idem_app::error::cause_chain(&err), "OpenID provider discovery failed; using what it said before");
                         Ok(stale)
                     }
                     None => Err(err),

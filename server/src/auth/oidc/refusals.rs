@@ -136,6 +136,20 @@ impl Failure {
     }
 }
 
+/// The error a provider sent back in the redirect.
+pub(super) fn provider_error(code: &str) -> Failure {
+    if code == "access_denied" {
+        return Failure::Denied;
+    }
+    // Shown on a page: only the characters an error code has.
+    let code: String = code
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || *c == '_')
+        .take(64)
+        .collect();
+    Failure::ProviderSaid(code)
+}
+
 fn account_page(name: &str, refused: &Refused) -> (StatusCode, &'static str, String) {
     match refused {
         Refused::Disabled => (
@@ -202,11 +216,11 @@ pub async fn answer(
             ..Default::default()
         };
         if let Err(err) = store.append_audit(&entry).await {
-            tracing::error!(error = %idem_app::ssr::cause_chain(&err), "could not audit a refused OpenID Connect sign-in");
+            tracing::error!(error = %idem_app::error::cause_chain(&err), "could not audit a refused OpenID Connect sign-in");
         }
         tracing::info!(reason, "OpenID Connect sign-in refused");
     }
     let (status, title, text) = failure.page(provider);
     let again = links::with_query("/login", &[("next", &links::safe_next(next))]);
-    crate::limits::refusal_with_link(status, &title, &text, &again, "Sign in again")
+    crate::refusal::refusal_with_link(status, &title, &text, &again, "Sign in again")
 }

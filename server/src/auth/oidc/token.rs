@@ -4,7 +4,11 @@
 use chrono::Utc;
 use openidconnect::{AccessTokenHash, Nonce, RequestTokenError, core::CoreJwsSigningAlgorithm};
 
-use super::{Discovered, Provider, claims::Claims, flow::provider_error, refusals::Failure};
+use super::{
+    Discovered, Provider,
+    claims::Claims,
+    refusals::{Failure, provider_error},
+};
 
 /// An ID token as Idem reads it.
 type IdToken = openidconnect::IdToken<
@@ -122,7 +126,7 @@ pub(super) fn token_error<RE: std::error::Error + 'static>(
             other => provider_error(other.as_ref()),
         },
         RequestTokenError::Request(err) => {
-            tracing::warn!(error = %idem_app::ssr::cause_chain(&err), "OpenID token endpoint unreachable");
+            tracing::warn!(error = %idem_app::error::cause_chain(&err), "OpenID token endpoint unreachable");
             Failure::Unreachable
         }
         RequestTokenError::Parse(..) | RequestTokenError::Other(_) => {

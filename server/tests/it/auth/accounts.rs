@@ -119,7 +119,7 @@ async fn the_demo_s_accounts_are_disabled_when_its_database_is_served_without_th
 async fn the_state_s_debug_output_never_holds_the_database_password() {
     let url = "postgres://idem:s3cr3t-pa55@127.0.0.1:1/idem";
     let store = idem_store::Store::connect(&idem_store::StoreConfig::new(url)).unwrap();
-    let state = idem_app::ssr::AppState::new(
+    let state = idem_app::serving::AppState::new(
         leptos::prelude::LeptosOptions::builder()
             .output_name("idem")
             .build(),

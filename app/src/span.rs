@@ -3,7 +3,7 @@
 
 use chrono::{DateTime, TimeDelta, Utc};
 
-use super::{DEFAULT_RANGE, MAX_SPAN_DAYS, RANGES};
+use crate::ranges::{DEFAULT_RANGE, MAX_SPAN_DAYS, RANGES};
 use crate::{charts::Frame, error::AppError};
 
 /// The intervals charts are drawn in, smallest first: the first that

@@ -1,0 +1,108 @@
+//! What a server function knows of the request it serves: who is signed in
+//! (and may they), from where, their cookies and time zone, the state.
+
+use leptos::prelude::*;
+
+use super::state::AppState;
+use crate::error::AppError;
+
+/// The person the auth middleware signed in for this request.
+pub fn current_user() -> Option<crate::auth::CurrentUser> {
+    use_context::<http::request::Parts>()?
+        .extensions
+        .get::<crate::auth::CurrentUser>()
+        .cloned()
+}
+
+/// The signed-in person, if their role includes `needed`: every server
+/// function starts here. Anyone else is refused (deny by default); the auth
+/// middleware refuses them before this too.
+pub fn require(needed: idem_domain::Role) -> Result<crate::auth::CurrentUser, AppError> {
+    let user = current_user().ok_or(AppError::Unauthorized)?;
+    if user.role.includes(needed) {
+        Ok(user)
+    } else {
+        Err(AppError::Forbidden {
+            role: user.role.to_string(),
+            needed: needed.to_string(),
+        })
+    }
+}
+
+/// Sets this page's Content-Security-Policy: scripts only from Idem itself
+/// and the inline hydration scripts that carry this response's nonce, WASM
+/// allowed to compile, nothing framed, no base or plugin tricks.
+pub fn content_security_policy() {
+    let (Some(nonce), Some(response)) = (
+        leptos::nonce::use_nonce(),
+        use_context::<leptos_axum::ResponseOptions>(),
+    ) else {
+        return;
+    };
+    // A form's redirect counts as its target: the sign-out form goes on to
+    // the OpenID provider when someone signs out there too.
+    let provider = use_context::<AppState>()
+        .and_then(|state| state.oidc_origin)
+        .map(|origin| format!(" {origin}"))
+        .unwrap_or_default();
+    let policy = format!(
+        "default-src 'self'; script-src 'self' 'nonce-{nonce}' 'wasm-unsafe-eval'; style-src 'self'; \
+         img-src 'self' data:; connect-src 'self'; form-action 'self'{provider}; frame-ancestors 'none'; \
+         base-uri 'none'; object-src 'none'"
+    );
+    if let Ok(value) = http::HeaderValue::from_str(&policy) {
+        response.insert_header(http::header::CONTENT_SECURITY_POLICY, value);
+    }
+}
+
+/// The client's address as the guard determined it (trusted proxies applied).
+pub fn client_addr() -> Option<String> {
+    let parts = use_context::<http::request::Parts>()?;
+    parts
+        .extensions
+        .get::<crate::auth::ClientAddr>()
+        .map(|c| c.0.clone())
+}
+
+/// A fresh action id for a page's confirmation forms: each form adds its
+/// own name to it (`…-replay-42`), so no two forms carry the same id.
+pub fn new_action_id() -> String {
+    hex::encode(rand::random::<[u8; 12]>())
+}
+
+/// The value of one cookie of the current request, if it has one.
+pub fn cookie(name: &str) -> Option<String> {
+    let parts = use_context::<http::request::Parts>()?;
+    parts
+        .headers
+        .get_all(http::header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(k, _)| *k == name)
+        .map(|(_, v)| v.to_owned())
+}
+
+/// The viewer's zone: the one they chose (a cookie), else UTC.
+pub fn viewer_zone() -> idem_domain::ZoneInfo {
+    cookie(crate::zones::COOKIE)
+        .and_then(|name| crate::zones::resolve(&name))
+        .unwrap_or_default()
+}
+
+/// A clock for data read at `as_of`, in the viewer's zone.
+pub fn clock(as_of: chrono::DateTime<chrono::Utc>) -> crate::format::Clock {
+    crate::format::Clock {
+        as_of,
+        zone: viewer_zone(),
+    }
+}
+
+/// The state, from context.
+pub fn state() -> Result<AppState, AppError> {
+    use_context::<AppState>().ok_or_else(|| {
+        let missing = std::io::Error::other("AppState is not in the reactive context");
+        crate::error::internal(&missing)
+    })
+}
