@@ -22,14 +22,18 @@ E2E_OIDC = IDEM_OIDC_ISSUER=http://$(E2E_OIDC_ADDR) IDEM_OIDC_CLIENT_ID=idem \
   IDEM_OIDC_CLIENT_SECRET=idem-e2e-secret IDEM_OIDC_NAME="Example SSO" \
   IDEM_OIDC_SCOPES="openid email profile groups" IDEM_OIDC_ROLES="sre=operator,idem-admins=admin"
 
-.PHONY: run build site test tools tools-run tools-release fmt-check sizes unit lint e2e embedded release bench clean-test-dbs fuzz screenshots
+.PHONY: run build site server test test-build front tools tools-run tools-release fmt-check sizes unit lint lint-server lint-front e2e e2e-run embedded release-check release bench clean-test-dbs fuzz screenshots
 
 ## Build and start Idem on the embedded SQLite database (./idem.db) with the demo.
-run: tools-run site
+run: build
 	cargo run --package idem --bin idem
 
-## Both halves, debug: the site in target/site, the server in target/debug/idem.
-build: tools-run site
+## Both halves, debug, at the same time: the site in target/site (the WASM
+## compiled in target/front), the server in target/debug/idem.
+build: tools-run
+	$(MAKE) --no-print-directory -j2 site server
+
+server:
 	cargo build --package idem --bin idem
 
 # What the browser loads, in target/site/pkg: the WASM (cargo), its
@@ -39,7 +43,20 @@ site:
 	cargo xtask site
 
 ## Everything CI checks: formatting, Rust tests on SQLite and Postgres, both builds linted, browser tests.
-test: tools fmt-check sizes unit lint e2e embedded
+# The two halves compile at the same time (their own target directories:
+# target/ and target/front), then the tests run; the browser tests run
+# against the binary `make release` ships (as a debug build), so the
+# server is built once for both.
+test: tools fmt-check sizes
+	$(MAKE) --no-print-directory -j2 test-build front
+	$(MAKE) --no-print-directory unit lint-server release-check e2e-run
+
+# Every test binary of the server-side crates, compiled, not run.
+test-build:
+	cargo test --workspace --exclude idem-frontend --no-run
+
+# The browser's half: the site built and the WASM build linted.
+front: site lint-front
 
 tools:
 	scripts/tools.sh test
@@ -85,7 +102,10 @@ screenshots: tools build
 # compiled in, run from an empty directory with only a database URL.
 # Its dependencies hold no test or tool code (idem-store's `testing` and
 # `bulk` features; seed, plans and bench are idem-tools).
-embedded: site
+embedded: site release-check
+
+# The same, with the site as target/site already holds it.
+release-check:
 	if cargo tree -p idem -e normal,features --prefix none | \
 	  grep -E '^(tempfile|idem-tools) |^idem-store feature "(testing|bulk)"'; then \
 	  echo "the shipped binary depends on test or tool code" >&2; exit 1; fi
@@ -119,22 +139,33 @@ sizes:
 # The server-side crates, tested on both backends. idem-frontend (the WASM
 # entry point) is excluded: building it here would switch on `hydrate` and
 # `ssr` in idem-app at once.
+# Four tests at a time on two cores: the slow ones mostly wait (on a
+# database, a timeout, a slow client), so the CPU is idle half the time
+# with the default of one test per core.
 unit:
-	scripts/with-postgres.sh cargo test --workspace --exclude idem-frontend
+	RUST_TEST_THREADS=$${RUST_TEST_THREADS:-4} scripts/with-postgres.sh cargo test --workspace --exclude idem-frontend
 	# The consumer library's documented example, run as a reader would run it.
 	cargo run -q -p idem-consumer --example reminders
 
-# Each build linted on its own: the server build and the WASM build.
-lint:
+# Each build linted on its own: the server build and the WASM build (in
+# the WASM's target directory, so it can run beside a server build).
+lint: lint-server lint-front
+
+lint-server:
 	cargo clippy --workspace --exclude idem-frontend --all-targets -- -D warnings
-	cargo clippy -p idem-frontend --target wasm32-unknown-unknown -- -D warnings
+
+lint-front:
+	cargo clippy -p idem-frontend --target wasm32-unknown-unknown --target-dir target/front -- -D warnings
 
 # Both halves built, then Playwright (Debian's Chromium) starts the server
 # on a fresh demo database (its `webServer`), runs the suite and stops it.
 # The demo is quiet at night (UTC): a whole day of history, from a fixed
 # seed, holds the same mix of unknown outcomes and dead letters for the
 # tests whatever time it is (six hours written at 03:00 held only two).
-e2e: build
+e2e: build e2e-run
+
+# The browser tests against whatever target/debug/idem and target/site hold.
+e2e-run:
 	db=$$(mktemp -d /tmp/idem-e2e.XXXXXX); \
 	trap 'rm -rf "$$db"' EXIT; \
 	cd end2end && env -u TEST_DATABASE_URL \

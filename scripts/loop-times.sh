@@ -27,6 +27,9 @@ read -r -a steps <<<"${steps[*]}"
 
 as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
 report() { printf '%-12s %6d s\n' "$1" "$2"; }
+# Each line of a log with the seconds since the step began, so the log
+# shows which phase took how long.
+stamped() { local t0=$SECONDS; while IFS= read -r line; do printf '%5d %s\n' $((SECONDS - t0)) "$line"; done; }
 
 forget_tools() {
   [ "$uninstall" = 1 ] || return 0
@@ -47,7 +50,8 @@ first_page() {
   forget_tools
   fresh_clone run
   local started=$SECONDS pid
-  (cd "$scratch/run" && exec setsid make run >"$scratch/run.log" 2>&1) &
+  export -f stamped
+  (cd "$scratch/run" && exec setsid bash -c 'make run 2>&1 | stamped' >"$scratch/run.log") &
   pid=$!
   until curl -fs -o /dev/null http://127.0.0.1:3000/login; do
     kill -0 "$pid" 2>/dev/null || { tail -20 "$scratch/run.log"; exit 1; }
@@ -60,7 +64,7 @@ first_page() {
 
 timed_make_test() {
   local started=$SECONDS
-  (cd "$scratch/test" && make test >"$scratch/$1.log" 2>&1) || { tail -40 "$scratch/$1.log"; exit 1; }
+  (cd "$scratch/test" && make test 2>&1 | stamped >"$scratch/$1.log") || { tail -40 "$scratch/$1.log"; exit 1; }
   report "$1" $((SECONDS - started))
 }
 

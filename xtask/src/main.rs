@@ -69,7 +69,10 @@ fn site(release: bool) -> Result {
         .map(PathBuf::from)
         .unwrap_or_else(|| root.join("target"));
     let pkg = target.join("site").join("pkg");
-    let wasm = compile_wasm(&root, &target, release)?;
+    // The WASM has a target directory of its own (as cargo-leptos gave it),
+    // so the server can be built at the same time (`make build`): two
+    // cargo builds of one directory would wait for each other's lock.
+    let wasm = compile_wasm(&root, &target.join("front"), release)?;
     // A fresh directory: nothing of an earlier build (another output name,
     // a snippet no longer used) is served or embedded by mistake.
     if pkg.exists() {
@@ -89,21 +92,26 @@ fn site(release: bool) -> Result {
     Ok(())
 }
 
-/// `cargo build` of the frontend for the browser; the path of its `.wasm`.
+/// `cargo build` of the frontend for the browser, in `target`; the path of
+/// its `.wasm`.
 fn compile_wasm(root: &Path, target: &Path, release: bool) -> Result<PathBuf> {
     let cargo = env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut build = Command::new(cargo);
-    build.current_dir(root).args([
-        "build",
-        "--package",
-        FRONTEND,
-        "--lib",
-        "--target",
-        WASM_TARGET,
-        "--no-default-features",
-        "--features",
-        "hydrate",
-    ]);
+    build
+        .current_dir(root)
+        .arg("build")
+        .arg("--target-dir")
+        .arg(target)
+        .args([
+            "--package",
+            FRONTEND,
+            "--lib",
+            "--target",
+            WASM_TARGET,
+            "--no-default-features",
+            "--features",
+            "hydrate",
+        ]);
     if release {
         // Leptos's `erase_components` (.cargo/config.toml) is for debug builds.
         build
