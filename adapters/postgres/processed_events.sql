@@ -7,7 +7,8 @@
 -- Source: processed_events(event_id text unique); other columns are ignored.
 -- Consumer name: payment-events.
 --
--- Install once, in the database that holds processed_events and Idem's tables, after
+-- Install (and install again to upgrade: it replaces its functions and
+-- trigger, keeps its counters) in the database that holds processed_events and Idem's tables, after
 -- Idem has migrated it, as the role that owns Idem's tables, with a
 -- search_path that finds both tables:
 --     psql -v ON_ERROR_STOP=1 "$DATABASE_URL" -f adapters/postgres/processed_events.sql
@@ -59,20 +60,22 @@
 -- time it ran; if your table has one (processed_at), use it in
 -- idem_processed_events_as_claim instead of now(). What processed_events
 -- cannot say — failures, provider references, unknown outcomes, dead
--- letters — Idem does not show. Duplicates are counted as for processed_jobs:
--- when they reach the INSERT, per minute even if the handler rolls back.
+-- letters — Idem does not show. Duplicates are counted as for processed_jobs,
+-- racing workers included: per minute even if the handler rolls back, and a
+-- claim that waited on another worker's is a duplicate only if that one
+-- committed.
 -- Rows the contract cannot hold are not mirrored: keys over 512 bytes or
 -- with control characters. The trigger is named to fire after any other
 -- BEFORE trigger of the table, so it sees the row as it will be stored.
 
 BEGIN;
 
-CREATE FUNCTION idem_processed_events_consumer() RETURNS text
+CREATE OR REPLACE FUNCTION idem_processed_events_consumer() RETURNS text
 LANGUAGE sql IMMUTABLE AS $$ SELECT 'payment-events'::text $$;
 
 -- The mapping: one processed_events row as a contract claim. Used by the view, the
 -- backfill and the trigger.
-CREATE FUNCTION idem_processed_events_as_claim(r processed_events)
+CREATE OR REPLACE FUNCTION idem_processed_events_as_claim(r processed_events)
 RETURNS TABLE (
     consumer text, idempotency_key text, status text, status_at timestamptz,
     first_delivery_at timestamptz, last_delivery_at timestamptz, delivery_count bigint,
@@ -85,31 +88,35 @@ LANGUAGE sql STABLE SET search_path FROM CURRENT AS $$
     WHERE octet_length(r.event_id) BETWEEN 1 AND 512 AND r.event_id !~ '[[:cntrl:]]'
 $$;
 
-CREATE VIEW idem_processed_events_claims AS
+CREATE OR REPLACE VIEW idem_processed_events_claims AS
     SELECT c.* FROM processed_events r CROSS JOIN LATERAL idem_processed_events_as_claim(r) c;
 
 -- Deliveries and duplicates, counted where a rollback cannot take them back
 -- (sequences are not transactional), and registered for Idem to sample.
-CREATE SEQUENCE idem_processed_events_deliveries;
-CREATE SEQUENCE idem_processed_events_duplicates;
+CREATE SEQUENCE IF NOT EXISTS idem_processed_events_deliveries;
+CREATE SEQUENCE IF NOT EXISTS idem_processed_events_duplicates;
 INSERT INTO adapter_counters (consumer, metric, sequence_name)
 VALUES (idem_processed_events_consumer(), 'deliveries',
         format('%I.%I', current_schema(), 'idem_processed_events_deliveries')),
        (idem_processed_events_consumer(), 'duplicate_claims',
         format('%I.%I', current_schema(), 'idem_processed_events_duplicates'))
 ON CONFLICT (consumer, metric)
-DO UPDATE SET sequence_name = excluded.sequence_name, sampled = 0;
+-- Installed again (an upgrade): the same sequences go on where they were.
+DO UPDATE SET sequence_name = excluded.sequence_name,
+              sampled = CASE WHEN adapter_counters.sequence_name IS DISTINCT FROM excluded.sequence_name
+                             THEN 0 ELSE adapter_counters.sampled END;
 
-CREATE FUNCTION idem_processed_events_mirror() RETURNS trigger
+CREATE OR REPLACE FUNCTION idem_processed_events_mirror() RETURNS trigger
 LANGUAGE plpgsql SECURITY DEFINER SET search_path FROM CURRENT AS $$
+DECLARE
+    -- Whether the upsert below made the key's claim (true), found it there
+    -- (false: a duplicate), or had nothing to mirror (NULL).
+    claimed boolean;
 BEGIN
     IF TG_OP = 'INSERT' THEN
         -- Counted before ON CONFLICT decides, and kept if the writer rolls
-        -- back: a duplicate is a proposed row whose key is already stored.
+        -- back (a sequence is not transactional).
         PERFORM nextval('idem_processed_events_deliveries');
-        IF EXISTS (SELECT 1 FROM processed_events WHERE event_id = NEW.event_id) THEN
-            PERFORM nextval('idem_processed_events_duplicates');
-        END IF;
     END IF;
     IF TG_OP = 'DELETE' THEN
         DELETE FROM claims
@@ -130,15 +137,30 @@ BEGIN
     ON CONFLICT (consumer, idempotency_key) DO UPDATE SET
         delivery_count = claims.delivery_count + CASE WHEN TG_OP = 'INSERT' THEN 1 ELSE 0 END,
         duplicate_count = claims.duplicate_count + CASE WHEN TG_OP = 'INSERT' THEN 1 ELSE 0 END,
-        last_delivery_at = greatest(claims.last_delivery_at, excluded.last_delivery_at);
+        last_delivery_at = greatest(claims.last_delivery_at, excluded.last_delivery_at)
+    RETURNING (xmax = 0) INTO claimed;
+    -- A duplicate is a proposed row whose key's claim was already there.
+    -- Decided after the upsert, which waits for another worker's
+    -- uncommitted claim of the same key: if that worker commits, this one
+    -- is a duplicate (counted here, even if this worker then rolls back);
+    -- if it rolls back, this one made the claim. Checking the table before
+    -- the wait saw neither and counted nothing. A key the contract cannot
+    -- hold has no claim to wait on: its duplicates are seen in the table.
+    IF TG_OP = 'INSERT' AND (
+        NOT claimed
+        OR (claimed IS NULL AND EXISTS (SELECT 1 FROM processed_events WHERE event_id = NEW.event_id))
+    ) THEN
+        PERFORM nextval('idem_processed_events_duplicates');
+    END IF;
     RETURN NEW;
 END
 $$;
 
+DROP TRIGGER IF EXISTS zz_idem_mirror ON processed_events;
 CREATE TRIGGER zz_idem_mirror BEFORE INSERT OR UPDATE OR DELETE ON processed_events
     FOR EACH ROW EXECUTE FUNCTION idem_processed_events_mirror();
 
-CREATE FUNCTION idem_processed_events_truncate() RETURNS trigger
+CREATE OR REPLACE FUNCTION idem_processed_events_truncate() RETURNS trigger
 LANGUAGE plpgsql SECURITY DEFINER SET search_path FROM CURRENT AS $$
 BEGIN
     DELETE FROM claims WHERE consumer = idem_processed_events_consumer();
@@ -146,6 +168,7 @@ BEGIN
 END
 $$;
 
+DROP TRIGGER IF EXISTS zz_idem_mirror_truncate ON processed_events;
 CREATE TRIGGER zz_idem_mirror_truncate AFTER TRUNCATE ON processed_events
     FOR EACH STATEMENT EXECUTE FUNCTION idem_processed_events_truncate();
 

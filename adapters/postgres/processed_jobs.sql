@@ -7,7 +7,8 @@
 -- Source: processed_jobs(idempotency_key text primary key, message_id text,
 -- processed_at timestamptz). Consumer name: billing-jobs.
 --
--- Install once, in the database that holds processed_jobs and Idem's tables, after
+-- Install (and install again to upgrade: it replaces its functions and
+-- trigger, keeps its counters) in the database that holds processed_jobs and Idem's tables, after
 -- Idem has migrated it, as the role that owns Idem's tables, with a
 -- search_path that finds both tables:
 --     psql -v ON_ERROR_STOP=1 "$DATABASE_URL" -f adapters/postgres/processed_jobs.sql
@@ -57,11 +58,15 @@
 -- What processed_jobs cannot say, Idem does not show: it records only
 -- success, so a failing job (its transaction rolls back) has no claim, and
 -- there are no provider references, unknown outcomes or dead letters;
--- message_id has no place in a claim. A duplicate is counted when it
--- reaches the INSERT: per key (Deliveries on the key's page) when the
--- worker's transaction commits, per minute (the duplicate-claim rate) even
--- when it rolls back, as a worker that ROLLBACKs when no row comes back does,
--- or one whose plain INSERT fails on the primary key. A worker that looks
+-- message_id has no place in a claim. A duplicate is a proposed row whose
+-- key was already claimed when its INSERT got to decide: counted per minute
+-- (the duplicate-claim rate) whether its worker then commits or rolls back,
+-- as a worker that ROLLBACKs when no row comes back does, or one whose plain
+-- INSERT fails on the primary key; per key (Deliveries on the key's page)
+-- only when its worker commits. Workers racing on one key: the second
+-- INSERT waits for the first worker's transaction. If that commits, the
+-- second is a duplicate; if it rolls back (or its worker is killed), the
+-- second makes the claim and is none — what the workers themselves see. A worker that looks
 -- the key up first and skips never reaches the INSERT: its duplicates are
 -- invisible here. Say so, and Idem shows its duplicate-claim rate as "not
 -- observable" instead of a rate that only looks perfect:
@@ -73,12 +78,12 @@
 
 BEGIN;
 
-CREATE FUNCTION idem_processed_jobs_consumer() RETURNS text
+CREATE OR REPLACE FUNCTION idem_processed_jobs_consumer() RETURNS text
 LANGUAGE sql IMMUTABLE AS $$ SELECT 'billing-jobs'::text $$;
 
 -- The mapping: one processed_jobs row as a contract claim. Used by the view, the
 -- backfill and the trigger.
-CREATE FUNCTION idem_processed_jobs_as_claim(r processed_jobs)
+CREATE OR REPLACE FUNCTION idem_processed_jobs_as_claim(r processed_jobs)
 RETURNS TABLE (
     consumer text, idempotency_key text, status text, status_at timestamptz,
     first_delivery_at timestamptz, last_delivery_at timestamptz, delivery_count bigint,
@@ -91,31 +96,35 @@ LANGUAGE sql STABLE SET search_path FROM CURRENT AS $$
     WHERE octet_length(r.idempotency_key) BETWEEN 1 AND 512 AND r.idempotency_key !~ '[[:cntrl:]]'
 $$;
 
-CREATE VIEW idem_processed_jobs_claims AS
+CREATE OR REPLACE VIEW idem_processed_jobs_claims AS
     SELECT c.* FROM processed_jobs r CROSS JOIN LATERAL idem_processed_jobs_as_claim(r) c;
 
 -- Deliveries and duplicates, counted where a rollback cannot take them back
 -- (sequences are not transactional), and registered for Idem to sample.
-CREATE SEQUENCE idem_processed_jobs_deliveries;
-CREATE SEQUENCE idem_processed_jobs_duplicates;
+CREATE SEQUENCE IF NOT EXISTS idem_processed_jobs_deliveries;
+CREATE SEQUENCE IF NOT EXISTS idem_processed_jobs_duplicates;
 INSERT INTO adapter_counters (consumer, metric, sequence_name)
 VALUES (idem_processed_jobs_consumer(), 'deliveries',
         format('%I.%I', current_schema(), 'idem_processed_jobs_deliveries')),
        (idem_processed_jobs_consumer(), 'duplicate_claims',
         format('%I.%I', current_schema(), 'idem_processed_jobs_duplicates'))
 ON CONFLICT (consumer, metric)
-DO UPDATE SET sequence_name = excluded.sequence_name, sampled = 0;
+-- Installed again (an upgrade): the same sequences go on where they were.
+DO UPDATE SET sequence_name = excluded.sequence_name,
+              sampled = CASE WHEN adapter_counters.sequence_name IS DISTINCT FROM excluded.sequence_name
+                             THEN 0 ELSE adapter_counters.sampled END;
 
-CREATE FUNCTION idem_processed_jobs_mirror() RETURNS trigger
+CREATE OR REPLACE FUNCTION idem_processed_jobs_mirror() RETURNS trigger
 LANGUAGE plpgsql SECURITY DEFINER SET search_path FROM CURRENT AS $$
+DECLARE
+    -- Whether the upsert below made the key's claim (true), found it there
+    -- (false: a duplicate), or had nothing to mirror (NULL).
+    claimed boolean;
 BEGIN
     IF TG_OP = 'INSERT' THEN
         -- Counted before ON CONFLICT decides, and kept if the writer rolls
-        -- back: a duplicate is a proposed row whose key is already stored.
+        -- back (a sequence is not transactional).
         PERFORM nextval('idem_processed_jobs_deliveries');
-        IF EXISTS (SELECT 1 FROM processed_jobs WHERE idempotency_key = NEW.idempotency_key) THEN
-            PERFORM nextval('idem_processed_jobs_duplicates');
-        END IF;
     END IF;
     IF TG_OP = 'DELETE' THEN
         DELETE FROM claims
@@ -136,15 +145,30 @@ BEGIN
     ON CONFLICT (consumer, idempotency_key) DO UPDATE SET
         delivery_count = claims.delivery_count + CASE WHEN TG_OP = 'INSERT' THEN 1 ELSE 0 END,
         duplicate_count = claims.duplicate_count + CASE WHEN TG_OP = 'INSERT' THEN 1 ELSE 0 END,
-        last_delivery_at = greatest(claims.last_delivery_at, excluded.last_delivery_at);
+        last_delivery_at = greatest(claims.last_delivery_at, excluded.last_delivery_at)
+    RETURNING (xmax = 0) INTO claimed;
+    -- A duplicate is a proposed row whose key's claim was already there.
+    -- Decided after the upsert, which waits for another worker's
+    -- uncommitted claim of the same key: if that worker commits, this one
+    -- is a duplicate (counted here, even if this worker then rolls back);
+    -- if it rolls back, this one made the claim. Checking the table before
+    -- the wait saw neither and counted nothing. A key the contract cannot
+    -- hold has no claim to wait on: its duplicates are seen in the table.
+    IF TG_OP = 'INSERT' AND (
+        NOT claimed
+        OR (claimed IS NULL AND EXISTS (SELECT 1 FROM processed_jobs WHERE idempotency_key = NEW.idempotency_key))
+    ) THEN
+        PERFORM nextval('idem_processed_jobs_duplicates');
+    END IF;
     RETURN NEW;
 END
 $$;
 
+DROP TRIGGER IF EXISTS zz_idem_mirror ON processed_jobs;
 CREATE TRIGGER zz_idem_mirror BEFORE INSERT OR UPDATE OR DELETE ON processed_jobs
     FOR EACH ROW EXECUTE FUNCTION idem_processed_jobs_mirror();
 
-CREATE FUNCTION idem_processed_jobs_truncate() RETURNS trigger
+CREATE OR REPLACE FUNCTION idem_processed_jobs_truncate() RETURNS trigger
 LANGUAGE plpgsql SECURITY DEFINER SET search_path FROM CURRENT AS $$
 BEGIN
     DELETE FROM claims WHERE consumer = idem_processed_jobs_consumer();
@@ -152,6 +176,7 @@ BEGIN
 END
 $$;
 
+DROP TRIGGER IF EXISTS zz_idem_mirror_truncate ON processed_jobs;
 CREATE TRIGGER zz_idem_mirror_truncate AFTER TRUNCATE ON processed_jobs
     FOR EACH STATEMENT EXECUTE FUNCTION idem_processed_jobs_truncate();
 

@@ -9,8 +9,9 @@
 -- claimed with INSERT … ON CONFLICT (reminder_id) DO NOTHING and updated as
 -- the provider answers. Consumer name: reminders-legacy.
 --
--- Install once, like processed_jobs.sql (whose header explains the mirror,
--- its cost, its privileges and renaming):
+-- Install like processed_jobs.sql (whose header explains the mirror, its
+-- cost, its privileges, renaming and what is counted under which races);
+-- installing again upgrades in place:
 --     psql -v ON_ERROR_STOP=1 "$DATABASE_URL" -f adapters/postgres/reminder_store.sql
 -- To detach:
 --   DROP TRIGGER zz_idem_mirror ON reminder_sends;
@@ -37,10 +38,10 @@
 
 BEGIN;
 
-CREATE FUNCTION idem_reminder_sends_consumer() RETURNS text
+CREATE OR REPLACE FUNCTION idem_reminder_sends_consumer() RETURNS text
 LANGUAGE sql IMMUTABLE AS $$ SELECT 'reminders-legacy'::text $$;
 
-CREATE FUNCTION idem_reminder_sends_as_claim(r reminder_sends)
+CREATE OR REPLACE FUNCTION idem_reminder_sends_as_claim(r reminder_sends)
 RETURNS TABLE (
     consumer text, idempotency_key text, status text, status_at timestamptz,
     first_delivery_at timestamptz, last_delivery_at timestamptz, attempts bigint,
@@ -57,31 +58,35 @@ LANGUAGE sql STABLE SET search_path FROM CURRENT AS $$
     WHERE octet_length(r.reminder_id) BETWEEN 1 AND 512 AND r.reminder_id !~ '[[:cntrl:]]'
 $$;
 
-CREATE VIEW idem_reminder_sends_claims AS
+CREATE OR REPLACE VIEW idem_reminder_sends_claims AS
     SELECT c.* FROM reminder_sends r CROSS JOIN LATERAL idem_reminder_sends_as_claim(r) c;
 
 -- Deliveries and duplicates, counted where a rollback cannot take them back
 -- (sequences are not transactional), and registered for Idem to sample.
-CREATE SEQUENCE idem_reminder_sends_deliveries;
-CREATE SEQUENCE idem_reminder_sends_duplicates;
+CREATE SEQUENCE IF NOT EXISTS idem_reminder_sends_deliveries;
+CREATE SEQUENCE IF NOT EXISTS idem_reminder_sends_duplicates;
 INSERT INTO adapter_counters (consumer, metric, sequence_name)
 VALUES (idem_reminder_sends_consumer(), 'deliveries',
         format('%I.%I', current_schema(), 'idem_reminder_sends_deliveries')),
        (idem_reminder_sends_consumer(), 'duplicate_claims',
         format('%I.%I', current_schema(), 'idem_reminder_sends_duplicates'))
 ON CONFLICT (consumer, metric)
-DO UPDATE SET sequence_name = excluded.sequence_name, sampled = 0;
+-- Installed again (an upgrade): the same sequences go on where they were.
+DO UPDATE SET sequence_name = excluded.sequence_name,
+              sampled = CASE WHEN adapter_counters.sequence_name IS DISTINCT FROM excluded.sequence_name
+                             THEN 0 ELSE adapter_counters.sampled END;
 
-CREATE FUNCTION idem_reminder_sends_mirror() RETURNS trigger
+CREATE OR REPLACE FUNCTION idem_reminder_sends_mirror() RETURNS trigger
 LANGUAGE plpgsql SECURITY DEFINER SET search_path FROM CURRENT AS $$
+DECLARE
+    -- Whether the upsert below made the key's claim (true), found it there
+    -- (false: a duplicate), or had nothing to mirror (NULL).
+    claimed boolean;
 BEGIN
     IF TG_OP = 'INSERT' THEN
         -- Counted before ON CONFLICT decides, and kept if the writer rolls
-        -- back: a duplicate is a proposed row whose key is already stored.
+        -- back (a sequence is not transactional).
         PERFORM nextval('idem_reminder_sends_deliveries');
-        IF EXISTS (SELECT 1 FROM reminder_sends WHERE reminder_id = NEW.reminder_id) THEN
-            PERFORM nextval('idem_reminder_sends_duplicates');
-        END IF;
     END IF;
     IF TG_OP = 'DELETE' THEN
         DELETE FROM claims
@@ -114,15 +119,30 @@ BEGIN
         outcome_at = CASE WHEN TG_OP = 'INSERT' OR claims.status = excluded.status
                           THEN claims.outcome_at
                           WHEN excluded.status = 'pending' THEN NULL ELSE now() END,
-        version = claims.version + CASE WHEN TG_OP = 'INSERT' THEN 0 ELSE 1 END;
+        version = claims.version + CASE WHEN TG_OP = 'INSERT' THEN 0 ELSE 1 END
+    RETURNING (xmax = 0) INTO claimed;
+    -- A duplicate is a proposed row whose key's claim was already there.
+    -- Decided after the upsert, which waits for another worker's
+    -- uncommitted claim of the same key: if that worker commits, this one
+    -- is a duplicate (counted here, even if this worker then rolls back);
+    -- if it rolls back, this one made the claim. Checking the table before
+    -- the wait saw neither and counted nothing. A key the contract cannot
+    -- hold has no claim to wait on: its duplicates are seen in the table.
+    IF TG_OP = 'INSERT' AND (
+        NOT claimed
+        OR (claimed IS NULL AND EXISTS (SELECT 1 FROM reminder_sends WHERE reminder_id = NEW.reminder_id))
+    ) THEN
+        PERFORM nextval('idem_reminder_sends_duplicates');
+    END IF;
     RETURN NEW;
 END
 $$;
 
+DROP TRIGGER IF EXISTS zz_idem_mirror ON reminder_sends;
 CREATE TRIGGER zz_idem_mirror BEFORE INSERT OR UPDATE OR DELETE ON reminder_sends
     FOR EACH ROW EXECUTE FUNCTION idem_reminder_sends_mirror();
 
-CREATE FUNCTION idem_reminder_sends_truncate() RETURNS trigger
+CREATE OR REPLACE FUNCTION idem_reminder_sends_truncate() RETURNS trigger
 LANGUAGE plpgsql SECURITY DEFINER SET search_path FROM CURRENT AS $$
 BEGIN
     DELETE FROM claims WHERE consumer = idem_reminder_sends_consumer();
@@ -130,6 +150,7 @@ BEGIN
 END
 $$;
 
+DROP TRIGGER IF EXISTS zz_idem_mirror_truncate ON reminder_sends;
 CREATE TRIGGER zz_idem_mirror_truncate AFTER TRUNCATE ON reminder_sends
     FOR EACH STATEMENT EXECUTE FUNCTION idem_reminder_sends_truncate();
 

@@ -7,3 +7,4 @@
 
 mod choreography;
 mod own_transaction;
+mod races;

@@ -11,6 +11,7 @@
 use crate::common;
 
 mod processed_tables;
+mod races;
 mod read_only;
 
 use common::{TestApp, spawn_with};
