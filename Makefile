@@ -165,11 +165,15 @@ lint-front:
 e2e: build e2e-run
 
 # The browser tests against whatever target/debug/idem and target/site hold.
+# RabbitMQ's topology is declared first (end2end/rabbitmq-topology.mjs says
+# how to start a broker where none runs); Idem drains its dead-letter queue
+# as end2end/brokers.toml says.
 e2e-run:
 	db=$$(mktemp -d /tmp/idem-e2e.XXXXXX); \
 	trap 'rm -rf "$$db"' EXIT; \
-	cd end2end && env -u TEST_DATABASE_URL \
+	cd end2end && node rabbitmq-topology.mjs && env -u TEST_DATABASE_URL \
 	  LEPTOS_SITE_ADDR=$(E2E_ADDR) \
+	  IDEM_BROKERS_FILE=$(CURDIR)/end2end/brokers.toml \
 	  DATABASE_URL="sqlite://$$db/idem.db" \
 	  IDEM_DEMO=1 IDEM_DEMO_BACKFILL_HOURS=24 IDEM_DEMO_SEED=1842 IDEM_REDRIVE_PER_SECOND=20 \
 	  OIDC_PROVIDER_ADDR=$(E2E_OIDC_ADDR) $(E2E_OIDC) \

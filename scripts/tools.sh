@@ -91,3 +91,23 @@ if [ ! -f "$stamp" ] || [ "$lock" -nt "$stamp" ]; then
   say "installing the Playwright test runner (no browser download: Debian's Chromium is used)"
   (cd "$here/end2end" && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund)
 fi
+
+# --- RabbitMQ --------------------------------------------------------------
+# The broker tests (server/tests/it/brokers.rs, end2end's rabbitmq spec)
+# talk to a real RabbitMQ on 127.0.0.1:5672 with guest/guest (or
+# IDEM_TEST_AMQP_URL). One installed but stopped is started; none at all is
+# said plainly, with how to get one.
+amqp_port_open() { (exec 3<>/dev/tcp/127.0.0.1/5672) 2>/dev/null; }
+if [ -z "${IDEM_TEST_AMQP_URL:-}" ] && ! amqp_port_open; then
+  if command -v rabbitmq-server >/dev/null; then
+    say "starting RabbitMQ (installed, not running)"
+    as_root service rabbitmq-server start || true
+    for _ in $(seq 30); do amqp_port_open && break; sleep 1; done
+  fi
+  if ! amqp_port_open; then
+    echo "The tests need RabbitMQ on 127.0.0.1:5672 (guest/guest) and none answers." >&2
+    echo "Start one:  sudo apt-get install rabbitmq-server && sudo service rabbitmq-server start" >&2
+    echo "(or point IDEM_TEST_AMQP_URL at one: amqp://user:password@host:5672/%2f)" >&2
+    exit 1
+  fi
+fi

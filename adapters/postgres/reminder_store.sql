@@ -18,18 +18,25 @@
 --   DROP TRIGGER zz_idem_mirror_truncate ON reminder_sends;
 --   DROP VIEW idem_reminder_sends_claims;
 --   DROP FUNCTION idem_reminder_sends_mirror(), idem_reminder_sends_truncate(),
---       idem_reminder_sends_as_claim(reminder_sends), idem_reminder_sends_consumer();
+--       idem_reminder_sends_as_claim(reminder_sends), idem_reminder_sends_consumer(),
+--       idem_reminder_sends_resolve(text, text, text, text);
 --   DROP SEQUENCE idem_reminder_sends_deliveries, idem_reminder_sends_duplicates;
 --   DELETE FROM adapter_counters WHERE consumer = 'reminders-legacy';
+--   DELETE FROM adapter_write_backs WHERE consumer = 'reminders-legacy';
 --   DELETE FROM claims WHERE consumer = 'reminders-legacy';
 --
 -- This shape has outcomes, so Idem's unknown and failed lists, provider
 -- reference search and "unknown since" work for it. A status change is
 -- dated by the transaction that made it (now()), whether or not the store
--- moves updated_at. Resolving an unknown outcome must happen in
--- reminder_sends itself (an Idem resolution would change only the mirror):
--- set IDEM_READ_ONLY_CONSUMERS=reminders-legacy and Idem shows the reason
--- instead of the resolve form. A status outside the four is mirrored as
+-- moves updated_at. Set IDEM_READ_ONLY_CONSUMERS=reminders-legacy: Idem
+-- then refuses what reminder_sends cannot hold (a replay, a retry through
+-- Idem's outbox) with the reason, but resolves an unknown reminder by
+-- writing the outcome into reminder_sends itself through
+-- idem_reminder_sends_resolve (registered in adapter_write_backs), in the
+-- same transaction as its audit row; the mirror then follows as for any
+-- update. It changes only a row still unknown (or in a status outside the
+-- four); one the store's own worker resolved first is left alone, and Idem
+-- says so. A status outside the four is mirrored as
 -- 'unknown', so it is looked at rather than hidden; keys over 512 bytes or
 -- with control characters are not mirrored. Deliveries and duplicates are
 -- also counted per minute in two sequences (idem_reminder_sends_deliveries,
@@ -149,6 +156,33 @@ BEGIN
     RETURN NULL;
 END
 $$;
+
+-- A resolution from Idem, written where the store's workers look: sent with
+-- the provider's reference, or failed with the operator's reason. True when
+-- the row was still unresolved and now holds the outcome.
+CREATE OR REPLACE FUNCTION idem_reminder_sends_resolve(
+    p_key text, p_status text, p_provider_ref text, p_last_error text
+) RETURNS boolean
+LANGUAGE plpgsql SECURITY DEFINER SET search_path FROM CURRENT AS $$
+BEGIN
+    IF p_status NOT IN ('sent', 'failed') THEN
+        RAISE EXCEPTION 'a resolution is sent or failed, not %', p_status;
+    END IF;
+    UPDATE reminder_sends
+    SET status = p_status,
+        provider_message_id = coalesce(p_provider_ref, provider_message_id),
+        last_error = p_last_error,
+        updated_at = now()
+    WHERE reminder_id = p_key
+      AND (status IS NULL OR status NOT IN ('pending', 'sent', 'failed'));
+    RETURN FOUND;
+END
+$$;
+
+INSERT INTO adapter_write_backs (consumer, resolve_function)
+VALUES (idem_reminder_sends_consumer(),
+        format('%I.%I', current_schema(), 'idem_reminder_sends_resolve'))
+ON CONFLICT (consumer) DO UPDATE SET resolve_function = excluded.resolve_function;
 
 DROP TRIGGER IF EXISTS zz_idem_mirror_truncate ON reminder_sends;
 CREATE TRIGGER zz_idem_mirror_truncate AFTER TRUNCATE ON reminder_sends

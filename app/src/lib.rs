@@ -26,6 +26,8 @@ pub mod links;
 mod pages;
 pub mod ranges;
 #[cfg(feature = "ssr")]
+pub mod republish;
+#[cfg(feature = "ssr")]
 pub mod serving;
 #[cfg(feature = "ssr")]
 mod span;

@@ -34,7 +34,7 @@ impl Verdict {
         match claim {
             None => Verdict::NoClaim,
             Some(c) if c.status == ClaimStatus::Sent => Verdict::AlreadySent,
-            Some(c) if c.status == ClaimStatus::Unknown => Verdict::OutcomeUnknown,
+            Some(c) if c.is_resolvable(now) => Verdict::OutcomeUnknown,
             Some(c) if now - c.first_delivery_at > retention => Verdict::BeyondRetention {
                 age_days: (now - c.first_delivery_at).num_days(),
             },

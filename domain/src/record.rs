@@ -33,6 +33,30 @@ pub struct Claim {
     pub version: i64,
 }
 
+impl Claim {
+    /// A worker took the claim for an external call and its lease ran out
+    /// with no outcome recorded (the `abandoned-lease` check): nobody knows
+    /// whether the provider acted, as for an unknown outcome.
+    pub fn is_abandoned_lease(&self, as_of: DateTime<Utc>) -> bool {
+        self.status == ClaimStatus::Pending && self.lease_until.is_some_and(|until| until < as_of)
+    }
+
+    /// Whether an operator may resolve the claim's outcome at `as_of`: it is
+    /// unknown, or its lease was abandoned.
+    pub fn is_resolvable(&self, as_of: DateTime<Utc>) -> bool {
+        self.status == ClaimStatus::Unknown || self.is_abandoned_lease(as_of)
+    }
+
+    /// Since when the outcome has been unknown: the unknown status's start,
+    /// or an abandoned lease's expiry (what the resolution objective counts from).
+    pub fn unknown_since(&self) -> DateTime<Utc> {
+        match (self.status, self.lease_until) {
+            (ClaimStatus::Pending, Some(until)) => until,
+            _ => self.status_at,
+        }
+    }
+}
+
 /// One intent to publish.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct OutboxRow {
@@ -67,6 +91,38 @@ pub struct DeadLetter {
     pub resolved_by: Option<String>,
     pub resolved_at: Option<DateTime<Utc>>,
     pub replay_outbox_id: Option<i64>,
+    /// For a message Idem moved out of a broker's dead-letter queue: what
+    /// the broker said about its death.
+    pub broker: Option<BrokerDeath>,
+}
+
+/// What a broker recorded about a message it dead-lettered (RabbitMQ's
+/// `x-death` header): where the message was first published, why it died,
+/// how often, and when.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BrokerDeath {
+    /// The broker's kind: `rabbitmq`.
+    pub broker: String,
+    pub exchange: Option<String>,
+    pub routing_key: Option<String>,
+    /// `rejected`, `expired`, `maxlen`, `delivery_limit`.
+    pub reason: Option<String>,
+    pub count: Option<i64>,
+    pub at: Option<DateTime<Utc>>,
+}
+
+impl BrokerDeath {
+    /// A broker's reason for a death in words (`None` for one Idem does not
+    /// know, which is shown as the broker wrote it).
+    pub fn reason_in_words(reason: &str) -> Option<&'static str> {
+        match reason {
+            "rejected" => Some("rejected by a consumer, not to be delivered again"),
+            "expired" => Some("its time to live ran out before a consumer took it"),
+            "maxlen" => Some("its queue was full"),
+            "delivery_limit" => Some("delivered more times than its queue allows"),
+            _ => None,
+        }
+    }
 }
 
 /// One page of a list, and the opaque cursor of the next one (`None` on the

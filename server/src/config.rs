@@ -31,11 +31,12 @@
 //! | `IDEM_OIDC_CLOCK_SKEW_SECONDS` | how far the provider's clock may be off (at most 300) | `60` |
 //! | `IDEM_PASSWORD_LOGIN` | `0` turns password sign-in off (the proxy or the OpenID provider signs people in) | `1` |
 //! | `IDEM_HASH_CONCURRENCY` | password hashes computed at once | `2` |
-//! | `IDEM_READ_ONLY_CONSUMERS` | consumers read through an adapter over their own tables (comma-separated): their pages work, actions on them are refused with the reason | none |
+//! | `IDEM_READ_ONLY_CONSUMERS` | consumers read through an adapter over their own tables (comma-separated): their pages work, actions on them are refused with the reason (but a resolution the adapter writes back) | none |
 //! | `IDEM_CLAIM_RETENTION_DAYS` | how long consumers keep claims, in days, then any consumer's own (`30, payments=90`); replaying an older key is flagged, `/checks` lists such dead letters | `30` |
 //! | `IDEM_REDRIVE_PER_SECOND` | how many dead letters a redrive replays per second at most (1–100), so a fixed provider is not flooded again | `5` |
 //! | `IDEM_READ_CACHE_MS` | how long one dashboard read serves every viewer (0 turns the cache off) | `2000` |
 //! | `IDEM_SLO_FILE` | a TOML file of SLOs (see `slo_config`) | the built-in defaults |
+//! | `IDEM_BROKERS_FILE` | a TOML file naming the RabbitMQ dead-letter queues Idem moves into its dead letters and publishes replays back to (see `brokers`) | none |
 //! | `IDEM_METRICS_TOKEN` | bearer token a Prometheus scrape of `/metrics` must send; unset turns the export off | unset |
 //! | `IDEM_DB_POOL_SIZE` | database connections Idem holds at most | `10` |
 //! | `IDEM_DB_ACQUIRE_TIMEOUT_MS` | how long a request waits for a connection before it is told the database is unavailable | `3000` |
@@ -165,6 +166,8 @@ pub struct Config {
     pub read_only: idem_domain::ReadOnlyConsumers,
     /// `IDEM_SLO_FILE`; `None` uses the built-in SLOs.
     pub slo_file: Option<std::path::PathBuf>,
+    /// The brokers whose dead-letter queues Idem reads (`IDEM_BROKERS_FILE`).
+    pub brokers_file: Option<std::path::PathBuf>,
     /// `IDEM_METRICS_TOKEN`: `/metrics` is off without it.
     pub metrics_token: Option<crate::metrics::MetricsToken>,
     pub auth: AuthSettings,
@@ -197,6 +200,7 @@ pub const SETTINGS: &[&str] = &[
     "IDEM_AUTH_PROXY_ROLES",
     "IDEM_BACKGROUND_LEASE_SECONDS",
     "IDEM_BODY_TIMEOUT_SECONDS",
+    "IDEM_BROKERS_FILE",
     "IDEM_CLAIM_RETENTION_DAYS",
     "IDEM_DB_ACQUIRE_TIMEOUT_MS",
     "IDEM_DB_POOL_SIZE",
@@ -377,6 +381,7 @@ impl Config {
             redrive_per_second: 100,
             read_only: idem_domain::ReadOnlyConsumers::default(),
             slo_file: None,
+            brokers_file: None,
             metrics_token: None,
             auth: AuthSettings {
                 public_url: url::Url::parse("http://127.0.0.1").expect("a valid URL"),

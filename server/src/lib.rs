@@ -5,6 +5,7 @@
 pub mod accounts;
 pub mod assets;
 pub mod auth;
+pub mod brokers;
 pub mod config;
 pub mod consumer_events;
 pub mod demo;

@@ -33,6 +33,8 @@ pub enum StartError {
     Store(#[from] StoreError),
     #[error(transparent)]
     Slo(#[from] crate::slo_config::SloConfigError),
+    #[error(transparent)]
+    Brokers(#[from] crate::brokers::BrokersConfigError),
     #[error("cannot create the demo accounts: {0}")]
     DemoAccounts(String),
     #[error(
@@ -62,6 +64,8 @@ pub struct Application {
     prepared: Option<Prepared>,
     /// This process among the replicas on the database.
     replica: Replica,
+    /// The brokers whose dead letters Idem moves in and replays to.
+    brokers: Arc<crate::brokers::Brokers>,
 }
 
 /// This process as the background lease knows it.
@@ -87,6 +91,7 @@ impl Application {
     /// a reachable one does.
     pub async fn build(config: Config) -> Result<Application, StartError> {
         let slos = crate::slo_config::load(config.slo_file.as_deref())?;
+        let brokers = crate::brokers::BrokersConfig::load(config.brokers_file.as_deref())?;
         let store = Store::connect(&config.database)?;
         let database = idem_app::serving::DatabaseStatus::default();
         let auth = AuthContext::new(config.auth.clone(), store.clone(), database.clone());
@@ -103,17 +108,7 @@ impl Application {
             }
             Err(err) => return Err(err),
         };
-        let demo_data = match &prepared {
-            Some(prepared) => prepared.demo.is_some() || store.meta(DEMO_DATA).await?.is_some(),
-            None => config.demo == DemoSetting::On,
-        };
-        let console = ConsoleInfo {
-            demo: demo_data,
-            backend: store.backend().to_owned(),
-            zone: "UTC".to_owned(),
-            user: None,
-            database_down_since: None,
-        };
+        let console = console_info(&store, prepared.as_ref(), &config).await?;
         let mut leptos = config.leptos.clone();
         if let Some(pkg_dir) = crate::assets::pkg_dir() {
             leptos.site_pkg_dir = pkg_dir.into();
@@ -126,6 +121,10 @@ impl Application {
         state.password_login = config.auth.password_login;
         (state.oidc_name, state.oidc_origin) = oidc_for_pages(&config.auth);
         state.log_keys = idem_app::fingerprint::LogKeys::new(config.log_keys_full);
+        let brokers = Arc::new(crate::brokers::Brokers::new(state.store.clone(), brokers));
+        if !brokers.is_empty() {
+            state.republisher = idem_app::republish::Republisher::new(brokers.clone());
+        }
         if let Some(prepared) = &prepared {
             state
                 .log_keys
@@ -161,6 +160,7 @@ impl Application {
             config,
             prepared,
             replica,
+            brokers,
         })
     }
 
@@ -203,6 +203,10 @@ impl Application {
         ));
         let ended_sessions =
             tokio::spawn(delete_ended_sessions(self.auth.clone(), stop_rx.clone()));
+        // Every replica drains the dead-letter queues and publishes replays:
+        // the broker gives each message to one, the store keeps each once,
+        // and a publication is leased to one attempt at a time.
+        let brokers = tokio::spawn(self.brokers.clone().run(stop_rx.clone()));
         let background = tokio::spawn(background(
             self.config.clone(),
             self.auth.clone(),
@@ -258,6 +262,9 @@ impl Application {
         }
         watcher.abort();
         ended_sessions.abort();
+        if tokio::time::timeout_at(deadline, brokers).await.is_err() {
+            tracing::warn!("the broker tasks did not stop within the grace period");
+        }
         self.state.store.close().await;
         if let Some(err) = fatal.lock().unwrap_or_else(|e| e.into_inner()).take() {
             return Err(std::io::Error::other(idem_app::error::cause_chain(&err)));
@@ -387,4 +394,24 @@ pub fn router(
         ))
         .layer(crate::telemetry::request_layer(state.log_keys.clone()))
         .with_state(state)
+}
+
+/// What every page's header says about this console: whether it shows
+/// demo data, and which backend.
+async fn console_info(
+    store: &Store,
+    prepared: Option<&Prepared>,
+    config: &Config,
+) -> Result<ConsoleInfo, StartError> {
+    let demo_data = match prepared {
+        Some(prepared) => prepared.demo.is_some() || store.meta(DEMO_DATA).await?.is_some(),
+        None => config.demo == DemoSetting::On,
+    };
+    Ok(ConsoleInfo {
+        demo: demo_data,
+        backend: store.backend().to_owned(),
+        zone: "UTC".to_owned(),
+        user: None,
+        database_down_since: None,
+    })
 }

@@ -9,6 +9,7 @@
 mod actions;
 mod adapter_counters;
 mod audit;
+mod brokers;
 #[cfg(feature = "bulk")]
 mod bulk;
 mod checks;
@@ -32,12 +33,14 @@ mod store;
 pub mod testing;
 mod ts;
 mod users;
+mod write_backs;
 
 pub use actions::{
     Actor, DiscardRequest, REDRIVE_MAX, RedriveRequest, RedriveStart, RedriveStep, ReplayRequest,
     ResolveRequest,
 };
 pub use audit::{AuditFilter, NewAuditEntry};
+pub use brokers::{BrokerReplay, NewBrokerDeadLetter, PUBLISH_LEASE};
 pub use checks::{CheckLimits, SHARED_REFS_WATERMARK, SharedRefSweep};
 pub use consumer::{Claimed, Delivery, NewDeadLetter, NewOutboxRow, Outcome};
 pub use cursor::PageRequest;

@@ -115,7 +115,8 @@ macro_rules! dead_letter_columns {
     () => {
         "id, consumer, queue, idempotency_key, message_id, payload, delivery_count, \
          first_failure_at, dead_lettered_at, last_error, state, resolved_by, resolved_at, \
-         replay_outbox_id"
+         replay_outbox_id, broker, death_exchange, death_routing_key, death_reason, death_count, \
+         death_at"
     };
 }
 pub(crate) use dead_letter_columns;
@@ -136,6 +137,12 @@ pub(crate) struct DeadLetterRow {
     resolved_by: Option<String>,
     resolved_at: Option<Ts>,
     replay_outbox_id: Option<i64>,
+    broker: Option<String>,
+    death_exchange: Option<String>,
+    death_routing_key: Option<String>,
+    death_reason: Option<String>,
+    death_count: Option<i64>,
+    death_at: Option<Ts>,
 }
 
 impl TryFrom<DeadLetterRow> for DeadLetter {
@@ -156,6 +163,14 @@ impl TryFrom<DeadLetterRow> for DeadLetter {
             resolved_by: row.resolved_by,
             resolved_at: row.resolved_at.map(|t| t.0),
             replay_outbox_id: row.replay_outbox_id,
+            broker: row.broker.map(|broker| idem_domain::BrokerDeath {
+                broker,
+                exchange: row.death_exchange,
+                routing_key: row.death_routing_key,
+                reason: row.death_reason,
+                count: row.death_count,
+                at: row.death_at.map(|t| t.0),
+            }),
         })
     }
 }

@@ -17,7 +17,7 @@ use crate::{
     cursor::{self, PageRequest, paginate},
     dialect::dispatch,
     reads::prefix_upper_bound,
-    rows::{ClaimRow, claim_columns, convert},
+    rows::{ClaimRow, DeadLetterRow, claim_columns, convert, dead_letter_columns},
     sql::{Bind, Sql, bind_all},
     store::Store,
 };
@@ -223,6 +223,64 @@ impl Store {
             u64::try_from(counted).unwrap_or(0),
             search.candidates,
         ))
+    }
+
+    /// The claims whose provider reference is exactly `provider_ref` (what a
+    /// provider's support quotes), at most `limit`; of
+    /// one consumer when given, in key order. A range of `claims_by_provider_ref`.
+    pub async fn claims_by_provider_ref(
+        &self,
+        provider_ref: &str,
+        consumer: Option<&ConsumerName>,
+        limit: i64,
+    ) -> StoreResult<Vec<Claim>> {
+        let mut sql = Sql::default();
+        let r = sql.param(Bind::Text(provider_ref.to_owned()));
+        let mut text = format!(
+            "SELECT {} FROM claims WHERE provider_ref = {r}",
+            claim_columns!()
+        );
+        if let Some(consumer) = consumer {
+            let c = sql.param(consumer.as_str());
+            text.push_str(&format!(" AND consumer = {c}"));
+        }
+        let limit = sql.param(Bind::Int(limit));
+        text.push_str(&format!(
+            " ORDER BY consumer, idempotency_key LIMIT {limit}"
+        ));
+        sql.text = text;
+        let rows: Vec<ClaimRow> = dispatch!(&self.pools, pool => {
+            bind_all!(sqlx::query_as(&sql.text), &sql.binds).fetch_all(pool).await?
+        });
+        convert(rows)
+    }
+
+    /// The dead letters whose message id is exactly `message_id`, at most
+    /// `limit`, newest first; of one consumer when given. A range of
+    /// `dead_letters_by_message_id`.
+    pub async fn dead_letters_by_message_id(
+        &self,
+        message_id: &str,
+        consumer: Option<&ConsumerName>,
+        limit: i64,
+    ) -> StoreResult<Vec<idem_domain::DeadLetter>> {
+        let mut sql = Sql::default();
+        let m = sql.param(Bind::Text(message_id.to_owned()));
+        let mut text = format!(
+            "SELECT {} FROM dead_letters WHERE message_id = {m}",
+            dead_letter_columns!()
+        );
+        if let Some(consumer) = consumer {
+            let c = sql.param(consumer.as_str());
+            text.push_str(&format!(" AND consumer = {c}"));
+        }
+        let limit = sql.param(Bind::Int(limit));
+        text.push_str(&format!(" ORDER BY id DESC LIMIT {limit}"));
+        sql.text = text;
+        let rows: Vec<DeadLetterRow> = dispatch!(&self.pools, pool => {
+            bind_all!(sqlx::query_as(&sql.text), &sql.binds).fetch_all(pool).await?
+        });
+        convert(rows)
     }
 
     /// Other claims that record `provider_ref` (at most `limit`).

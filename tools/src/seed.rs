@@ -375,6 +375,7 @@ fn dead_letter(i: u64, plan: &SeedPlan, at: DateTime<Utc>, rng: &mut StdRng) -> 
         resolved_by: (state != DeadLetterState::Open).then(|| "operator".to_owned()),
         resolved_at: (state != DeadLetterState::Open).then(|| at + TimeDelta::hours(1)),
         replay_outbox_id: None,
+        broker: None,
     }
 }
 

@@ -47,6 +47,18 @@ pub(crate) mod ssr {
         }
     }
 
+    /// Refuses a resolution on a consumer Idem reads through an adapter,
+    /// unless its adapter writes resolutions back into the team's own table.
+    pub async fn resolvable(consumer: &str) -> Result<(), AppError> {
+        let state = crate::serving::state()?;
+        match state.read_only.reason(consumer) {
+            Some(reason) if state.store.resolve_write_back(consumer).await?.is_none() => {
+                Err(AppError::ReadOnly(reason))
+            }
+            _ => Ok(()),
+        }
+    }
+
     /// The consumer of a dead letter, refused if read-only; an unknown id
     /// is left for the action to report.
     pub async fn writable_dead_letter(id: i64) -> Result<(), AppError> {
@@ -93,7 +105,7 @@ pub async fn replay_dead_letter(
         idem_domain::action::reason(&reason)?;
         ssr::writable_dead_letter(id).await?;
         let state = crate::serving::state()?;
-        Ok(state
+        let outcome = state
             .store
             .replay_dead_letter(&idem_store::ReplayRequest {
                 dead_letter_id: id,
@@ -103,7 +115,21 @@ pub async fn replay_dead_letter(
                 reason: Some(&reason),
                 retention: &state.claim_retention,
             })
-            .await?)
+            .await?;
+        // A broker's dead letter: Idem publishes the replay itself, now and
+        // whenever the same form comes back (the replay is not repeated).
+        Ok(match outcome {
+            ActionOutcome::Done {
+                audit_id,
+                outbox_id: Some(outbox_id),
+                summary,
+            } => ActionOutcome::Done {
+                audit_id,
+                outbox_id: Some(outbox_id),
+                summary: state.republisher.publish(outbox_id).await.extend(summary),
+            },
+            other => other,
+        })
     })
     .await
 }
@@ -152,7 +178,7 @@ pub async fn resolve_unknown(
         let key = IdempotencyKey::parse(key)?;
         idem_domain::action::reason(&reason)?;
         idem_domain::action::provider_ref(&provider_ref)?;
-        ssr::writable(consumer.as_str())?;
+        ssr::resolvable(consumer.as_str()).await?;
         let resolution = match outcome.as_str() {
             "sent" => Resolution::Sent { provider_ref },
             "failed-retry" => Resolution::FailedRetry,

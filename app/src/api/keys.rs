@@ -26,6 +26,9 @@ pub struct KeyStory {
     /// Why no action can be taken on this consumer's keys from Idem (it is
     /// read through an adapter), if so.
     pub read_only: Option<String>,
+    /// For a read-only consumer whose adapter writes resolutions back into
+    /// its own table: the function that does (so resolving is offered).
+    pub resolve_writes_back: Option<String>,
     /// How Idem's logs name this key, when they carry a fingerprint of it
     /// rather than the key (`IDEM_LOG_KEYS`).
     pub log_fingerprint: Option<String>,
@@ -58,6 +61,10 @@ pub struct SearchResults {
     pub matches: Option<idem_domain::CappedCount>,
     /// The query was a fingerprint from Idem's logs: `exact` is its key.
     pub from_fingerprint: bool,
+    /// The claims whose provider reference is exactly the query (first page only).
+    pub by_provider_ref: Vec<Claim>,
+    /// The dead letters whose message id is exactly the query (first page only).
+    pub by_message_id: Vec<DeadLetter>,
 }
 
 /// The filters of `/keys`, as typed (all optional).
@@ -74,7 +81,10 @@ pub struct KeyQuery {
 /// The key pages' server-only code: one key's story, read whole.
 #[cfg(feature = "ssr")]
 pub(crate) mod ssr {
-    use idem_domain::story::{Sources, assemble};
+    use idem_domain::{
+        Claim, ConsumerName, IdempotencyKey,
+        story::{Sources, assemble},
+    };
 
     use super::KeyStory;
     use crate::error::AppError;
@@ -133,6 +143,11 @@ pub(crate) mod ssr {
         );
         let state = crate::serving::state()?;
         let read_only = state.read_only.reason(consumer.as_str());
+        // A read-only consumer whose adapter writes resolutions back.
+        let resolve_writes_back = match &read_only {
+            Some(_) => state.store.resolve_write_back(consumer.as_str()).await?,
+            None => None,
+        };
         state
             .log_keys
             .remember(&state.store, consumer.as_str(), key.as_str());
@@ -154,8 +169,52 @@ pub(crate) mod ssr {
             verdicts,
             from_replica: reader.is_replica(),
             read_only,
+            resolve_writes_back,
             log_fingerprint,
         }))
+    }
+
+    /// The exact matches of a whole key as people quote it.
+    #[derive(Default)]
+    pub struct Quoted {
+        /// Claims whose key it is.
+        pub exact: Vec<Claim>,
+        /// Claims whose provider reference it is.
+        pub by_provider_ref: Vec<Claim>,
+        /// Dead letters whose message id it is.
+        pub by_message_id: Vec<idem_domain::DeadLetter>,
+    }
+
+    /// `q` matched whole as a key, a provider reference and a message id,
+    /// each on its own index, narrowed to `consumer` and `status` when given
+    /// (a dead letter has no claim status: with one, none is listed).
+    pub async fn quoted(
+        store: &idem_store::Store,
+        q: &IdempotencyKey,
+        consumer: Option<&ConsumerName>,
+        status: Option<idem_domain::ClaimStatus>,
+    ) -> Result<Quoted, AppError> {
+        let wanted = |c: &Claim| {
+            consumer.is_none_or(|want| c.consumer == want.as_str())
+                && status.is_none_or(|want| c.status == want)
+        };
+        let exact = store.claims_with_key(q, MATCH_LIMIT).await?;
+        let by_ref = store
+            .claims_by_provider_ref(q.as_str(), consumer, MATCH_LIMIT)
+            .await?;
+        let by_message_id = match status {
+            None => {
+                store
+                    .dead_letters_by_message_id(q.as_str(), consumer, MATCH_LIMIT)
+                    .await?
+            }
+            Some(_) => Vec::new(),
+        };
+        Ok(Quoted {
+            exact: exact.into_iter().filter(wanted).collect(),
+            by_provider_ref: by_ref.into_iter().filter(wanted).collect(),
+            by_message_id,
+        })
     }
 
     /// What a search for a fingerprint from Idem's logs finds: its key's
@@ -175,6 +234,8 @@ pub(crate) mod ssr {
                 by_status_change: false,
                 matches: None,
                 from_fingerprint: true,
+                by_provider_ref: Vec::new(),
+                by_message_id: Vec::new(),
             }))
     }
 
@@ -307,20 +368,17 @@ pub async fn search_keys(query: KeyQuery) -> Result<SearchResults, AppError> {
         let found = store
             .search_claims(&search, &PageRequest::new(limit, cursor))
             .await?;
-        let exact = match (&whole_key, first_page) {
-            (Some(key), true) => store
-                .claims_with_key(key, ssr::MATCH_LIMIT)
-                .await?
-                .into_iter()
-                .filter(|c| {
-                    consumer
-                        .as_ref()
-                        .is_none_or(|want| c.consumer == want.as_str())
-                })
-                .filter(|c| status.is_none_or(|want| c.status == want))
-                .collect(),
-            _ => Vec::new(),
+        // What support quotes: the key itself, a provider's reference, a
+        // message id; each an exact match on its own index, first page only.
+        let quoted = match (&whole_key, first_page) {
+            (Some(key), true) => ssr::quoted(&store, key, consumer.as_ref(), status).await?,
+            _ => ssr::Quoted::default(),
         };
+        let ssr::Quoted {
+            exact,
+            by_provider_ref,
+            by_message_id,
+        } = quoted;
         Ok(SearchResults {
             clock: crate::serving::clock(chrono::Utc::now()),
             exact,
@@ -329,6 +387,8 @@ pub async fn search_keys(query: KeyQuery) -> Result<SearchResults, AppError> {
             by_status_change: found.order == SearchOrder::StatusChange,
             matches: found.matches,
             from_fingerprint: false,
+            by_provider_ref,
+            by_message_id,
         })
     })
     .await

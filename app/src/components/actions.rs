@@ -171,14 +171,31 @@ pub fn DiscardForm(dead_letter_id: i64, action_id: String) -> impl IntoView {
 /// "Resolve the unknown outcome": sent (with the reference), failed and
 /// retry, or failed for good — only while the claim is still at the version shown.
 #[component]
-pub fn ResolveForm(claim: Claim, action_id: String) -> impl IntoView {
+pub fn ResolveForm(
+    claim: Claim,
+    action_id: String,
+    /// Whether "failed, and retry through the outbox" is offered.
+    #[prop(default = true)]
+    retry: bool,
+) -> impl IntoView {
     let action_id = form_id(&action_id, "resolve");
+    // An abandoned lease is resolved as an unknown outcome is: nobody knows
+    // whether the dead worker's call reached the provider.
+    let abandoned = claim.status == idem_domain::ClaimStatus::Pending;
+    let (heading, still) = if abandoned {
+        (
+            "Resolve the abandoned attempt",
+            "still pending with its lease expired",
+        )
+    } else {
+        ("Resolve the unknown outcome", "still unknown")
+    };
     view! {
         <section class="action-form" id="resolve" aria-labelledby="resolve-heading">
-            <h3 id="resolve-heading">"Resolve the unknown outcome"</h3>
+            <h3 id="resolve-heading">{heading}</h3>
             <p>
                 "Check with the provider (by the key or the time of the attempt), then record what happened. "
-                "Only a claim still unknown at version " {claim.version} " is changed."
+                "Only a claim " {still} " at version " {claim.version} " is changed."
             </p>
             <SubmitOnce>
                 <form method="post" action=ResolveUnknown::PATH>
@@ -190,7 +207,9 @@ pub fn ResolveForm(claim: Claim, action_id: String) -> impl IntoView {
                         <legend>"The provider…"</legend>
                         <label><input type="radio" name="outcome" value="sent" required/>" acted: mark sent, with its reference "</label>
                         <input type="text" name="provider_ref" maxlength="256" placeholder="provider reference, e.g. msg_01J8…" aria-label="Provider reference"/>
-                        <label><input type="radio" name="outcome" value="failed-retry"/>" did not act: mark failed and retry (same key, through the outbox)"</label>
+                        {retry.then(|| view! {
+                            <label><input type="radio" name="outcome" value="failed-retry"/>" did not act: mark failed and retry (same key, through the outbox)"</label>
+                        })}
                         <label><input type="radio" name="outcome" value="failed"/>" did not act, and it must not be retried: mark failed"</label>
                     </fieldset>
                     <label>"Reason (required for “failed” without a retry)" <textarea name="reason" rows="2" maxlength="2000"></textarea></label>

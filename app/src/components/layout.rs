@@ -57,7 +57,7 @@ pub fn Layout(children: Children) -> impl IntoView {
                     id="key-search-q"
                     type="search"
                     name="q"
-                    placeholder="Find a key, e.g. renewal:account-1842"
+                    placeholder="Key, provider reference or message id"
                     maxlength="512"
                     autocomplete="off"
                     spellcheck="false"

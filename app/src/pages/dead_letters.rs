@@ -255,6 +255,7 @@ pub fn DeadLetterPage() -> impl IntoView {
                     <dt>"Dead-lettered"</dt><dd><Time at=dl.dead_lettered_at/> " (" <Age at=dl.dead_lettered_at/> " ago)"</dd>
                     <dt>"Last error"</dt><dd class="error-text">{dl.last_error}</dd>
                 </dl>
+                {dl.broker.map(|death| view! { <BrokerDeathFacts death/> })}
                 {claim}
                 {closed}
                 {read_only}
@@ -263,5 +264,46 @@ pub fn DeadLetterPage() -> impl IntoView {
                 <pre class="payload">{dl.payload}</pre>
             }
         }}/>
+    }
+}
+
+/// What the broker recorded about the death (RabbitMQ's `x-death`), and
+/// where a replay publishes the message again.
+#[component]
+fn BrokerDeathFacts(death: idem_domain::BrokerDeath) -> impl IntoView {
+    let exchange = match death.exchange.as_deref() {
+        Some("") => "the default exchange".to_owned(),
+        Some(name) => format!("exchange “{name}”"),
+        None => "an exchange the broker did not name".to_owned(),
+    };
+    let routing_key = death.routing_key.clone().unwrap_or_default();
+    let broker = match death.broker.as_str() {
+        "rabbitmq" => "RabbitMQ".to_owned(),
+        other => other.to_owned(),
+    };
+    view! {
+        <section class="broker-death" aria-labelledby="broker-death-heading">
+            <h2 id="broker-death-heading">"What " {broker} " recorded"</h2>
+            <dl class="fields">
+                <dt>"First published to"</dt>
+                <dd>{exchange} ", routing key " <code>{routing_key}</code></dd>
+                <dt>"Why it died"</dt><dd>{death_reason(death.reason.as_deref())}</dd>
+                <dt>"Times dead-lettered"</dt><dd>{death.count.map_or_else(|| "not recorded".into(), |c| c.to_string())}</dd>
+                <dt>"Dead-lettered at"</dt>
+                <dd>{death.at.map(|at| view! { <Time at/> })}</dd>
+            </dl>
+            <p class="lede">"A replay publishes the message there again, with the same key and message id, and waits for the broker's confirm."</p>
+        </section>
+    }
+}
+
+/// A broker's reason for a death in words, with the broker's own word after it.
+fn death_reason(reason: Option<&str>) -> String {
+    match reason {
+        None => "not recorded".to_owned(),
+        Some(reason) => match idem_domain::BrokerDeath::reason_in_words(reason) {
+            Some(words) => format!("{words} ({reason})"),
+            None => reason.to_owned(),
+        },
     }
 }

@@ -110,14 +110,24 @@ fn Story(s: KeyStory) -> impl IntoView {
     let as_of = s.clock.as_of;
     // A copy: the action forms below borrow the whole story.
     provide_clock(s.clock.clone());
-    let claim = s.claim.clone().map(|c| view! { <ClaimDetails c/> });
+    let through_adapter = s.read_only.is_some();
+    let claim = s
+        .claim
+        .clone()
+        .map(|c| view! { <ClaimDetails c through_adapter as_of/> });
     let flags = flags_section(&s.story.flags);
     // Shown whether or not anything would apply, so it is clear why a
     // consumer read through an adapter never offers an action.
-    let read_only = s
-        .read_only
-        .clone()
-        .map(|reason| view! { <p class="notice read-only">{reason}</p> });
+    let read_only = s.read_only.clone().map(|reason| {
+        let write_back = s.resolve_writes_back.clone().map(|function| {
+            view! {
+                " Resolving an outcome is the exception: Idem writes it into "
+                {s.consumer.clone()} "’s own table through " <code>{function}</code>
+                ", in the same transaction as its audit row (a retry through Idem’s outbox is not offered)."
+            }
+        });
+        view! { <p class="notice read-only">{reason} {write_back}</p> }
+    });
     let actions = actions_view(&s);
     let timeline = timeline_items(s.story.events);
     let outbox = outbox_table(s.outbox);
@@ -201,7 +211,7 @@ fn flags_section(flags: &[Flag]) -> Option<impl IntoView + use<>> {
 /// What would apply to the key, and the forms to do it for someone who may.
 fn actions_view(s: &KeyStory) -> AnyView {
     if s.story.actions.is_empty() {
-        return view! { <p class="empty">"Nothing to do: no unknown outcome and no open dead letter."</p> }
+        return view! { <p class="empty">"Nothing to do here: no unknown outcome, no abandoned lease and no open dead letter."</p> }
             .into_any();
     }
     let items = s
@@ -210,8 +220,9 @@ fn actions_view(s: &KeyStory) -> AnyView {
         .iter()
         .map(|a| view! { <li>{a.describe()}</li> })
         .collect_view();
-    let forms = (s.can_act && s.read_only.is_none()).then(|| action_forms(s));
-    let viewer_note = (!s.can_act && s.read_only.is_none())
+    let writable = s.read_only.is_none() || s.resolve_writes_back.is_some();
+    let forms = (s.can_act && writable).then(|| action_forms(s));
+    let viewer_note = (!s.can_act && writable)
         .then(|| view! { <p class="lede">"An operator can do these from this page."</p> });
     view! {
         <ul class="actions">{items}</ul>
@@ -221,17 +232,24 @@ fn actions_view(s: &KeyStory) -> AnyView {
     .into_any()
 }
 
-/// The forms an operator acts with: resolve an unknown claim, replay (or
+/// The forms an operator acts with: resolve an unknown claim (or an
+/// abandoned lease), replay (or
 /// discard, when it was already sent) each open dead letter.
 fn action_forms(s: &KeyStory) -> impl IntoView + use<> {
     let resolve = s
         .claim
         .clone()
-        .filter(|c| c.status == idem_domain::ClaimStatus::Unknown)
-        .map(|claim| view! { <ResolveForm claim action_id=s.action_id.clone()/> });
+        .filter(|c| c.is_resolvable(s.clock.as_of))
+        .map(|claim| {
+            // A team table written back to cannot take Idem's retry.
+            let retry = s.resolve_writes_back.is_none();
+            view! { <ResolveForm claim action_id=s.action_id.clone() retry/> }
+        });
+    // A read-only consumer's dead letters are its own system's to replay.
     let dead_letters = s
         .dead_letters
         .iter()
+        .filter(|_| s.read_only.is_none())
         .filter_map(|dl| {
             let verdict = s.verdicts.iter().find(|(id, _)| *id == dl.id)?.1.clone();
             let discard = (verdict == Verdict::AlreadySent).then(|| {
@@ -347,8 +365,39 @@ fn dead_letter_table(dead_letters: Vec<DeadLetter>) -> AnyView {
     .into_any()
 }
 
+/// Deliveries, and what is known of this key's duplicates. Through an
+/// adapter the per-key count is only what committed: a worker that rolls
+/// back on a duplicate takes its count back, so the page says so rather
+/// than show "0 duplicates" (the consumer's rate still counts every one).
+fn deliveries(c: &Claim, through_adapter: bool) -> String {
+    let duplicates = match c.duplicate_count {
+        1 => "1 duplicate".to_owned(),
+        n => format!("{n} duplicates"),
+    };
+    if through_adapter {
+        format!(
+            "{} ({duplicates} that committed; this key's other duplicates are not known here: a \
+             worker that rolls back on a duplicate takes its count back. The consumer's \
+             duplicate-claim rate counts every one.)",
+            c.delivery_count
+        )
+    } else {
+        format!("{} ({duplicates})", c.delivery_count)
+    }
+}
+
 #[component]
-fn ClaimDetails(c: Claim) -> impl IntoView {
+fn ClaimDetails(
+    c: Claim,
+    through_adapter: bool,
+    as_of: chrono::DateTime<chrono::Utc>,
+) -> impl IntoView {
+    let deliveries = deliveries(&c, through_adapter);
+    let lease = match c.lease_until {
+        None => "none".into_any(),
+        Some(at) if at < as_of => view! { "expired " <Time at/> }.into_any(),
+        Some(at) => view! { "held until " <Time at/> }.into_any(),
+    };
     let drift = c
         .last_payload_hash
         .as_ref()
@@ -362,13 +411,13 @@ fn ClaimDetails(c: Claim) -> impl IntoView {
                 <dd>{c.status.meaning()} " — since " <Time at=c.status_at/> " (" <Age at=c.status_at/> ")"</dd>
                 <dt>"First delivery"</dt><dd><Time at=c.first_delivery_at/></dd>
                 <dt>"Last delivery"</dt><dd><Time at=c.last_delivery_at/></dd>
-                <dt>"Deliveries"</dt><dd>{c.delivery_count} " (" {c.duplicate_count} " duplicate)"</dd>
+                <dt>"Deliveries"</dt><dd>{deliveries}</dd>
                 <dt>"Attempts"</dt><dd>{c.attempts}</dd>
                 <dt>"Provider reference"</dt><dd>{c.provider_ref.unwrap_or_else(|| "—".into())}</dd>
                 <dt>"Last error"</dt><dd class="error-text">{c.last_error.unwrap_or_else(|| "—".into())}</dd>
                 <dt>"Outcome recorded"</dt><dd>{c.outcome_at.map(|at| view! { <Time at/> }.into_any()).unwrap_or_else(|| "—".into_any())}</dd>
                 <dt>"Payload hash"</dt><dd><code>{c.payload_hash.unwrap_or_else(|| "—".into())}</code>{drift}</dd>
-                <dt>"Lease"</dt><dd>{c.lease_until.map(|at| view! { "held until " <Time at/> }.into_any()).unwrap_or_else(|| "none".into_any())}</dd>
+                <dt>"Lease"</dt><dd>{lease}</dd>
                 <dt>"Version"</dt><dd>{c.version}</dd>
             </dl>
         </section>

@@ -1,4 +1,4 @@
-use idem_domain::{CappedCount, Claim, ClaimStatus};
+use idem_domain::{CappedCount, Claim, ClaimStatus, DeadLetter};
 use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::hooks::use_location;
@@ -9,6 +9,36 @@ use crate::{
     components::{KeyLink, Loaded, StatusBadge, Time, provide_clock},
     links,
 };
+
+/// What the query matched whole, each kind under a heading that says so:
+/// the key itself, a provider reference, a dead letter's message id.
+#[component]
+fn WholeMatches(
+    q: String,
+    exact: Vec<Claim>,
+    by_provider_ref: Vec<Claim>,
+    by_message_id: Vec<DeadLetter>,
+) -> impl IntoView {
+    let exact = (!exact.is_empty()).then(|| {
+        view! {
+            <h2>"The key " <code class="key"><bdi>{q.clone()}</bdi></code></h2>
+            <ClaimTable claims=exact/>
+        }
+    });
+    let by_provider_ref = (!by_provider_ref.is_empty()).then(|| {
+        view! {
+            <h2>"Claims whose provider reference is " <code><bdi>{q.clone()}</bdi></code></h2>
+            <ClaimTable claims=by_provider_ref/>
+        }
+    });
+    let by_message_id = (!by_message_id.is_empty()).then(|| {
+        view! {
+            <h2>"Dead letters whose message id is " <code><bdi>{q}</bdi></code></h2>
+            <DeadLetterTable dead_letters=by_message_id/>
+        }
+    });
+    view! { {exact} {by_provider_ref} {by_message_id} }
+}
 
 /// `/keys?q=&consumer=&status=&cursor=`: exact and prefix search over keys.
 #[component]
@@ -47,12 +77,14 @@ pub fn SearchPage() -> impl IntoView {
             }
             .into_any();
         }
-        let exact = (!r.exact.is_empty()).then(|| {
-            view! {
-                <h2>"Exact match"</h2>
-                <ClaimTable claims=r.exact/>
-            }
-        });
+        let whole = view! {
+            <WholeMatches
+                q=current.q.clone()
+                exact=r.exact
+                by_provider_ref=r.by_provider_ref
+                by_message_id=r.by_message_id
+            />
+        };
         let summary = order_line(r.matches, &current.q, r.by_status_change);
         let list = if r.claims.is_empty() {
             view! { <p class="empty">"No key matches."</p> }.into_any()
@@ -60,7 +92,7 @@ pub fn SearchPage() -> impl IntoView {
             view! { <ClaimTable claims=r.claims/> }.into_any()
         };
         view! {
-            {exact}
+            {whole}
             <h2>{if current.q.is_empty() { "Keys" } else { "Keys starting with the text" }}</h2>
             <p class="count-line">{summary}</p>
             {list}
@@ -73,7 +105,7 @@ pub fn SearchPage() -> impl IntoView {
         <h1>"Keys"</h1>
         <form class="search-form filters" method="get" action="/keys" role="search">
             <label>
-                "Key, start of a key, or log fingerprint "
+                "Key, start of a key, provider reference, message id or log fingerprint "
                 <input type="search" name="q" value=q maxlength="512" autocomplete="off" spellcheck="false"/>
             </label>
             <label>
@@ -83,7 +115,7 @@ pub fn SearchPage() -> impl IntoView {
             <label>"Status " <select name="status">{status_options}</select></label>
             <button type="submit">"Search"</button>
         </form>
-        <p class="lede">"Keys match literally and case-sensitively: % and _ are ordinary characters."</p>
+        <p class="lede">"Keys match literally and case-sensitively: % and _ are ordinary characters. A provider reference or a message id matches whole."</p>
         <Loaded resource=results render/>
     }
 }
@@ -135,6 +167,32 @@ fn ClaimTable(claims: Vec<Claim>) -> impl IntoView {
     view! {
         <table>
             <thead><tr><th>"Key"</th><th>"Consumer"</th><th>"Status"</th><th>"Last delivery"</th><th class="num">"Deliveries"</th></tr></thead>
+            <tbody>{rows}</tbody>
+        </table>
+    }
+}
+
+/// The dead letters found by their message id, a row each.
+#[component]
+fn DeadLetterTable(dead_letters: Vec<DeadLetter>) -> impl IntoView {
+    let rows = dead_letters
+        .into_iter()
+        .map(|d| {
+            let href = format!("/dead-letters/{}", d.id);
+            view! {
+                <tr>
+                    <td><a href=href>"#" {d.id}</a></td>
+                    <td><KeyLink consumer=d.consumer.clone() key=d.key/></td>
+                    <td>{d.consumer}</td>
+                    <td>{d.state.to_string()}</td>
+                    <td><Time at=d.dead_lettered_at/></td>
+                </tr>
+            }
+        })
+        .collect_view();
+    view! {
+        <table>
+            <thead><tr><th>"Dead letter"</th><th>"Key"</th><th>"Consumer"</th><th>"State"</th><th>"Dead-lettered"</th></tr></thead>
             <tbody>{rows}</tbody>
         </table>
     }

@@ -49,6 +49,9 @@ pub struct AppState {
     /// How keys appear in the logs (`IDEM_LOG_KEYS`), and their fingerprints.
     #[from_ref(skip)]
     pub log_keys: crate::fingerprint::LogKeys,
+    /// Publishes the replays of dead letters a broker kept (`idem::brokers`).
+    #[from_ref(skip)]
+    pub republisher: crate::republish::Republisher,
 }
 
 /// Whether the database answers, and if not, since when it has not. Read by
@@ -123,6 +126,7 @@ impl AppState {
             replica: None,
             read_only: std::sync::Arc::default(),
             log_keys: crate::fingerprint::LogKeys::default(),
+            republisher: crate::republish::Republisher::default(),
         }
     }
 }

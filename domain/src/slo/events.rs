@@ -9,6 +9,9 @@ use crate::{Histogram, Metric};
 pub struct Recovered {
     /// A resolution of an unknown outcome (otherwise a dead-letter replay or discard).
     pub resolved_unknown: bool,
+    /// A resolution of an abandoned lease: an unknown outcome no consumer
+    /// counted (its worker died), so the resolution adds it to the valid events.
+    pub abandoned_lease: bool,
     /// From the problem's start (the unknown outcome, the dead-lettering) to the action.
     pub seconds: f64,
 }
@@ -42,15 +45,17 @@ impl Indicator {
         sums: impl Fn(Metric) -> Histogram,
         recovered: impl IntoIterator<Item = Recovered>,
     ) -> Events {
+        // Good and valid recoveries, and how many were abandoned leases.
         let within = |within_seconds: f64, resolves_only: bool| {
-            let (mut good, mut valid) = (0_usize, 0_usize);
+            let (mut good, mut valid, mut abandoned) = (0_usize, 0_usize, 0_usize);
             for r in recovered {
                 if r.resolved_unknown || !resolves_only {
                     valid += 1;
                     good += usize::from(r.seconds <= within_seconds);
+                    abandoned += usize::from(r.abandoned_lease);
                 }
             }
-            (good as f64, valid as f64)
+            (good as f64, valid as f64, abandoned as f64)
         };
         match *self {
             Indicator::Counters { valid, bad } => {
@@ -68,12 +73,12 @@ impl Indicator {
                 let sums = sums(metric);
                 Events::new(sums.count_at_most(at_most_seconds), sums.total())
             }
-            Indicator::UnknownResolved { within_seconds } => Events::new(
-                within(within_seconds, true).0,
-                sums(Metric::UnknownOutcomes).total(),
-            ),
+            Indicator::UnknownResolved { within_seconds } => {
+                let (good, _, abandoned) = within(within_seconds, true);
+                Events::new(good, sums(Metric::UnknownOutcomes).total() + abandoned)
+            }
             Indicator::Recovery { within_seconds } => {
-                let (good, valid) = within(within_seconds, false);
+                let (good, valid, _) = within(within_seconds, false);
                 Events::new(good, valid)
             }
         }
@@ -99,6 +104,7 @@ mod tests {
     fn recovered() -> Vec<Recovered> {
         let r = |resolved_unknown, seconds| Recovered {
             resolved_unknown,
+            abandoned_lease: false,
             seconds,
         };
         vec![
@@ -150,5 +156,20 @@ mod tests {
         };
         assert!(any.metrics().is_empty());
         assert_eq!(any.events(sums, recovered()), Events::new(2.0, 4.0));
+    }
+
+    #[test]
+    fn a_resolved_abandoned_lease_is_an_unknown_outcome_the_consumers_did_not_count() {
+        let unknown = Indicator::UnknownResolved {
+            within_seconds: 900.0,
+        };
+        let mut recovered = recovered();
+        recovered.push(Recovered {
+            resolved_unknown: true,
+            abandoned_lease: true,
+            seconds: 300.0,
+        });
+        // Two of three resolutions in time, out of four counted and one abandoned.
+        assert_eq!(unknown.events(sums, recovered), Events::new(2.0, 5.0));
     }
 }

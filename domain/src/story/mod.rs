@@ -48,6 +48,9 @@ pub enum Flag {
         provider_ref: String,
         others: Vec<(String, String)>,
     },
+    /// `pending` with an expired lease and no outcome: the worker died
+    /// during the external call.
+    AbandonedLease { lease_until: DateTime<Utc> },
     /// An open dead letter whose key is already `sent`: safe to discard.
     DeadLetterAlreadySent { dead_letter_ids: Vec<i64> },
     /// Rows mention the key but the consumer holds no claim: a replay would
@@ -58,6 +61,7 @@ pub enum Flag {
 impl Flag {
     pub fn title(&self) -> &'static str {
         match self {
+            Flag::AbandonedLease { .. } => "Abandoned lease",
             Flag::PayloadDrift { .. } => "Payload drift",
             Flag::SentWithoutProviderRef => "Sent without a provider reference",
             Flag::SharedProviderRef { .. } => "Provider reference shared with another key",
@@ -68,14 +72,17 @@ impl Flag {
 
     pub fn explanation(&self) -> String {
         match self {
+            Flag::AbandonedLease { .. } => {
+                "The worker's lease ran out with no outcome recorded (the timeline says when): it died during the external call, and nobody knows whether the provider acted. Ask the provider with the key, then resolve it below.".into()
+            }
             Flag::PayloadDrift { first, latest } => format!(
-                "The key was first delivered with payload hash {first} and later with {latest}: the same key carried different content."
+                "The key was first delivered with payload hash {first} and later with {latest}: the same key carried different content. Nothing to change here: the publisher derives its keys, so take it to the publisher's owners."
             ),
             Flag::SentWithoutProviderRef => {
-                "The claim is sent but records no provider reference, so the effect cannot be checked with the provider.".into()
+                "The claim is sent but records no provider reference, so the effect cannot be checked with the provider. Nothing to change here: the outcome stands; find the consumer path that records sent without the reference.".into()
             }
             Flag::SharedProviderRef { provider_ref, others } => format!(
-                "The provider reference {provider_ref} is also recorded on {}: one effect may stand for two business facts.",
+                "The provider reference {provider_ref} is also recorded on {}: one effect may stand for two business facts. Compare the keys (linked below) with the provider; Idem changes neither.",
                 others
                     .iter()
                     .map(|(consumer, key)| format!("{key} ({consumer})"))
@@ -98,6 +105,8 @@ impl Flag {
 pub enum Action {
     /// Find out from the provider and mark the outcome sent or failed.
     ResolveUnknown,
+    /// The same, for a claim whose worker's lease ran out with no outcome.
+    ResolveAbandonedLease,
     /// Put the dead-lettered message back through the outbox with the same key.
     ReplayDeadLetter { id: i64 },
     /// Replay only after resolving the unknown outcome (or with an override).
@@ -111,6 +120,10 @@ impl Action {
         match self {
             Action::ResolveUnknown => {
                 "Resolve the unknown outcome: mark it sent (with the provider reference) or failed."
+                    .into()
+            }
+            Action::ResolveAbandonedLease => {
+                "Resolve the abandoned attempt: ask the provider, then mark it sent (with the provider reference) or failed."
                     .into()
             }
             Action::ReplayDeadLetter { id } => {
@@ -185,7 +198,7 @@ pub fn assemble(sources: Sources<'_>, as_of: DateTime<Utc>, zone: &ZoneInfo) -> 
     if let Some(c) = claim {
         events.extend(delivery_events(c));
         events.push(outcome_event(c, as_of, zone));
-        flags.extend(claim_flags(c, shared_ref));
+        flags.extend(claim_flags(c, shared_ref, as_of));
     } else if !outbox.is_empty() || !dead_letters.is_empty() {
         flags.push(Flag::NoClaim);
     }
@@ -216,6 +229,8 @@ pub fn assemble(sources: Sources<'_>, as_of: DateTime<Utc>, zone: &ZoneInfo) -> 
     }
     if status == Some(ClaimStatus::Unknown) {
         actions.insert(0, Action::ResolveUnknown);
+    } else if claim.is_some_and(|c| c.is_abandoned_lease(as_of)) {
+        actions.insert(0, Action::ResolveAbandonedLease);
     }
 
     events.extend(audit.iter().map(audit_event));
@@ -327,7 +342,7 @@ fn pending_text(c: &Claim, as_of: DateTime<Utc>, zone: &ZoneInfo, attempts: &str
             )
         }
         (Some(until), _) => format!(
-            "Pending, and the worker's lease ran out at {} with no outcome recorded: the next delivery will treat the attempt as unknown.",
+            "Pending, and the worker's lease ran out at {} with no outcome recorded: the next delivery will treat the attempt as unknown, and an operator can resolve it now.",
             zone.format_clock(until)
         ),
         (None, Some(error)) => {
@@ -337,9 +352,13 @@ fn pending_text(c: &Claim, as_of: DateTime<Utc>, zone: &ZoneInfo, attempts: &str
     }
 }
 
-/// The flags the claim alone raises: payload drift, no or a shared provider reference.
-fn claim_flags(c: &Claim, shared_ref: &[(String, String)]) -> Vec<Flag> {
+/// The flags the claim alone raises: an abandoned lease, payload drift, no
+/// or a shared provider reference.
+fn claim_flags(c: &Claim, shared_ref: &[(String, String)], as_of: DateTime<Utc>) -> Vec<Flag> {
     let mut flags = Vec::new();
+    if let Some(lease_until) = c.lease_until.filter(|_| c.is_abandoned_lease(as_of)) {
+        flags.push(Flag::AbandonedLease { lease_until });
+    }
     if let Some(latest) = c
         .last_payload_hash
         .as_ref()
@@ -407,16 +426,25 @@ fn outbox_events(row: &OutboxRow, as_of: DateTime<Utc>) -> [Event; 2] {
     [written, published]
 }
 
+/// `text` ending as a sentence does: with its own full stop, or one added.
+fn sentence(text: &str) -> String {
+    if text.ends_with(['.', '!', '?']) {
+        text.to_owned()
+    } else {
+        format!("{text}.")
+    }
+}
+
 /// A dead letter's dead-lettering and, once handled, its resolution.
 fn dead_letter_events(dl: &DeadLetter) -> Vec<Event> {
     let mut events = vec![Event {
         at: dl.dead_lettered_at,
         kind: EventKind::DeadLetter,
         text: format!(
-            "Dead-lettered after {} deliveries (letter #{}): {}.",
+            "Dead-lettered after {} deliveries (letter #{}): {}",
             dl.delivery_count,
             dl.id,
-            dl.last_error.as_deref().unwrap_or("no error recorded")
+            sentence(dl.last_error.as_deref().unwrap_or("no error recorded"))
         ),
         warning: dl.state == DeadLetterState::Open,
     }];

@@ -45,6 +45,7 @@ fn dead_letter(id: i64, state: DeadLetterState) -> DeadLetter {
         resolved_by: None,
         resolved_at: None,
         replay_outbox_id: None,
+        broker: None,
     }
 }
 

@@ -16,6 +16,7 @@ mod actions;
 mod adapters;
 mod anonymous;
 mod auth;
+mod brokers;
 mod charts;
 mod demo;
 mod hostile;

@@ -164,8 +164,23 @@ impl<'a> ResolveRequest<'a> {
 
 /// A resolution's state before, as its audit row records it (and as the
 /// binding of its action id compares it).
-fn unknown_at(version: i64) -> String {
-    format!("unknown (version {version})")
+/// A resolvable claim's state as the audit row records it before the
+/// resolution: `unknown (version 3)`, or for an abandoned lease
+/// `pending, lease expired 2026-12-03 02:14:09 UTC (version 3)`.
+fn claim_state_before(claim: &idem_domain::Claim) -> String {
+    match (claim.status, claim.lease_until) {
+        (idem_domain::ClaimStatus::Pending, Some(until)) => format!(
+            "pending, lease expired {} (version {})",
+            until.format("%Y-%m-%d %H:%M:%S UTC"),
+            claim.version
+        ),
+        (status, _) => format!("{status} (version {})", claim.version),
+    }
+}
+
+/// Whether an audit row's state before names `version` of its claim.
+fn is_at_version(state_before: Option<&str>, version: i64) -> bool {
+    state_before.is_some_and(|s| s.ends_with(&format!("(version {version})")))
 }
 
 /// An action id's audit row, as far as its binding and outcome go.
@@ -193,7 +208,7 @@ impl UsedId {
                 self.target.is_none()
                     && self.consumer.as_deref() == Some(consumer)
                     && self.idempotency_key.as_deref() == Some(key)
-                    && self.state_before.as_deref() == Some(&unknown_at(version))
+                    && is_at_version(self.state_before.as_deref(), version)
             }
         };
         self.action == binding.action && same_target && self.actor == binding.actor

@@ -1,6 +1,9 @@
 //! Resolving an unknown outcome: the operator says whether the provider
 //! acted, the claim moves from `unknown` (at the version the form showed) to
-//! `sent` or `failed`, and a retry goes back through the outbox.
+//! `sent` or `failed`, and a retry goes back through the outbox. A claim
+//! whose worker's lease ran out with no outcome (an abandoned lease) is
+//! resolved the same way, once the lease has really expired: until then the
+//! worker may still be calling the provider.
 
 use chrono::Utc;
 use idem_domain::{
@@ -8,9 +11,10 @@ use idem_domain::{
     action::{self as text, ActionOutcome, Resolution},
 };
 
-use super::{ResolveRequest, recovery_seconds, refused, summary, unknown_at};
+use super::{ResolveRequest, claim_state_before, recovery_seconds, refused, summary};
 use crate::{
     NewAuditEntry, StoreResult, consumer::NewOutboxRow, dialect::dispatch, store::Tx, ts::Ts,
+    write_backs::WriteBack,
 };
 
 /// Resolves the unknown outcome `req` names, inside `tx`, as of `now`.
@@ -33,9 +37,10 @@ pub(super) async fn resolve(
             req.key.as_str()
         )));
     };
-    if claim.status != ClaimStatus::Unknown || claim.version != req.version {
-        return conflict_on_claim(tx, req).await;
-    }
+    let write_back = match may_resolve(tx, req, &claim, now).await? {
+        Ok(write_back) => write_back,
+        Err(answer) => return Ok(answer),
+    };
     let status = req.resolution.status();
     let error = resolved_error(req, reason);
     let changed = tx
@@ -50,6 +55,25 @@ pub(super) async fn resolve(
     if !changed {
         return conflict_on_claim(tx, req).await;
     }
+    // The team's own table, in the same transaction as the audit row below.
+    if let Some(function) = write_back {
+        let written = tx
+            .write_back_resolution(
+                &function,
+                req.key.as_str(),
+                status,
+                provider_ref.as_deref(),
+                error.as_deref(),
+            )
+            .await?;
+        if written == WriteBack::Refused {
+            return Ok(refused(format!(
+                "“{}”'s own table no longer holds this key as unresolved; nothing was changed. \
+                 Reload the page to see what its workers recorded.",
+                req.consumer.as_str()
+            )));
+        }
+    }
     let after = state_after(provider_ref.as_deref(), status, claim.version);
     let audit_id = tx
         .append_audit_at(
@@ -61,12 +85,12 @@ pub(super) async fn resolve(
                 consumer: Some(req.consumer.as_str()),
                 key: Some(req.key.as_str()),
                 target: None,
-                state_before: Some(&unknown_at(claim.version)),
+                state_before: Some(&claim_state_before(&claim)),
                 state_after: Some(&after),
                 reason,
                 result: "ok",
                 client_addr: req.actor.client_addr,
-                recovery_seconds: Some(recovery_seconds(claim.status_at, now)),
+                recovery_seconds: Some(recovery_seconds(claim.unknown_since(), now)),
             },
             Ts::from(now),
         )
@@ -77,6 +101,40 @@ pub(super) async fn resolve(
         outbox_id,
         summary: summary(req.resolution.action(), None, Some(&after), outbox_id),
     })
+}
+
+/// Whether `claim` may be resolved as `req` asks at `now`: the function
+/// its adapter writes resolutions back with, if any; or the answer that
+/// ends the action (a conflict, a lease still held, a retry the consumer's
+/// own table cannot take).
+async fn may_resolve(
+    tx: &mut Tx,
+    req: &ResolveRequest<'_>,
+    claim: &idem_domain::Claim,
+    now: chrono::DateTime<Utc>,
+) -> StoreResult<Result<Option<String>, ActionOutcome>> {
+    if claim.version != req.version {
+        return conflict_on_claim(tx, req).await.map(Err);
+    }
+    if !claim.is_resolvable(now) {
+        return match claim.lease_until.filter(|until| *until >= now) {
+            Some(until) if claim.status == ClaimStatus::Pending => Ok(Err(refused(format!(
+                "A worker holds this claim until {}: it may still be calling the provider. \
+                 Resolve it once the lease has expired.",
+                until.format("%Y-%m-%d %H:%M:%S UTC")
+            )))),
+            _ => conflict_on_claim(tx, req).await.map(Err),
+        };
+    }
+    let write_back = tx.declared_write_back(req.consumer.as_str()).await?;
+    if write_back.is_some() && req.resolution == Resolution::FailedRetry {
+        return Ok(Err(refused(format!(
+            "“{}” keeps its outcomes in its own table: a retry through Idem's outbox would \
+             publish where its workers never look. Mark it failed, and retry in its own system.",
+            req.consumer.as_str()
+        ))));
+    }
+    Ok(Ok(write_back))
 }
 
 /// The request's reason and provider reference, checked; or the refusal
@@ -210,7 +268,8 @@ impl Tx {
         row.map(idem_domain::Claim::try_from).transpose()
     }
 
-    /// Compare-and-set: only a claim still `unknown` at the version seen.
+    /// Compare-and-set: only a claim still at the version seen, and still
+    /// `unknown` or pending with its lease expired at `at`.
     async fn resolve_claim(
         &mut self,
         seen: &idem_domain::Claim,
@@ -221,7 +280,8 @@ impl Tx {
     ) -> StoreResult<bool> {
         const SQL: &str = "UPDATE claims SET status = $3, status_at = $4, outcome_at = $4, \
              provider_ref = COALESCE($5, provider_ref), last_error = $6, lease_until = NULL, version = version + 1 \
-             WHERE consumer = $1 AND idempotency_key = $2 AND status = 'unknown' AND version = $7";
+             WHERE consumer = $1 AND idempotency_key = $2 AND version = $7 \
+             AND (status = 'unknown' OR (status = 'pending' AND lease_until IS NOT NULL AND lease_until < $4))";
         let changed = dispatch!(&mut self.inner, tx => {
             sqlx::query(SQL).bind(&seen.consumer).bind(&seen.key).bind(status.as_str()).bind(at)
                 .bind(provider_ref).bind(error).bind(seen.version).execute(&mut **tx).await?.rows_affected()

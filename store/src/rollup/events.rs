@@ -45,6 +45,8 @@ pub struct Recovery {
     pub at: Ts,
     /// A resolution of an unknown outcome (otherwise a dead-letter replay or discard).
     pub resolved_unknown: bool,
+    /// A resolution of an abandoned lease (see [`Recovered::abandoned_lease`]).
+    pub abandoned_lease: bool,
     /// From the problem's start (the unknown outcome, the dead-lettering) to the action.
     pub seconds: f64,
 }
@@ -54,6 +56,7 @@ impl Recovery {
     pub fn recovered(&self) -> Recovered {
         Recovered {
             resolved_unknown: self.resolved_unknown,
+            abandoned_lease: self.abandoned_lease,
             seconds: self.seconds,
         }
     }

@@ -59,7 +59,7 @@ impl Store {
         let mut sql = Sql::default();
         let (from, to) = (sql.param(from), sql.param(to));
         sql.push(&format!(
-            "SELECT at, action, recovery_seconds FROM audit_log WHERE at >= {from} AND at < {to} \
+            "SELECT at, action, recovery_seconds, state_before FROM audit_log WHERE at >= {from} AND at < {to} \
              AND result = 'ok' AND recovery_seconds IS NOT NULL"
         ));
         if let Some(consumer) = consumer {
@@ -68,15 +68,22 @@ impl Store {
         }
         let limit = sql.param(RECOVERY_ROWS);
         sql.push(&format!(" ORDER BY at LIMIT {limit}"));
-        let rows: Vec<(Ts, String, f64)> = dispatch!(&self.pools, pool => {
+        let rows: Vec<(Ts, String, f64, Option<String>)> = dispatch!(&self.pools, pool => {
             bind_all!(sqlx::query_as(&sql.text), &sql.binds).fetch_all(pool).await?
         });
         Ok(rows
             .into_iter()
-            .map(|(at, action, seconds)| Recovery {
-                at,
-                resolved_unknown: action.starts_with("resolve:"),
-                seconds,
+            .map(|(at, action, seconds, before)| {
+                let resolved_unknown = action.starts_with("resolve:");
+                Recovery {
+                    at,
+                    resolved_unknown,
+                    // What the resolution's audit row says it found (see
+                    // `claim_state_before`).
+                    abandoned_lease: resolved_unknown
+                        && before.is_some_and(|b| b.starts_with("pending")),
+                    seconds,
+                }
             })
             .collect())
     }

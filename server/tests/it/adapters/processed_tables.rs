@@ -45,7 +45,10 @@ async fn a_processed_jobs_table_shows_in_idem_through_its_adapter() {
     assert_eq!(status, 200, "{html}");
     let page = visible(&html);
     assert!(page.contains(key), "{page}");
-    assert!(page.contains("Deliveries 2 ( 1 duplicate)"), "{page}");
+    assert!(
+        page.contains("Deliveries 2 (1 duplicate that committed; this key's other duplicates are not known here"),
+        "{page}"
+    );
     // Read-only, and why.
     assert!(
         page.contains("“billing-jobs” is read through an adapter"),
@@ -188,7 +191,10 @@ async fn a_processed_events_table_shows_in_idem_through_its_adapter() {
     let (status, html) = app.get(&key_href("payment-events", "evt_7f3 شراء")).await;
     assert_eq!(status, 200, "{html}");
     let page = visible(&html);
-    assert!(page.contains("Deliveries 2 ( 1 duplicate)"), "{page}");
+    assert!(
+        page.contains("Deliveries 2 (1 duplicate that committed; this key's other duplicates are not known here"),
+        "{page}"
+    );
     assert!(page.contains("Sent"), "{page}");
     let (status, _) = app.get(&key_href("payment-events", "evt_bad")).await;
     assert_eq!(status, 404, "the refused payment left no event");
@@ -282,11 +288,13 @@ async fn duplicates_a_worker_rolls_back_are_still_counted() {
     assert_eq!(counted(&app, Metric::DuplicateClaims).await, 9.0);
     assert_eq!(counted(&app, Metric::Deliveries).await, 12.0);
     // Per key, only what committed is known: the rolled-back duplicates left
-    // nothing on the key's page.
+    // nothing on the key's page, which says so rather than "0 duplicates".
     let (status, html) = app.get(&key_href("billing-jobs", "charge:EU/Ø-2 #x")).await;
     assert_eq!(status, 200);
     assert!(
-        visible(&html).contains("Deliveries 1"),
+        visible(&html).contains(
+            "Deliveries 1 (0 duplicates that committed; this key's other duplicates are not known here"
+        ),
         "{}",
         visible(&html)
     );

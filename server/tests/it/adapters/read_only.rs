@@ -1,4 +1,6 @@
-//! A read-only store: its unknown outcomes are shown, never resolved.
+//! A store read through an adapter: its unknown outcomes are shown and
+//! resolved in its own table (the adapter's write-back); its dead letters are
+//! its own system's to replay.
 
 use idem_app::links::key_href;
 use idem_domain::{ClaimStatus, Role};
@@ -10,7 +12,8 @@ use super::{
 };
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn a_read_only_reminder_store_shows_its_unknown_outcomes_but_refuses_to_resolve_them() {
+async fn a_reminder_store_s_unknown_outcome_is_resolved_in_its_own_table_and_nothing_else_is_written()
+ {
     let db = TestDatabase::postgres().await;
     let pool = team_pool(&db.url).await;
     sqlx::raw_sql(
@@ -102,7 +105,8 @@ async fn a_read_only_reminder_store_shows_its_unknown_outcomes_but_refuses_to_re
         .unwrap();
     assert_eq!(failed.status, ClaimStatus::Failed);
 
-    // The operator sees why there is no resolve form...
+    // The page says the consumer is read through an adapter, and that a
+    // resolution is written into the team's own table; no retry is offered.
     let unknown_key = "renewal:account-2210:2026-09-30";
     let typed_key = testing::key(unknown_key);
     let (status, html) =
@@ -114,39 +118,158 @@ async fn a_read_only_reminder_store_shows_its_unknown_outcomes_but_refuses_to_re
         "{page}"
     );
     assert!(
-        !html.contains("name=\"outcome\""),
-        "no resolve form is offered"
+        page.contains("idem_reminder_sends_resolve"),
+        "the page names the function that writes back: {page}"
     );
-    // ...and the server refuses the action anyway, changing nothing.
+    assert!(
+        html.contains("name=\"outcome\""),
+        "a resolve form is offered"
+    );
+    assert!(
+        !html.contains("value=\"failed-retry\""),
+        "no retry through Idem's outbox is offered"
+    );
+
     let unknown = app.store.claim(&legacy, &typed_key).await.unwrap().unwrap();
+    let resolve = |action_id: &'static str, outcome: &'static str, reference: &'static str| {
+        let version = unknown.version.to_string();
+        let olga = olga.clone();
+        let url = app.url(common::server_fn("resolve_unknown"));
+        async move {
+            olga.post(url)
+                .header("sec-fetch-site", "same-origin")
+                .header("accept", "application/json")
+                .form(&[
+                    ("consumer", "reminders-legacy"),
+                    ("key", unknown_key),
+                    ("version", version.as_str()),
+                    ("action_id", action_id),
+                    ("outcome", outcome),
+                    ("provider_ref", reference),
+                    ("reason", "the provider's dashboard shows it delivered"),
+                ])
+                .send()
+                .await
+                .unwrap()
+        }
+    };
+    let team_row = |key: &'static str| {
+        let pool = pool.clone();
+        async move {
+            sqlx::query_as::<_, (String, Option<String>)>(
+                "SELECT status, provider_message_id FROM reminder_sends WHERE reminder_id = $1",
+            )
+            .bind(key)
+            .fetch_one(&pool)
+            .await
+            .unwrap()
+        }
+    };
+
+    // A retry sent by hand is refused, and changes nothing anywhere.
+    // (A refusal is the action's answer, shown on the form's page.)
+    let refused = resolve("resolve-legacy-retry", "failed-retry", "").await;
+    assert_eq!(refused.status().as_u16(), 200);
+    let said = refused.text().await.unwrap();
+    assert!(
+        said.contains("Refused") && said.contains("retry in its own system"),
+        "{said}"
+    );
+    assert_eq!(
+        app.store.claim(&legacy, &typed_key).await.unwrap().unwrap(),
+        unknown
+    );
+    assert_eq!(team_row(unknown_key).await, ("unknown".to_owned(), None));
+
+    // Resolved as sent: the team's table holds it, Idem shows it, one audit row.
+    let done = resolve("resolve-legacy-2210", "sent", "sms_0003").await;
+    assert_eq!(
+        done.status().as_u16(),
+        200,
+        "{}",
+        done.text().await.unwrap()
+    );
+    assert_eq!(
+        team_row(unknown_key).await,
+        ("sent".to_owned(), Some("sms_0003".to_owned())),
+        "the store's workers see the outcome in their own table"
+    );
+    let resolved = app.store.claim(&legacy, &typed_key).await.unwrap().unwrap();
+    assert_eq!(resolved.status, ClaimStatus::Sent);
+    assert_eq!(resolved.provider_ref.as_deref(), Some("sms_0003"));
+    let audit = app.store.audit_for_key(&legacy, &typed_key).await.unwrap();
+    assert_eq!(audit.len(), 1, "{audit:?}");
+
+    // Pressed twice: the same answer, nothing written twice.
+    let again = resolve("resolve-legacy-2210", "sent", "sms_0003").await;
+    assert_eq!(again.status().as_u16(), 200);
+    assert_eq!(
+        app.store
+            .audit_for_key(&legacy, &typed_key)
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
+
+    // The team's table and Idem's mirror disagree (a worker that wrote with
+    // the mirror's trigger switched off): the team's outcome is not
+    // overwritten, Idem's mirror is not changed, and nothing is audited.
+    let raced_key = "renewal:account-4100:2026-09-30";
+    send(raced_key, Err(("unknown", "no response within 30 s"))).await;
+    let raced = app
+        .store
+        .claim(&legacy, &testing::key(raced_key))
+        .await
+        .unwrap()
+        .unwrap();
+    sqlx::raw_sql(
+        "ALTER TABLE reminder_sends DISABLE TRIGGER USER; \
+         UPDATE reminder_sends SET status = 'failed', last_error = 'worker gave up' \
+         WHERE reminder_id = 'renewal:account-4100:2026-09-30'; \
+         ALTER TABLE reminder_sends ENABLE TRIGGER USER;",
+    )
+    .execute(&pool)
+    .await
+    .unwrap();
     let refused = olga
         .post(app.url(common::server_fn("resolve_unknown")))
         .header("sec-fetch-site", "same-origin")
         .header("accept", "application/json")
         .form(&[
             ("consumer", "reminders-legacy"),
-            ("key", unknown_key),
-            ("version", &unknown.version.to_string()),
-            ("action_id", "resolve-legacy-2210"),
+            ("key", raced_key),
+            ("version", &raced.version.to_string()),
+            ("action_id", "resolve-legacy-4100"),
             ("outcome", "sent"),
-            ("provider_ref", "sms_0003"),
+            ("provider_ref", "sms_0009"),
         ])
         .send()
         .await
         .unwrap();
-    assert_eq!(refused.status().as_u16(), 409);
+    assert_eq!(refused.status().as_u16(), 200);
+    let said = refused.text().await.unwrap();
     assert!(
-        refused
-            .text()
+        said.contains("Refused") && said.contains("no longer holds this key as unresolved"),
+        "{said}"
+    );
+    assert_eq!(
+        team_row(raced_key).await,
+        ("failed".to_owned(), None),
+        "the worker's outcome stands"
+    );
+    assert_eq!(
+        app.store
+            .claim(&legacy, &testing::key(raced_key))
             .await
             .unwrap()
-            .contains("read through an adapter")
+            .unwrap(),
+        raced,
+        "the refused resolution was rolled back"
     );
-    let after = app.store.claim(&legacy, &typed_key).await.unwrap().unwrap();
-    assert_eq!(after, unknown, "the refused action changed nothing");
     assert!(
         app.store
-            .audit_for_key(&legacy, &typed_key)
+            .audit_for_key(&legacy, &testing::key(raced_key))
             .await
             .unwrap()
             .is_empty(),
@@ -203,16 +326,21 @@ async fn a_read_only_reminder_store_shows_its_unknown_outcomes_but_refuses_to_re
         "no redrive was started"
     );
 
-    // When the team resolves it in their own store, Idem follows.
-    sqlx::query("UPDATE reminder_sends SET status = 'sent', provider_message_id = 'sms_0003' WHERE reminder_id = $1")
-        .bind(unknown_key)
+    // When the team resolves an outcome in their own store, Idem follows.
+    let theirs = "renewal:account-5200:2026-09-30";
+    send(theirs, Err(("unknown", "no response within 30 s"))).await;
+    let typed = testing::key(theirs);
+    let before = app.store.claim(&legacy, &typed).await.unwrap().unwrap();
+    assert_eq!(before.status, ClaimStatus::Unknown);
+    sqlx::query("UPDATE reminder_sends SET status = 'sent', provider_message_id = 'sms_0004' WHERE reminder_id = $1")
+        .bind(theirs)
         .execute(&pool)
         .await
         .unwrap();
-    let resolved = app.store.claim(&legacy, &typed_key).await.unwrap().unwrap();
-    assert_eq!(resolved.status, ClaimStatus::Sent);
-    assert!(resolved.version > unknown.version);
+    let followed = app.store.claim(&legacy, &typed).await.unwrap().unwrap();
+    assert_eq!(followed.status, ClaimStatus::Sent);
+    assert!(followed.version > before.version);
     // The store did not move updated_at; the change is dated all the same.
-    assert!(resolved.status_at > unknown.status_at);
-    assert_eq!(resolved.provider_ref.as_deref(), Some("sms_0003"));
+    assert!(followed.status_at > before.status_at);
+    assert_eq!(followed.provider_ref.as_deref(), Some("sms_0004"));
 }

@@ -1,9 +1,10 @@
-//! A TCP gate that cuts Idem off from its Postgres and lets it back.
+//! A TCP gate that cuts Idem off from its Postgres (or its broker) and
+//! lets it back.
 
-/// A TCP gate between Idem and its Postgres on loopback: while open it
+/// A TCP gate between Idem and a server on loopback: while open it
 /// forwards every connection; `close` refuses new ones and cuts the open
-/// ones, as a database that went away does; `open` lets them through again
-/// on the same port.
+/// ones, as a database or a broker that went away does; `open` lets them
+/// through again on the same port.
 pub struct Gate {
     pub addr: std::net::SocketAddr,
     target: String,
@@ -13,11 +14,20 @@ pub struct Gate {
 impl Gate {
     /// A gate to the Postgres that `url` names, and `url` rewritten to go through it.
     pub async fn to_postgres(url: &str) -> (Gate, String) {
-        let mut through = url::Url::parse(url).expect("a Postgres URL");
+        Gate::to(url, 5432)
+    }
+
+    /// A gate to the RabbitMQ that `url` names, and `url` rewritten to go through it.
+    pub async fn to_rabbitmq(url: &str) -> (Gate, String) {
+        Gate::to(url, 5672)
+    }
+
+    fn to(url: &str, default_port: u16) -> (Gate, String) {
+        let mut through = url::Url::parse(url).expect("a server's URL");
         let target = format!(
             "{}:{}",
             through.host_str().expect("a host"),
-            through.port().unwrap_or(5432)
+            through.port().unwrap_or(default_port)
         );
         let listener = Gate::bind(std::net::SocketAddr::from(([127, 0, 0, 1], 0)));
         let addr = listener.local_addr().unwrap();

@@ -257,3 +257,69 @@ async fn the_outbox_narrows_to_a_consumer_and_a_topic_and_says_how_long_the_olde
         }
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_header_search_finds_a_key_by_the_provider_reference_or_message_id_support_quotes() {
+    for db in [TestDatabase::sqlite().await, TestDatabase::postgres().await] {
+        let app = spawn_app(db).await;
+        // A reference as hostile as a provider's support may paste it.
+        let quoted = "<b>msg_01J8</b> 50%_ #🙂";
+        claim(
+            &app.store,
+            "reminders",
+            "renewal:account-1842",
+            Some(Outcome::Sent {
+                provider_ref: Some(quoted),
+            }),
+        )
+        .await;
+        claim(
+            &app.store,
+            "reminders",
+            "renewal:account-1843",
+            Some(Outcome::Sent {
+                provider_ref: Some("msg_01J8"),
+            }),
+        )
+        .await;
+        let letter = super::common::dead_letter(&app.store, "order:77").await;
+        let message_id = app
+            .store
+            .dead_letter(letter)
+            .await
+            .unwrap()
+            .unwrap()
+            .message_id;
+
+        let q = |text: &str| {
+            format!(
+                "/keys?{}",
+                url::form_urlencoded::Serializer::new(String::new())
+                    .append_pair("q", text)
+                    .finish()
+            )
+        };
+        let (status, html) = app.get(&q(quoted)).await;
+        assert_eq!(status, 200, "{html}");
+        assert!(
+            !html.contains("<b>msg_01J8</b>"),
+            "the reference is text, not markup"
+        );
+        let page = visible(&html);
+        assert!(
+            page.contains("Claims whose provider reference is"),
+            "it says what matched: {page}"
+        );
+        assert!(html.contains(&key_href("reminders", "renewal:account-1842")));
+        assert!(
+            !html.contains(&key_href("reminders", "renewal:account-1843")),
+            "an exact match, not a part of one"
+        );
+
+        let (status, html) = app.get(&q(&message_id)).await;
+        assert_eq!(status, 200);
+        let page = visible(&html);
+        assert!(page.contains("Dead letters whose message id is"), "{page}");
+        assert!(html.contains(&format!("/dead-letters/{letter}")), "{page}");
+    }
+}

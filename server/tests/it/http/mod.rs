@@ -11,6 +11,7 @@ mod key_pages;
 mod lists_and_search;
 mod redrives;
 mod round_trips;
+mod ways_out;
 mod zones_and_audit;
 
 use common::spawn_app;

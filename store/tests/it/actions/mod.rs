@@ -4,6 +4,7 @@
 //! The bodies live in themed modules; the operators and rows they act on are
 //! made here.
 
+mod abandoned;
 mod action_ids;
 mod concurrency;
 mod effects;
@@ -34,9 +35,9 @@ fn ago(minutes: i64) -> Ts {
     Ts::from(chrono::Utc::now() - TimeDelta::minutes(minutes))
 }
 
-/// A claim for `key` that ends in `outcome`, and an open dead letter for it.
-/// Delivers `key` to `orders` half an hour ago and records `outcome` for it.
-async fn claimed(tx: &mut Tx, key: &str, outcome: Outcome<'_>) -> idem_domain::Claim {
+/// Delivers `key` to `orders` half an hour ago; its worker takes the lease
+/// until `until` and records nothing (yet).
+async fn leased(tx: &mut Tx, key: &str, until: Ts) -> idem_domain::Claim {
     tx.claim(&Delivery {
         consumer: "orders",
         key,
@@ -45,7 +46,12 @@ async fn claimed(tx: &mut Tx, key: &str, outcome: Outcome<'_>) -> idem_domain::C
     })
     .await
     .unwrap();
-    tx.lease("orders", key, ago(29), ago(30)).await.unwrap();
+    tx.lease("orders", key, until, ago(30)).await.unwrap()
+}
+
+/// Delivers `key` to `orders` half an hour ago and records `outcome` for it.
+async fn claimed(tx: &mut Tx, key: &str, outcome: Outcome<'_>) -> idem_domain::Claim {
+    leased(tx, key, ago(29)).await;
     tx.record("orders", key, outcome, ago(29)).await.unwrap()
 }
 

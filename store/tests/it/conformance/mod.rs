@@ -4,6 +4,7 @@
 //!
 //! The bodies live in themed modules; the rows they write are built here.
 
+mod brokers;
 mod checks;
 mod claims;
 mod fingerprints;

@@ -13,6 +13,7 @@ idem_store::on_both_backends!(
     key_search_filters_by_prefix_consumer_and_status,
     a_prefix_with_more_matches_than_the_candidate_cap_says_so,
     a_provider_reference_on_two_keys_is_found_from_either,
+    what_support_quotes_finds_the_key_exactly_and_nothing_like_it,
 );
 
 async fn the_key_page_reads_find_every_row_of_one_key(store: &Store) {
@@ -323,4 +324,85 @@ async fn a_provider_reference_on_two_keys_is_found_from_either(store: &Store) {
         .unwrap();
     assert_eq!(alone.claim.map(|c| c.key).as_deref(), Some("renewal:c"));
     assert!(alone.shared_ref.is_empty());
+}
+
+async fn what_support_quotes_finds_the_key_exactly_and_nothing_like_it(store: &Store) {
+    // A provider's reference and a broker's message id, as support quotes them.
+    let quoted_ref = "pi_3N%_ 'x'/#🙂";
+    for (i, (consumer, key, reference)) in [
+        ("payments", "pay:1", quoted_ref),
+        ("refunds", "refund:1", quoted_ref),
+        ("payments", "pay:2", "pi_3N%_ 'x'/#🙂 "),
+        ("payments", "pay:3", "pi_3NA_ 'x'/#🙂"),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        claim_once(store, delivery(consumer, key, 0)).await;
+        settle(
+            store,
+            consumer,
+            key,
+            Outcome::Sent {
+                provider_ref: Some(reference),
+            },
+            i64::try_from(i).unwrap() + 1,
+        )
+        .await;
+    }
+    let found = store
+        .claims_by_provider_ref(quoted_ref, None, 10)
+        .await
+        .unwrap();
+    assert_eq!(
+        found
+            .iter()
+            .map(|c| (c.consumer.as_str(), c.key.as_str()))
+            .collect::<Vec<_>>(),
+        [("payments", "pay:1"), ("refunds", "refund:1")],
+        "exactly that reference: not a LIKE pattern, not trimmed"
+    );
+    let payments = testing::consumer("payments");
+    let one = store
+        .claims_by_provider_ref(quoted_ref, Some(&payments), 10)
+        .await
+        .unwrap();
+    assert_eq!(one.len(), 1);
+    assert!(
+        store
+            .claims_by_provider_ref("pi_3N", None, 10)
+            .await
+            .unwrap()
+            .is_empty(),
+        "a prefix is not a match"
+    );
+
+    let mut tx = store.begin().await.unwrap();
+    let quoted_id = "msg 42/ב%";
+    let mut first = dead_letter("order:1", 10);
+    first.message_id = quoted_id;
+    let first = tx.dead_letter(&first).await.unwrap();
+    let mut second = dead_letter("order:2", 20);
+    second.message_id = quoted_id;
+    let second = tx.dead_letter(&second).await.unwrap();
+    let mut other = dead_letter("order:3", 30);
+    other.message_id = "msg 42/בX";
+    tx.dead_letter(&other).await.unwrap();
+    tx.commit().await.unwrap();
+    let letters = store
+        .dead_letters_by_message_id(quoted_id, None, 10)
+        .await
+        .unwrap();
+    assert_eq!(
+        letters.iter().map(|d| d.id).collect::<Vec<_>>(),
+        [second, first],
+        "newest first, exactly that id"
+    );
+    assert!(
+        store
+            .dead_letters_by_message_id(quoted_id, Some(&testing::consumer("billing")), 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
 }

@@ -1,0 +1,303 @@
+//! The reads `plans` measures, one family at a time: every dashboard read
+//! Idem makes, against the sample key the database holds.
+
+use idem_domain::{ClaimStatus, ConsumerName, DeadLetterState, IdempotencyKey};
+use idem_store::{
+    AuditFilter, ClaimSearch, DeadLetterFilter, PageRequest, Store, StoreError, StoreResult, Ts,
+};
+
+use super::{Measured, deep_cursor, measure, notices::Notices};
+
+/// The newest claim, whose key page and searches are measured.
+pub(super) struct SampleKey {
+    pub(super) consumer: ConsumerName,
+    pub(super) key: IdempotencyKey,
+    pub(super) provider_ref: String,
+    /// The key's first 12 characters, for a prefix search.
+    pub(super) prefix: String,
+}
+
+/// Every dashboard read, measured one family at a time.
+pub(super) struct Reads<'a> {
+    pub(super) store: &'a Store,
+    pub(super) notices: &'a Notices,
+}
+
+impl Reads<'_> {
+    pub(super) async fn overview(&self) -> StoreResult<Vec<Measured>> {
+        let (store, notices) = (self.store, self.notices);
+        Ok(vec![
+            measure(
+                notices,
+                "overview: every count and list (one connection)",
+                || store.overview(5, 10_000, Ts::now()),
+            )
+            .await?,
+        ])
+    }
+
+    /// The work lists' first pages, and pages as deep as a person could go.
+    pub(super) async fn lists(&self) -> StoreResult<Vec<Measured>> {
+        let (store, notices) = (self.store, self.notices);
+        let first = PageRequest::first(PageRequest::DEFAULT_LIMIT);
+        let unknown_deep =
+            deep_cursor(25, |p| async move { store.unknown_claims(&p).await }).await?;
+        let dead_deep = deep_cursor(10, |p| async move {
+            store.dead_letters(DeadLetterState::Open, &p).await
+        })
+        .await?;
+        let unknown_deep = PageRequest::new(PageRequest::DEFAULT_LIMIT, unknown_deep);
+        let dead_deep = PageRequest::new(PageRequest::DEFAULT_LIMIT, dead_deep);
+        let open = DeadLetterState::Open;
+        // What a redrive takes has this shape too (the open ones, filtered).
+        let rate_limited = DeadLetterFilter {
+            error: Some("429".into()),
+            ..DeadLetterFilter::default()
+        };
+        Ok(vec![
+            measure(notices, "/unknown first page", || {
+                store.unknown_claims(&first)
+            })
+            .await?,
+            measure(notices, "/unknown page 5,000 rows deep", || {
+                store.unknown_claims(&unknown_deep)
+            })
+            .await?,
+            measure(notices, "/dead-letters first page", || {
+                store.dead_letters(open, &first)
+            })
+            .await?,
+            measure(notices, "/dead-letters page 2,000 rows deep", || {
+                store.dead_letters(open, &dead_deep)
+            })
+            .await?,
+            measure(
+                notices,
+                "/dead-letters whose error contains 429, first page",
+                || store.dead_letters_in(open, &first, &rate_limited),
+            )
+            .await?,
+            measure(
+                notices,
+                "/dead-letters whose error contains 429, counted",
+                || store.count_dead_letters_in(open, &rate_limited, 10_000),
+            )
+            .await?,
+            measure(notices, "/outbox first page", || {
+                store.unpublished_outbox(&first)
+            })
+            .await?,
+            // The broker relay, every five seconds on each replica.
+            measure(notices, "broker replays due (the relay)", || {
+                store.broker_replays_due(idem_store::Ts::now(), 20)
+            })
+            .await?,
+        ])
+    }
+
+    pub(super) async fn key_page(&self, sample: &SampleKey) -> StoreResult<Vec<Measured>> {
+        let (store, notices) = (self.store, self.notices);
+        let SampleKey {
+            consumer,
+            key,
+            provider_ref,
+            ..
+        } = sample;
+        Ok(vec![
+            measure(notices, "key page: every read (one connection)", || {
+                store.key_records(consumer, key)
+            })
+            .await?,
+            measure(notices, "key page: claim", || store.claim(consumer, key)).await?,
+            measure(notices, "key page: outbox rows", || {
+                store.outbox_for_key(consumer, key)
+            })
+            .await?,
+            measure(notices, "key page: dead letters", || {
+                store.dead_letters_for_key(consumer, key)
+            })
+            .await?,
+            measure(notices, "key page: audit entries", || {
+                store.audit_for_key(consumer, key)
+            })
+            .await?,
+            measure(notices, "key page: same provider reference", || {
+                store.claims_with_provider_ref(provider_ref, (consumer, key), 5)
+            })
+            .await?,
+            measure(notices, "/keys/{key}: every consumer", || {
+                store.claims_with_key(key, 50)
+            })
+            .await?,
+        ])
+    }
+
+    /// `/keys` with each kind of filter, and newest activity paged deep.
+    pub(super) async fn searches(&self, sample: &SampleKey) -> StoreResult<Vec<Measured>> {
+        let (store, notices) = (self.store, self.notices);
+        let first = PageRequest::first(PageRequest::DEFAULT_LIMIT);
+        let browse_deep = deep_cursor(25, |p| async move {
+            Ok(store.search_claims(&ClaimSearch::default(), &p).await?.page)
+        })
+        .await?;
+        let search =
+            |prefix: Option<&str>, consumer: bool, status: Option<ClaimStatus>| ClaimSearch {
+                prefix: prefix.map(str::to_owned),
+                consumer: consumer.then(|| sample.consumer.clone()),
+                status,
+                ..Default::default()
+            };
+        let searches = [
+            ("/keys newest activity", ClaimSearch::default()),
+            (
+                "/keys?q= (12-character prefix)",
+                search(Some(&sample.prefix), false, None),
+            ),
+            (
+                "/keys?q=renewal: (10,000+ matches, capped)",
+                search(Some("renewal:"), false, None),
+            ),
+            ("/keys?consumer=", search(None, true, None)),
+            (
+                "/keys?status=unknown",
+                search(None, false, Some(ClaimStatus::Unknown)),
+            ),
+            (
+                "/keys?status=failed&consumer=",
+                search(None, true, Some(ClaimStatus::Failed)),
+            ),
+        ];
+        let mut rows = Vec::new();
+        for (name, search) in searches {
+            rows.push(measure(notices, name, || store.search_claims(&search, &first)).await?);
+        }
+        let deep = PageRequest::new(PageRequest::DEFAULT_LIMIT, browse_deep);
+        let everything = ClaimSearch::default();
+        rows.push(
+            measure(notices, "/keys newest activity, 5,000 rows deep", || {
+                store.search_claims(&everything, &deep)
+            })
+            .await?,
+        );
+        // What support quotes, matched whole on its own index.
+        rows.push(
+            measure(notices, "/keys?q= a provider reference", || {
+                store.claims_by_provider_ref(&sample.provider_ref, None, 50)
+            })
+            .await?,
+        );
+        rows.push(
+            measure(notices, "/keys?q= a dead letter's message id", || {
+                store.dead_letters_by_message_id("m-1", None, 50)
+            })
+            .await?,
+        );
+        Ok(rows)
+    }
+}
+
+impl Reads<'_> {
+    /// The chart and SLO reads over thirty days of metrics, the audit log's
+    /// first pages and sign-in's reads.
+    pub(super) async fn charts_slos_audit_sign_in(&self) -> StoreResult<Vec<Measured>> {
+        let (store, notices) = (self.store, self.notices);
+        let now = chrono::Utc::now();
+        let app = |e: idem_app::error::AppError| StoreError::Contract(e.to_string());
+        let slos = idem_domain::slo::SloSet::default();
+        let indicators: Vec<_> = slos.slos.iter().map(|s| &s.sli).collect();
+        let to = Ts::from(now);
+        let froms: Vec<Ts> = [30 * 24, 6, 1]
+            .map(|hours| to - chrono::TimeDelta::hours(hours))
+            .to_vec();
+        let first = PageRequest::first(PageRequest::DEFAULT_LIMIT);
+        let everyone = AuditFilter::default();
+        let by_actor = AuditFilter {
+            actor: Some("operator".into()),
+            ..AuditFilter::default()
+        };
+        let recoveries = AuditFilter {
+            from: Some(to - chrono::TimeDelta::days(1)),
+            recoveries: true,
+            ..AuditFilter::default()
+        };
+        let limits = idem_domain::sign_in::SignInLimits::default();
+        Ok(vec![
+            measure(notices, "charts, 24h: every metric", || async {
+                idem_app::api::charts::chart_reads(store, "24h", now)
+                    .await
+                    .map_err(app)
+            })
+            .await?,
+            measure(notices, "charts, 28d: every metric", || async {
+                idem_app::api::charts::chart_reads(store, "28d", now)
+                    .await
+                    .map_err(app)
+            })
+            .await?,
+            measure(notices, "SLO board: every indicator, 30d/6h/1h", || {
+                store.indicator_events_since(&indicators, &froms, to)
+            })
+            .await?,
+            measure(
+                notices,
+                "/metrics: consumer counters of a settled minute",
+                || {
+                    let settled = (to - chrono::TimeDelta::minutes(5)).minute();
+                    store.counter_sums(settled - chrono::TimeDelta::minutes(1), settled)
+                },
+            )
+            .await?,
+            measure(notices, "/audit first page", || {
+                store.audit_log(&everyone, &first)
+            })
+            .await?,
+            measure(notices, "/audit by actor", || {
+                store.audit_log(&by_actor, &first)
+            })
+            .await?,
+            measure(notices, "/audit recoveries of the last day", || {
+                store.audit_log(&recoveries, &first)
+            })
+            .await?,
+            measure(notices, "sign-in: the account", || {
+                store.user_by_name("operator")
+            })
+            .await?,
+            measure(notices, "sign-in: a known device", || {
+                store.known_device(&limits, "operator", "0000", to)
+            })
+            .await?,
+        ])
+    }
+}
+
+impl Reads<'_> {
+    /// `/checks`: every check's count in one statement, and each check's
+    /// first page, against the default objective and retention.
+    pub(super) async fn checks(&self) -> StoreResult<Vec<Measured>> {
+        let (store, notices) = (self.store, self.notices);
+        let limits = idem_store::CheckLimits {
+            now: Ts::now(),
+            unknown_objective: chrono::TimeDelta::minutes(15),
+            claim_retention: idem_domain::ClaimRetention::days(30)
+                .with("payments", chrono::TimeDelta::days(90)),
+        };
+        let first = PageRequest::first(PageRequest::DEFAULT_LIMIT);
+        let mut rows = vec![
+            measure(notices, "/checks: every count", || {
+                store.count_check_findings(&limits, 10_000)
+            })
+            .await?,
+        ];
+        for check in idem_domain::Check::ALL {
+            let name = format!("/checks/{check} first page");
+            rows.push(
+                measure(notices, &name, || {
+                    store.check_findings(check, &limits, &first)
+                })
+                .await?,
+            );
+        }
+        Ok(rows)
+    }
+}
