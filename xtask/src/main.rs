@@ -117,6 +117,11 @@ fn compile_wasm(root: &Path, target: &Path, release: bool) -> Result<PathBuf> {
         build
             .args(["--profile", RELEASE_PROFILE])
             .env("RUSTFLAGS", "");
+    } else {
+        // The debug WASM's dependencies unoptimised: the browser runs little
+        // of them (islands), and a cold build of the first page is two cold
+        // builds sharing two cores; the server's keep `opt-level = 1`.
+        build.args(["--config", "profile.dev.package.\"*\".opt-level=0"]);
     }
     run(&mut build)?;
     let profile_dir = if release { RELEASE_PROFILE } else { "debug" };
