@@ -18,7 +18,7 @@
 use chrono::TimeDelta;
 use idem_domain::Metric;
 
-use crate::{StoreResult, dialect::dispatch, store::Store, ts::Ts};
+use crate::{MetricSample, StoreResult, dialect::dispatch, store::Store, ts::Ts};
 
 /// A message a broker dead-lettered, as Idem stores it.
 #[derive(Debug, Clone, PartialEq)]
@@ -89,9 +89,6 @@ impl Store {
              ON CONFLICT (consumer, broker_ref) WHERE broker_ref IS NOT NULL DO NOTHING RETURNING id";
         const EXISTING: &str =
             "SELECT id FROM dead_letters WHERE consumer = $1 AND broker_ref = $2";
-        const COUNT: &str = "INSERT INTO consumer_metrics (consumer, metric, minute, bucket, value) \
-             VALUES ($1, $2, $3, '', 1) ON CONFLICT (consumer, metric, minute, bucket) \
-             DO UPDATE SET value = consumer_metrics.value + 1";
         let mut tx = self.begin().await?;
         let inserted: Option<i64> = dispatch!(&mut tx.inner, t => {
             sqlx::query_scalar(INSERT)
@@ -104,10 +101,14 @@ impl Store {
         });
         let recorded = match inserted {
             Some(id) => {
-                dispatch!(&mut tx.inner, t => {
-                    sqlx::query(COUNT).bind(&dl.consumer).bind(Metric::DeadLetters.name())
-                        .bind(now.minute()).execute(&mut **t).await?.rows_affected()
-                });
+                let counted = MetricSample {
+                    consumer: dl.consumer.clone(),
+                    metric: Metric::DeadLetters,
+                    at: now,
+                    bucket: String::new(),
+                    value: 1.0,
+                };
+                idem_consumer::write_metrics(tx.conn(), &[counted]).await?;
                 (id, true)
             }
             None => {

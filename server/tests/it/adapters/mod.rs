@@ -125,3 +125,19 @@ async fn team_role_pool(url: &str, admin: &PgPool, tables: &[&str]) -> PgPool {
     as_team.set_password(None).unwrap();
     PgPool::connect(as_team.as_str()).await.unwrap()
 }
+
+/// What Idem counted of `metric` for `consumer` over the last hour (and the
+/// minute being written).
+async fn counted(store: &idem_store::Store, consumer: &str, metric: idem_domain::Metric) -> f64 {
+    let now = idem_store::Ts::now();
+    let rows = store
+        .metric_rows(
+            consumer,
+            metric,
+            idem_store::Ts::from(now.0 - chrono::TimeDelta::hours(1)),
+            idem_store::Ts::from(now.0 + chrono::TimeDelta::minutes(2)),
+        )
+        .await
+        .unwrap();
+    rows.iter().map(|r| r.value).sum()
+}

@@ -1,6 +1,5 @@
 //! Tables of processed jobs and events, shown in Idem through their adapters.
 
-use chrono::TimeDelta;
 use idem_app::links::key_href;
 use idem_domain::{ClaimStatus, Metric};
 use idem_store::{
@@ -9,8 +8,8 @@ use idem_store::{
 };
 
 use super::{
-    app_url, common::visible, drop_team_role, install, process_job, spawn_read_only, team_pool,
-    team_role_pool,
+    app_url, common::visible, counted, drop_team_role, install, process_job, spawn_read_only,
+    team_pool, team_role_pool,
 };
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -235,22 +234,6 @@ async fn claim_or_roll_back(pool: &sqlx::PgPool, key: &str) -> &'static str {
     "done"
 }
 
-/// A consumer's counter summed over the last hour and the next minute.
-async fn counted(app: &super::common::TestApp, metric: Metric) -> f64 {
-    let now = Ts::now();
-    let rows = app
-        .store
-        .metric_rows(
-            "billing-jobs",
-            metric,
-            Ts::from(now.0 - TimeDelta::hours(1)),
-            Ts::from(now.0 + TimeDelta::minutes(2)),
-        )
-        .await
-        .unwrap();
-    rows.iter().map(|r| r.value).sum()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn duplicates_a_worker_rolls_back_are_still_counted() {
     let db = TestDatabase::postgres().await;
@@ -285,8 +268,14 @@ async fn duplicates_a_worker_rolls_back_are_still_counted() {
     // second replica would) must not count anything twice.
     app.store.sample_adapter_counters(Ts::now()).await.unwrap();
     app.store.sample_adapter_counters(Ts::now()).await.unwrap();
-    assert_eq!(counted(&app, Metric::DuplicateClaims).await, 9.0);
-    assert_eq!(counted(&app, Metric::Deliveries).await, 12.0);
+    assert_eq!(
+        counted(&app.store, "billing-jobs", Metric::DuplicateClaims).await,
+        9.0
+    );
+    assert_eq!(
+        counted(&app.store, "billing-jobs", Metric::Deliveries).await,
+        12.0
+    );
     // Per key, only what committed is known: the rolled-back duplicates left
     // nothing on the key's page, which says so rather than "0 duplicates".
     let (status, html) = app.get(&key_href("billing-jobs", "charge:EU/Ø-2 #x")).await;

@@ -12,7 +12,7 @@ use idem_domain::Metric;
 use idem_store::{Ts, testing::TestDatabase};
 use sqlx::{Connection, PgConnection, PgPool};
 
-use super::{common::visible, install, spawn_read_only, team_pool};
+use super::{common::visible, counted, install, spawn_read_only, team_pool};
 
 /// One adapter under test: its file, its source table, how its workers
 /// claim a key, and the consumer Idem shows it as.
@@ -149,21 +149,6 @@ async fn race(
     e.end(true).await;
     // Five deliveries (the killed one's too); B and C were duplicates.
     (5, 2)
-}
-
-/// A consumer's counter as Idem holds it (consumer_metrics), over the hour.
-async fn counted(store: &idem_store::Store, consumer: &str, metric: Metric) -> f64 {
-    let now = Ts::now();
-    let rows = store
-        .metric_rows(
-            consumer,
-            metric,
-            Ts::from(now.0 - TimeDelta::hours(1)),
-            Ts::from(now.0 + TimeDelta::minutes(2)),
-        )
-        .await
-        .unwrap();
-    rows.iter().map(|r| r.value).sum()
 }
 
 async fn every_duplicate_is_counted_once(adapter: &Adapter, on_duplicate: OnDuplicate) {

@@ -1,7 +1,7 @@
 //! A broker's dead letters: stored once however often the broker delivers
 //! them, and their replays published by one attempt at a time.
 
-use idem_domain::{DeadLetterState, action::ActionOutcome};
+use idem_domain::{DeadLetterState, Metric, action::ActionOutcome};
 use idem_store::{Actor, NewBrokerDeadLetter, PUBLISH_LEASE, ReplayRequest, Store, Ts, testing};
 
 use super::at;
@@ -62,6 +62,17 @@ async fn a_dead_letter_the_broker_delivers_again_is_stored_once(store: &Store) {
         testing::count_rows(store, "dead_letters").await,
         2,
         "stored once per death"
+    );
+    let counted: f64 = store
+        .metric_rows("reminders", Metric::DeadLetters, at(-60), at(60))
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.value)
+        .sum();
+    assert_eq!(
+        counted, 2.0,
+        "the dead-letter metric counts each death once"
     );
 }
 
