@@ -66,39 +66,8 @@ pub fn SearchPage() -> impl IntoView {
             .collect_view()
     };
     let render = move |r: SearchResults| {
-        let current = query.get_untracked();
-        provide_clock(r.clock);
-        let on_first_page = current.cursor.is_empty();
-        let keep = kept_filters(&current);
-        if r.from_fingerprint {
-            return view! {
-                <h2>"The key Idem's logs call " <code>{current.q.clone()}</code></h2>
-                <ClaimTable claims=r.exact/>
-            }
-            .into_any();
-        }
-        let whole = view! {
-            <WholeMatches
-                q=current.q.clone()
-                exact=r.exact
-                by_provider_ref=r.by_provider_ref
-                by_message_id=r.by_message_id
-            />
-        };
-        let summary = order_line(r.matches, &current.q, r.by_status_change);
-        let list = if r.claims.is_empty() {
-            view! { <p class="empty">"No key matches."</p> }.into_any()
-        } else {
-            view! { <ClaimTable claims=r.claims/> }.into_any()
-        };
-        view! {
-            {whole}
-            <h2>{if current.q.is_empty() { "Keys" } else { "Keys starting with the text" }}</h2>
-            <p class="count-line">{summary}</p>
-            {list}
-            <Pager path="/keys" next=r.next on_first_page keep/>
-        }
-        .into_any()
+        provide_clock(r.clock.clone());
+        found(r, &query.get_untracked())
     };
     view! {
         <Title text="Keys"/>
@@ -118,6 +87,48 @@ pub fn SearchPage() -> impl IntoView {
         <p class="lede">"Keys match literally and case-sensitively: % and _ are ordinary characters. A provider reference or a message id matches whole."</p>
         <Loaded resource=results render/>
     }
+}
+
+/// What the search found for `current`: what matched whole, then the keys
+/// starting with the text — left out when something matched whole and no
+/// key starts with it (an empty list under a match would only say "no match").
+fn found(r: SearchResults, current: &KeyQuery) -> AnyView {
+    let on_first_page = current.cursor.is_empty();
+    let keep = kept_filters(current);
+    if r.from_fingerprint {
+        return view! {
+            <h2>"The key Idem's logs call " <code>{current.q.clone()}</code></h2>
+            <ClaimTable claims=r.exact/>
+        }
+        .into_any();
+    }
+    let found_whole =
+        !(r.exact.is_empty() && r.by_provider_ref.is_empty() && r.by_message_id.is_empty());
+    let whole = view! {
+        <WholeMatches
+            q=current.q.clone()
+            exact=r.exact
+            by_provider_ref=r.by_provider_ref
+            by_message_id=r.by_message_id
+        />
+    };
+    if found_whole && r.claims.is_empty() && on_first_page {
+        return whole.into_any();
+    }
+    let summary = order_line(r.matches, &current.q, r.by_status_change);
+    let list = if r.claims.is_empty() {
+        view! { <p class="empty">"No key matches."</p> }.into_any()
+    } else {
+        view! { <ClaimTable claims=r.claims/> }.into_any()
+    };
+    view! {
+        {whole}
+        <h2>{if current.q.is_empty() { "Keys" } else { "Keys starting with the text" }}</h2>
+        <p class="count-line">{summary}</p>
+        {list}
+        <Pager path="/keys" next=r.next on_first_page keep/>
+    }
+    .into_any()
 }
 
 /// The filters a next page keeps (all but the cursor), those set only.

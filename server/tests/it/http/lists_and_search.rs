@@ -310,6 +310,10 @@ async fn the_header_search_finds_a_key_by_the_provider_reference_or_message_id_s
             page.contains("Claims whose provider reference is"),
             "it says what matched: {page}"
         );
+        assert!(
+            !page.contains("No key matches"),
+            "no empty key list under what matched: {page}"
+        );
         assert!(html.contains(&key_href("reminders", "renewal:account-1842")));
         assert!(
             !html.contains(&key_href("reminders", "renewal:account-1843")),
