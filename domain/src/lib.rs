@@ -30,7 +30,8 @@ pub use key::{
 pub use metric::{FIFO_DEDUPE_WINDOW_SECONDS, Metric, MetricKind};
 pub use read_only::ReadOnlyConsumers;
 pub use record::{
-    AuditEntry, BrokerDeath, Claim, DeadLetter, OutboxRow, Page, TYPED_NAME_WITHHELD,
+    AuditEntry, BrokerDeath, Claim, DeadLetter, OutboxRow, Page, ReplayPublication,
+    TYPED_NAME_WITHHELD,
 };
 pub use redrive::{BadOffer, REDRIVE_MAX, Redrive, RedriveItem, RedriveOffer};
 pub use retention::ClaimRetention;

@@ -111,6 +111,19 @@ pub struct BrokerDeath {
     pub at: Option<DateTime<Utc>>,
 }
 
+/// How Idem's publication of a broker dead letter's replay stands.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReplayPublication {
+    /// When the broker confirmed it; `None` while it has not.
+    pub published_at: Option<DateTime<Utc>>,
+    /// Attempts to publish so far.
+    pub attempts: i64,
+    /// Why the last attempt was not confirmed.
+    pub last_error: Option<String>,
+    /// When Idem tries again.
+    pub next_attempt_at: Option<DateTime<Utc>>,
+}
+
 impl BrokerDeath {
     /// A broker's reason for a death in words (`None` for one Idem does not
     /// know, which is shown as the broker wrote it).

@@ -16,7 +16,7 @@
 //! publishing one row at once.
 
 use chrono::TimeDelta;
-use idem_domain::Metric;
+use idem_domain::{Metric, ReplayPublication};
 
 use crate::{MetricSample, StoreResult, dialect::dispatch, store::Store, ts::Ts};
 
@@ -62,6 +62,20 @@ pub struct BrokerReplay {
     pub properties: String,
     pub published_at: Option<Ts>,
     pub attempts: i64,
+    pub last_error: Option<String>,
+    pub next_attempt_at: Option<Ts>,
+}
+
+impl BrokerReplay {
+    /// How its publication stands, as a page shows it.
+    pub fn publication(&self) -> ReplayPublication {
+        ReplayPublication {
+            published_at: self.published_at.map(|t| t.0),
+            attempts: self.attempts,
+            last_error: self.last_error.clone(),
+            next_attempt_at: self.next_attempt_at.map(|t| t.0),
+        }
+    }
 }
 
 /// How long one attempt to publish holds its row: longer than a publish
@@ -71,7 +85,8 @@ pub const PUBLISH_LEASE: TimeDelta = TimeDelta::seconds(30);
 const REPLAY_COLUMNS: &str = "o.id AS outbox_id, o.consumer, o.idempotency_key, \
      d.id AS dead_letter_id, d.message_id, o.payload, \
      COALESCE(d.death_exchange, '') AS exchange, COALESCE(d.death_routing_key, d.queue) AS routing_key, \
-     COALESCE(d.properties, '{}') AS properties, o.published_at, o.attempts";
+     COALESCE(d.properties, '{}') AS properties, o.published_at, o.attempts, \
+     o.last_error, o.next_attempt_at";
 
 impl Store {
     /// Stores a broker's dead letter and counts it in the consumer's dead

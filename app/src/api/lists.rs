@@ -57,6 +57,9 @@ pub struct DeadLetterDetail {
     /// Why no action can be taken on it from Idem (its consumer is read
     /// through an adapter), if so.
     pub read_only: Option<String>,
+    /// A broker's dead letter that was replayed: how Idem's publication of
+    /// the replay stands.
+    pub publication: Option<idem_domain::ReplayPublication>,
 }
 
 /// The lists' server-only code: the part of a list the address asks for,
@@ -303,8 +306,16 @@ pub async fn get_dead_letter(id: String) -> Result<DeadLetterDetail, AppError> {
         let read_only = crate::serving::state()?
             .read_only
             .reason(&dead_letter.consumer);
+        let publication = match (&dead_letter.broker, dead_letter.replay_outbox_id) {
+            (Some(_), Some(outbox_id)) => store
+                .broker_replay(outbox_id)
+                .await?
+                .map(|replay| replay.publication()),
+            _ => None,
+        };
         Ok(DeadLetterDetail {
             read_only,
+            publication,
             clock,
             dead_letter,
             claim,

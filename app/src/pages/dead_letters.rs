@@ -255,7 +255,7 @@ pub fn DeadLetterPage() -> impl IntoView {
                     <dt>"Dead-lettered"</dt><dd><Time at=dl.dead_lettered_at/> " (" <Age at=dl.dead_lettered_at/> " ago)"</dd>
                     <dt>"Last error"</dt><dd class="error-text">{dl.last_error}</dd>
                 </dl>
-                {dl.broker.map(|death| view! { <BrokerDeathFacts death/> })}
+                {dl.broker.map(|death| view! { <BrokerDeathFacts death publication=d.publication.clone()/> })}
                 {claim}
                 {closed}
                 {read_only}
@@ -270,7 +270,10 @@ pub fn DeadLetterPage() -> impl IntoView {
 /// What the broker recorded about the death (RabbitMQ's `x-death`), and
 /// where a replay publishes the message again.
 #[component]
-fn BrokerDeathFacts(death: idem_domain::BrokerDeath) -> impl IntoView {
+fn BrokerDeathFacts(
+    death: idem_domain::BrokerDeath,
+    publication: Option<idem_domain::ReplayPublication>,
+) -> impl IntoView {
     let exchange = match death.exchange.as_deref() {
         Some("") => "the default exchange".to_owned(),
         Some(name) => format!("exchange “{name}”"),
@@ -291,6 +294,7 @@ fn BrokerDeathFacts(death: idem_domain::BrokerDeath) -> impl IntoView {
                 <dt>"Times dead-lettered"</dt><dd>{death.count.map_or_else(|| "not recorded".into(), |c| c.to_string())}</dd>
                 <dt>"Dead-lettered at"</dt>
                 <dd>{death.at.map(|at| view! { <Time at/> })}</dd>
+                {publication.map(|p| view! { <dt>"Its replay"</dt><dd>{replay_publication(p)}</dd> })}
             </dl>
             <p class="lede">"A replay publishes the message there again, with the same key and message id, and waits for the broker's confirm."</p>
         </section>
@@ -305,5 +309,21 @@ fn death_reason(reason: Option<&str>) -> String {
             Some(words) => format!("{words} ({reason})"),
             None => reason.to_owned(),
         },
+    }
+}
+
+/// Where Idem's publication of a replay stands, in words: confirmed, or why
+/// not yet and when it is tried again.
+fn replay_publication(p: idem_domain::ReplayPublication) -> AnyView {
+    match (p.published_at, p.next_attempt_at) {
+        (Some(at), _) => view! { "published; the broker confirmed it " <Time at/> }.into_any(),
+        (None, Some(next)) => view! {
+            "not confirmed by the broker after " {p.attempts} " attempt(s)"
+            {p.last_error.map(|e| format!(" ({e})"))}
+            "; Idem tries again " <Time at=next/>
+            " (the replay itself is not repeated)"
+        }
+        .into_any(),
+        (None, None) => "being published".into_any(),
     }
 }

@@ -7,7 +7,7 @@ use idem_domain::{DeadLetterState, Role};
 use lapin::types::AMQPValue;
 
 use super::{HEADER, Topology, amqp_url, dead_letters_in_idem, idem_with_broker};
-use crate::common::{self, Gate};
+use crate::common::{self, Gate, visible};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_replay_reaches_the_bound_queue_once_with_its_key_and_message_id() {
@@ -89,12 +89,28 @@ async fn a_replay_the_broker_did_not_confirm_is_published_once_when_it_is_back()
             "no password in an answer: {said}"
         );
     }
+    // The dead letter's page says where its replay stands.
+    let page = |id: i64| {
+        let (olga, url) = (olga.clone(), app.url(&format!("/dead-letters/{id}")));
+        async move { visible(&common::get(&olga, &url).await.1) }
+    };
+    let shown = page(nine.id).await;
+    assert!(
+        shown.contains("Its replay not confirmed by the broker after 1 attempt(s)")
+            && shown.contains("Idem tries again"),
+        "{shown}"
+    );
     gate.open();
 
     // The operator submits the same form again: published, once.
     let answer = common::replay(&app, &olga, nine.id, "replay-9").await;
     let said = answer.text().await.unwrap();
     assert!(said.contains("the broker confirmed it"), "{said}");
+    let shown = page(nine.id).await;
+    assert!(
+        shown.contains("Its replay published; the broker confirmed it"),
+        "{shown}"
+    );
     // Left alone, the other is published by Idem's relay when it is due
     // (brought forward here: the relay waits a minute after a failure).
     let outbox = app
