@@ -57,6 +57,7 @@ test("an operator replays a RabbitMQ dead letter from its key page and the worke
     await page.locator("a[href^='/dead-letters/']", { hasText: /^#\d+$/ }).first().click();
     await expect(page.locator(".broker-death")).toContainText(`exchange “${EXCHANGE}”`);
     await expect(page.locator(".broker-death")).toContainText("rejected by a consumer");
+    await expect(page.locator(".broker-death")).toContainText("published; the broker confirmed it");
     await expect(page.locator("body")).toContainText("replayed");
     await channel.close();
   } finally {
