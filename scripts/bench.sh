@@ -38,6 +38,9 @@ say() { printf '\n## %s\n\n' "$*"; }
 # must exist for reads and http).
 step() { [[ " ${BENCH_STEPS:-seed reads http ingest wasm} " == *" $1 "* ]]; }
 ROUNDS=${BENCH_ROUNDS:-3}
+# Every HTTP request asks as Chromium does over HTTPS, so pages come
+# compressed (brotli) as a browser gets them.
+BROWSER="gzip, deflate, br, zstd"
 
 urls=()
 for n in $SIZES; do
@@ -85,7 +88,7 @@ median() { printf '%s\n' "$@" | sort -n | awk '{ a[NR] = $1 } END { print a[int(
 load() { # name url [header] [-- paths file]
   local name=$1 url=$2 header=${3:-} paths=${4:-} rps=() p50=() p99=() bad=0
   for _ in $(seq "$ROUNDS"); do
-    taskset -c 1 wrk -t1 -c8 -d"${SECONDS_EACH}s" --latency ${header:+-H "$header"} \
+    taskset -c 1 wrk -t1 -c8 -d"${SECONDS_EACH}s" --latency -H "Accept-Encoding: $BROWSER" ${header:+-H "$header"} \
       ${paths:+-s scripts/bench-keys.lua} "$url" ${paths:+-- "$paths"} >"$OUT/wrk.txt"
     rps+=("$(awk '/Requests\/sec/ { print $2 }' "$OUT/wrk.txt")")
     p50+=("$(awk '/ 50%/ { print $2 }' "$OUT/wrk.txt" | ms)")

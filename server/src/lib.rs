@@ -6,6 +6,7 @@ pub mod accounts;
 pub mod assets;
 pub mod auth;
 pub mod brokers;
+pub mod compression;
 pub mod config;
 pub mod consumer_events;
 pub mod demo;

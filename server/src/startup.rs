@@ -318,11 +318,11 @@ fn oidc_for_pages(auth: &crate::auth::AuthSettings) -> (Option<String>, Option<S
 /// The whole HTTP surface: health probes, the pages and their server
 /// functions, and the static assets `cargo xtask site` built.
 ///
-/// Layers, outermost first: the request span → the body limit → security
-/// headers → the cross-site check → (the health probes) → the body read
-/// whole within its deadline → admission (in-flight limits, overall and
-/// per address, and the request timeout) → the session → the guard → the
-/// routes.
+/// Layers, outermost first: the request span → compression (brotli or
+/// gzip, `compression`) → the body limit → security headers → the
+/// cross-site check → (the health probes) → the body read whole within its
+/// deadline → admission (in-flight limits, overall and per address, and
+/// the request timeout) → the session → the guard → the routes.
 pub fn router(
     state: AppState,
     auth: Arc<AuthContext>,
@@ -331,7 +331,7 @@ pub fn router(
 ) -> Router {
     let routes = route_list();
     let context_state = state.clone();
-    Router::new()
+    let router = Router::new()
         .route("/metrics", get(crate::metrics::export).with_state(metrics))
         .route("/preferences/zone", post(preferences::set_zone))
         .route("/login", post(auth::login).with_state(auth.clone()))
@@ -391,7 +391,8 @@ pub fn router(
         ))
         .layer(tower_http::limit::RequestBodyLimitLayer::new(
             limits.body_limit,
-        ))
+        ));
+    crate::compression::compress(router)
         .layer(crate::telemetry::request_layer(state.log_keys.clone()))
         .with_state(state)
 }

@@ -18,6 +18,9 @@ use std::{
 
 use tokio::{sync::Semaphore, task::JoinSet};
 
+/// What Chromium sends over HTTPS.
+pub const BROWSER_ACCEPT_ENCODING: &str = "gzip, deflate, br, zstd";
+
 /// What to load and how hard.
 #[derive(Debug, Clone)]
 pub struct LoadOptions {
@@ -58,7 +61,15 @@ pub async fn round(options: &LoadOptions) -> Result<Round, String> {
     if options.paths.is_empty() || options.rate <= 0.0 || options.connections == 0 {
         return Err("nothing to load: no paths, no rate or no connections".into());
     }
+    // As a browser asks: the server compresses what it sends (the bytes
+    // are read, not unpacked; unpacking is the browser's work, not Idem's).
+    let mut headers = reqwest::header::HeaderMap::new();
+    headers.insert(
+        reqwest::header::ACCEPT_ENCODING,
+        reqwest::header::HeaderValue::from_static(BROWSER_ACCEPT_ENCODING),
+    );
     let client = reqwest::Client::builder()
+        .default_headers(headers)
         .pool_max_idle_per_host(options.connections)
         .redirect(reqwest::redirect::Policy::none())
         .build()

@@ -7,6 +7,7 @@
 use crate::common;
 
 mod checks;
+mod compression;
 mod key_pages;
 mod lists_and_search;
 mod redrives;
