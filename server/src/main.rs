@@ -6,6 +6,10 @@
 
 use std::process::ExitCode;
 
+/// See server/Cargo.toml: measured, not assumed.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use clap::{Parser, Subcommand};
 use idem::{
     Application, Config, StartError, accounts, accounts::AccountError, config::ConfigError,

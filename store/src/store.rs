@@ -121,8 +121,9 @@ pub struct Store {
     pub(crate) pools: Backend<SqlitePool, PgPool>,
     /// Postgres: how the migrating connection connects (the pool's options
     /// without the statement timeout: building an index on a large table
-    /// takes as long as it takes).
-    migration_options: Option<PgConnectOptions>,
+    /// takes as long as it takes). Shared: a `Store` is cloned into every
+    /// request, and these options are a dozen strings.
+    migration_options: Option<std::sync::Arc<PgConnectOptions>>,
 }
 
 impl std::fmt::Debug for Store {
@@ -162,7 +163,7 @@ impl Store {
                         .iter()
                         .map(|(k, v)| (k.as_str(), v.as_str())),
                 );
-            migration_options = Some(options.clone());
+            migration_options = Some(std::sync::Arc::new(options.clone()));
             let options = match config.statement_timeout {
                 // A dashboard read that runs this long is answered as an
                 // error instead of holding a connection while requests queue.
@@ -209,7 +210,7 @@ impl Store {
                     let migrating = PgPoolOptions::new()
                         .max_connections(1)
                         .acquire_timeout(pool.options().get_acquire_timeout())
-                        .connect_with(options.clone())
+                        .connect_with(PgConnectOptions::clone(options))
                         .await?;
                     let ran = POSTGRES_MIGRATIONS.run(&migrating).await;
                     migrating.close().await;
