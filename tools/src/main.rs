@@ -2,7 +2,7 @@ use std::{process::ExitCode, time::Duration};
 
 use clap::{Parser, Subcommand};
 use idem_store::{DEFAULT_DATABASE_URL, Store, StoreConfig};
-use idem_tools::{bench, cause_chain, load, plans, seed};
+use idem_tools::{bench, cause_chain, compression, load, plans, seed};
 
 /// Idem's tooling for benchmarks and plan checks (not shipped in `idem`).
 /// The database is DATABASE_URL (default: Idem's embedded SQLite file).
@@ -44,7 +44,12 @@ enum Command {
     },
     /// Print the plan and time of every dashboard read on DATABASE_URL (Postgres);
     /// fail if any scans a whole table.
-    Plans,
+    Plans {
+        /// Also print the whole plans, with buffers, of the reads whose
+        /// name contains this (repeatable), e.g. `--show "/unknown first"`.
+        #[arg(long)]
+        show: Vec<String>,
+    },
     /// Time every dashboard read on each Postgres database (seeded with
     /// `idem-tools seed`) beside the naive form of the same question, and the
     /// growth from the first database to the last; see docs/BENCHMARKS.md.
@@ -98,6 +103,15 @@ enum Command {
         #[arg(long, default_value = "load")]
         name: String,
     },
+    /// Bytes and CPU time of every brotli and gzip level on saved pages
+    /// (HTML or JSON as Idem served them), as a Markdown table per file.
+    Compression {
+        #[arg(required = true)]
+        files: Vec<std::path::PathBuf>,
+        /// Timed runs per level (the median is printed).
+        #[arg(long, default_value_t = 50)]
+        runs: usize,
+    },
 }
 
 #[tokio::main]
@@ -144,7 +158,7 @@ async fn run(command: Command) -> Result<(), String> {
             eprintln!("seeding {} with {plan:?}", store_url(&database_url));
             seed::run(&store, &plan).await.map_err(|e| cause_chain(&e))
         }
-        Command::Plans => plans::run(&database_url).await,
+        Command::Plans { show } => plans::run(&database_url, &show).await,
         Command::Bench {
             urls,
             runs,
@@ -189,6 +203,7 @@ async fn run(command: Command) -> Result<(), String> {
             };
             load_rounds(&name, &options, rounds).await
         }
+        Command::Compression { files, runs } => compression::run(&files, runs),
     }
 }
 

@@ -23,6 +23,8 @@ use scans::{scans, sequential_scans};
 struct Measured {
     name: String,
     millis: f64,
+    /// The last run's plans, as `auto_explain` wrote them (with buffers).
+    plans: Vec<String>,
     scans: Vec<String>,
     /// Rows read by sequential scans of large tables that stop at a LIMIT
     /// (the capped counts).
@@ -76,6 +78,7 @@ where
     Ok(Measured {
         name: name.to_owned(),
         millis: best,
+        plans,
         scans,
         bounded_rows,
         small_tables,
@@ -124,8 +127,10 @@ async fn bring_up_to_date(database_url: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// Prints a Markdown table of every dashboard read; `Err` when one scans a table.
-pub async fn run(database_url: &str) -> Result<(), String> {
+/// Prints a Markdown table of every dashboard read, then the whole plans
+/// (`EXPLAIN (ANALYZE, BUFFERS)`, as `auto_explain` logs it) of each read
+/// whose name contains one of `show`; `Err` when one scans a table.
+pub async fn run(database_url: &str, show: &[String]) -> Result<(), String> {
     let notices = Notices::default();
     tracing_subscriber::registry().with(notices.clone()).init();
     let mut config = StoreConfig::new(database_url);
@@ -149,7 +154,7 @@ pub async fn run(database_url: &str) -> Result<(), String> {
     }
     bring_up_to_date(database_url).await?;
     let store = Store::connect(&config).map_err(|e| e.to_string())?;
-    match measure_all(&store, &notices).await {
+    match measure_all(&store, &notices, show).await {
         Ok(true) => Err("a dashboard read scans a whole table".into()),
         Ok(false) => Ok(()),
         Err(err) => Err(crate::cause_chain(&err)),
@@ -157,7 +162,11 @@ pub async fn run(database_url: &str) -> Result<(), String> {
 }
 
 /// Prints the table; `Ok(true)` when a read scans a whole table.
-async fn measure_all(store: &Store, notices: &Notices) -> Result<bool, StoreError> {
+async fn measure_all(
+    store: &Store,
+    notices: &Notices,
+    show: &[String],
+) -> Result<bool, StoreError> {
     let sample = store
         .search_claims(&ClaimSearch::default(), &PageRequest::first(1))
         .await?
@@ -182,7 +191,18 @@ async fn measure_all(store: &Store, notices: &Notices) -> Result<bool, StoreErro
     rows.extend(reads.searches(&key).await?);
     rows.extend(reads.charts_slos_audit_sign_in().await?);
     rows.extend(reads.checks().await?);
-    Ok(print_table(&rows))
+    let failed = print_table(&rows);
+    for row in rows
+        .iter()
+        .filter(|r| show.iter().any(|s| r.name.contains(s.as_str())))
+    {
+        println!("\n### {}\n\n```", row.name);
+        for plan in &row.plans {
+            println!("{}", plan.trim_end());
+        }
+        println!("```");
+    }
+    Ok(failed)
 }
 
 /// Prints the Markdown table; `true` when a read scans a whole table.
