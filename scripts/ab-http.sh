@@ -20,13 +20,7 @@ OUT=${AB_OUT:-target/ab}
 BROWSER="gzip, deflate, br, zstd"
 mkdir -p "$OUT"
 
-psql "$DB" -AtF $'\t' -c "SELECT consumer, idempotency_key FROM claims TABLESAMPLE SYSTEM (1) LIMIT 1000" |
-  python3 -c '
-import sys, urllib.parse
-for line in sys.stdin:
-    consumer, key = line.rstrip("\n").split("\t", 1)
-    print("/keys/%s/%s" % (urllib.parse.quote(consumer, safe=""), urllib.parse.quote(key, safe="")))
-' >"$OUT/key-paths.txt"
+scripts/key-paths.sh "$DB" >"$OUT/key-paths.txt"
 for pid in $(pgrep -x postgres); do taskset -apc 1 "$pid" >/dev/null; done
 trap 'for pid in $(pgrep -x postgres); do taskset -apc 0-$(( $(nproc) - 1 )) "$pid" >/dev/null; done' EXIT
 printf 'benchpassword1234\nbenchpassword1234\n' | DATABASE_URL=$DB "$after" user add bench-viewer --role viewer >/dev/null 2>&1 || true

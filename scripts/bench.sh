@@ -74,14 +74,7 @@ key_path="/keys/$(enc "$consumer")/$(enc "$key")"
 # The server function's path (its name and a hash), from the server: the
 # WASM holds only the islands and calls no server function.
 charts_fn=$(grep -ao '/api/read/get_charts[0-9A-Za-z_]*' target/release/idem | head -1)
-# 1,000 keys' pages, from a sample of the table's pages (not a scan).
-psql "$largest" -AtF $'\t' -c "SELECT consumer, idempotency_key FROM claims TABLESAMPLE SYSTEM (1) LIMIT 1000" |
-  python3 -c '
-import sys, urllib.parse
-for line in sys.stdin:
-    consumer, key = line.rstrip("\n").split("\t", 1)
-    print("/keys/%s/%s" % (urllib.parse.quote(consumer, safe=""), urllib.parse.quote(key, safe="")))
-' >"$OUT/key-paths.txt"
+scripts/key-paths.sh "$largest" >"$OUT/key-paths.txt"
 
 median() { printf '%s\n' "$@" | sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
 # wrk, ROUNDS rounds: req/s, p50 and p99 (ms) as the median and range.

@@ -28,14 +28,7 @@ OUT=${PROFILE_OUT:-target/profile}
 BROWSER="gzip, deflate, br, zstd"
 mkdir -p "$OUT"
 
-# 1,000 keys' pages, from a sample of the table's pages (not a scan).
-psql "$DB" -AtF $'\t' -c "SELECT consumer, idempotency_key FROM claims TABLESAMPLE SYSTEM (1) LIMIT 1000" |
-  python3 -c '
-import sys, urllib.parse
-for line in sys.stdin:
-    consumer, key = line.rstrip("\n").split("\t", 1)
-    print("/keys/%s/%s" % (urllib.parse.quote(consumer, safe=""), urllib.parse.quote(key, safe="")))
-' >"$OUT/key-paths.txt"
+scripts/key-paths.sh "$DB" >"$OUT/key-paths.txt"
 
 # profile NAME ADDR COOKIE: the server on ADDR must be running under
 # callgrind as $pid; warms it up, counts N requests, dumps.
