@@ -6,10 +6,6 @@
 
 use std::process::ExitCode;
 
-/// See server/Cargo.toml: measured, not assumed.
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 use clap::{Parser, Subcommand};
 use idem::{
     Application, Config, StartError, accounts, accounts::AccountError, config::ConfigError,
@@ -18,6 +14,11 @@ use idem::{
 use idem_app::error::cause_chain;
 use idem_domain::Role;
 use idem_store::{Store, StoreConfig, StoreError};
+
+/// mimalloc: a page is many small allocations freed at once, which glibc's
+/// malloc spent a sixth of a key page's instructions on (docs/PERFORMANCE.md).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// Idem, the console for idempotent queue consumers.
 #[derive(Parser)]
