@@ -54,6 +54,8 @@ pub enum Database {
 pub(crate) enum ReadKey {
     /// The overview's counts and "needs attention" lists.
     Overview,
+    /// Every consumer's figures for the consumer table.
+    Consumers,
     /// One page of unknown outcomes.
     Unknown {
         cursor: Option<String>,

@@ -98,6 +98,8 @@ pub fn App() -> impl IntoView {
                     <Route path=(StaticSegment("redrives"), ParamSegment("id")) view=RedrivePage ssr=data.clone()/>
                     <Route path=StaticSegment("outbox") view=OutboxPage ssr=data.clone()/>
                     <Route path=StaticSegment("login") view=LoginPage ssr=data.clone()/>
+                    <Route path=StaticSegment("consumers") view=ConsumersPage ssr=data.clone()/>
+                    <Route path=(StaticSegment("consumers"), ParamSegment("name")) view=ConsumerPage ssr=data.clone()/>
                     <Route path=StaticSegment("slo") view=SloPage ssr=data.clone()/>
                     <Route path=(StaticSegment("slo"), ParamSegment("name")) view=SloDetailPage ssr=data.clone()/>
                     <Route path=StaticSegment("audit") view=AuditPage/>

@@ -15,6 +15,11 @@ pub fn key_href(consumer: &str, key: &str) -> String {
     format!("/keys/{}/{}", encode_segment(consumer), encode_segment(key))
 }
 
+/// `/consumers/{consumer}`
+pub fn consumer_href(consumer: &str) -> String {
+    format!("/consumers/{}", encode_segment(consumer))
+}
+
 /// `/keys/{key}`: the key, whichever consumer has it.
 pub fn key_only_href(key: &str) -> String {
     format!("/keys/{}", encode_segment(key))

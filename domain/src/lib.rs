@@ -5,6 +5,7 @@
 //! code that receives an [`IdempotencyKey`] never re-validates it.
 
 pub mod action;
+mod catalogue;
 mod check;
 mod count;
 mod histogram;
@@ -20,6 +21,7 @@ mod status;
 pub mod story;
 mod zone;
 
+pub use catalogue::{Catalogue, CatalogueEntry, ProviderContract, check_team};
 pub use check::{Check, Finding};
 pub use count::CappedCount;
 pub use histogram::{Histogram, le_bound, le_label};

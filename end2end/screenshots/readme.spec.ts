@@ -41,6 +41,9 @@ test("screenshots for the README", async ({ page }) => {
   await page.evaluate(() => document.querySelector(".chart-section")?.scrollIntoView());
   await page.screenshot({ path: out("charts") });
   await shoot(page, "/unknown", "unknown");
+  // The consumer table, worst first by open unknown outcomes: one team's
+  // incident while the other team's consumers are healthy.
+  await shoot(page, "/consumers?sort=unknown", "consumers");
   await shoot(page, "/slo", "slos");
   // One SLO's page: its burn rates against their thresholds, the retry
   // storm and the provider outage standing out.

@@ -36,6 +36,7 @@
 //! | `IDEM_REDRIVE_PER_SECOND` | how many dead letters a redrive replays per second at most (1–100), so a fixed provider is not flooded again | `5` |
 //! | `IDEM_READ_CACHE_MS` | how long one dashboard read serves every viewer (0 turns the cache off) | `2000` |
 //! | `IDEM_SLO_FILE` | a TOML file of SLOs (see `slo_config`) | the built-in defaults |
+//! | `IDEM_CONSUMERS_FILE` | a TOML file of the consumer catalogue: each consumer's team, description, runbook, provider contract, claim retention, queue and dead-letter source (see `consumers_config`); a consumer's retention here replaces `IDEM_CLAIM_RETENTION_DAYS`'s per-consumer part | none (the demo brings its own) |
 //! | `IDEM_BROKERS_FILE` | a TOML file naming the RabbitMQ dead-letter queues Idem moves into its dead letters and publishes replays back to (see `brokers`) | none |
 //! | `IDEM_METRICS_TOKEN` | bearer token a Prometheus scrape of `/metrics` must send; unset turns the export off | unset |
 //! | `IDEM_DB_POOL_SIZE` | database connections Idem holds at most | `10` |
@@ -166,6 +167,8 @@ pub struct Config {
     pub read_only: idem_domain::ReadOnlyConsumers,
     /// `IDEM_SLO_FILE`; `None` uses the built-in SLOs.
     pub slo_file: Option<std::path::PathBuf>,
+    /// The consumer catalogue (`IDEM_CONSUMERS_FILE`).
+    pub consumers_file: Option<std::path::PathBuf>,
     /// The brokers whose dead-letter queues Idem reads (`IDEM_BROKERS_FILE`).
     pub brokers_file: Option<std::path::PathBuf>,
     /// `IDEM_METRICS_TOKEN`: `/metrics` is off without it.
@@ -202,6 +205,7 @@ pub const SETTINGS: &[&str] = &[
     "IDEM_BODY_TIMEOUT_SECONDS",
     "IDEM_BROKERS_FILE",
     "IDEM_CLAIM_RETENTION_DAYS",
+    "IDEM_CONSUMERS_FILE",
     "IDEM_DB_ACQUIRE_TIMEOUT_MS",
     "IDEM_DB_POOL_SIZE",
     "IDEM_DEMO",
@@ -381,6 +385,7 @@ impl Config {
             redrive_per_second: 100,
             read_only: idem_domain::ReadOnlyConsumers::default(),
             slo_file: None,
+            consumers_file: None,
             brokers_file: None,
             metrics_token: None,
             auth: AuthSettings {

@@ -9,6 +9,7 @@ pub mod brokers;
 pub mod compression;
 pub mod config;
 pub mod consumer_events;
+pub mod consumers_config;
 pub mod demo;
 pub mod fn_errors;
 pub mod health;

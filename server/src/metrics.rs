@@ -21,7 +21,7 @@ use idem_app::{
     error::AppError,
     serving::AppState,
 };
-use idem_domain::slo::SloStatus;
+use idem_domain::{Catalogue, slo::SloStatus};
 use sha2::{Digest, Sha256};
 
 /// The most stuck keys exported per consumer and reason.
@@ -104,8 +104,9 @@ pub async fn export(State(state): State<MetricsState>, headers: HeaderMap) -> Re
             .advance(&state.app.store, idem_store::Ts::now())
             .await
             .map_err(AppError::from)?;
-        let mut text = render(&board, &overview, &checks);
-        consumer_events(&mut text, &events);
+        let catalogue = &state.app.catalogue;
+        let mut text = render(&board, &overview, &checks, catalogue);
+        consumer_events(&mut text, &events, catalogue);
         let running = state.background.load(std::sync::atomic::Ordering::Acquire);
         let _ = write!(
             text,
@@ -136,8 +137,16 @@ pub async fn export(State(state): State<MetricsState>, headers: HeaderMap) -> Re
 }
 
 /// The exposition text: one `# HELP`/`# TYPE` pair per family, then its samples.
-pub fn render(board: &SloBoard, overview: &Overview, checks: &[CheckCount]) -> String {
-    let mut out = Exposition::default();
+pub fn render(
+    board: &SloBoard,
+    overview: &Overview,
+    checks: &[CheckCount],
+    catalogue: &Catalogue,
+) -> String {
+    let mut out = Exposition {
+        catalogue,
+        text: String::new(),
+    };
     out.family("idem_build_info", "gauge", "Idem's version; always 1.");
     out.sample(
         "idem_build_info",
@@ -156,8 +165,15 @@ pub fn render(board: &SloBoard, overview: &Overview, checks: &[CheckCount]) -> S
 
 /// The consumers' counters (`consumer_metrics`), totalled since this
 /// replica started (see `consumer_events`); `event` is the contract's name.
-fn consumer_events(text: &mut String, events: &[(String, idem_domain::Metric, f64)]) {
-    let mut out = Exposition::default();
+fn consumer_events(
+    text: &mut String,
+    events: &[(String, idem_domain::Metric, f64)],
+    catalogue: &Catalogue,
+) {
+    let mut out = Exposition {
+        catalogue,
+        text: String::new(),
+    };
     out.family(
         "idem_consumer_events_total",
         "counter",
@@ -383,12 +399,14 @@ fn stuck_keys(out: &mut Exposition, overview: &Overview) {
     }
 }
 
-#[derive(Default)]
-struct Exposition {
+/// The text being written, and the catalogue that gives each `consumer`
+/// label its `team`.
+struct Exposition<'a> {
+    catalogue: &'a Catalogue,
     text: String,
 }
 
-impl Exposition {
+impl Exposition<'_> {
     fn family(&mut self, name: &str, kind: &str, help: &str) {
         let _ = writeln!(self.text, "# HELP {name} {help}");
         let _ = writeln!(self.text, "# TYPE {name} {kind}");
@@ -435,11 +453,18 @@ impl Exposition {
         }
     }
 
+    /// One sample. A `consumer` label the catalogue knows brings its
+    /// `team` label along, so Alertmanager can route by team.
     fn sample(&mut self, name: &str, labels: &[(&str, &str)], value: f64) {
+        let team = labels
+            .iter()
+            .find(|(label, _)| *label == "consumer")
+            .and_then(|(_, consumer)| self.catalogue.get(consumer))
+            .map(|entry| ("team", entry.team.as_str()));
         self.text.push_str(name);
         if !labels.is_empty() {
             self.text.push('{');
-            for (i, (label, v)) in labels.iter().enumerate() {
+            for (i, (label, v)) in labels.iter().chain(team.iter()).enumerate() {
                 if i > 0 {
                     self.text.push(',');
                 }

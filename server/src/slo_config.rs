@@ -88,7 +88,7 @@ pub fn parse(text: &str, path: &str) -> Result<SloSet, SloConfigError> {
 }
 
 /// The 1-based line a byte offset falls on.
-fn line_of(text: &str, offset: usize) -> usize {
+pub(crate) fn line_of(text: &str, offset: usize) -> usize {
     let offset = offset.min(text.len());
     text.as_bytes()[..offset]
         .iter()

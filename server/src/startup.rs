@@ -34,6 +34,10 @@ pub enum StartError {
     #[error(transparent)]
     Slo(#[from] crate::slo_config::SloConfigError),
     #[error(transparent)]
+    Consumers(#[from] crate::consumers_config::ConsumersConfigError),
+    #[error("{0}")]
+    Retention(String),
+    #[error(transparent)]
     Brokers(#[from] crate::brokers::BrokersConfigError),
     #[error("cannot create the demo accounts: {0}")]
     DemoAccounts(String),
@@ -49,6 +53,26 @@ pub enum StartError {
         #[source]
         source: std::io::Error,
     },
+}
+
+/// The catalogue Idem shows: the file's, or the demo's when the demo runs
+/// without one (it describes the demo's consumers, and only them). Its
+/// consumers' retention replaces `IDEM_CLAIM_RETENTION_DAYS`'s per-consumer part.
+fn catalogue_in_force(
+    config: &mut Config,
+    loaded: idem_domain::Catalogue,
+    prepared: Option<&Prepared>,
+) -> Result<idem_domain::Catalogue, StartError> {
+    let catalogue = match prepared {
+        Some(p) if p.demo.is_some() && config.consumers_file.is_none() => {
+            crate::consumers_config::demo()
+        }
+        _ => loaded,
+    };
+    config.claim_retention =
+        crate::consumers_config::retention(&catalogue, config.claim_retention.clone())
+            .map_err(StartError::Retention)?;
+    Ok(catalogue)
 }
 
 /// A built server, bound to its port, not yet serving.
@@ -89,8 +113,9 @@ impl Application {
     /// unreachable database does not stop start-up (Idem serves the outage
     /// banner and connects when it appears); a migration that fails against
     /// a reachable one does.
-    pub async fn build(config: Config) -> Result<Application, StartError> {
+    pub async fn build(mut config: Config) -> Result<Application, StartError> {
         let slos = crate::slo_config::load(config.slo_file.as_deref())?;
+        let catalogue = crate::consumers_config::load(config.consumers_file.as_deref())?;
         let brokers = crate::brokers::BrokersConfig::load(config.brokers_file.as_deref())?;
         let store = Store::connect(&config.database)?;
         let database = idem_app::serving::DatabaseStatus::default();
@@ -108,6 +133,7 @@ impl Application {
             }
             Err(err) => return Err(err),
         };
+        let catalogue = catalogue_in_force(&mut config, catalogue, prepared.as_ref())?;
         let console = console_info(&store, prepared.as_ref(), &config).await?;
         let mut leptos = config.leptos.clone();
         if let Some(pkg_dir) = crate::assets::pkg_dir() {
@@ -117,6 +143,7 @@ impl Application {
         state.claim_retention = config.claim_retention.clone();
         state.read_only = Arc::new(config.read_only.clone());
         state.slos = Arc::new(slos);
+        state.catalogue = Arc::new(catalogue);
         state.database = database;
         state.password_login = config.auth.password_login;
         (state.oidc_name, state.oidc_origin) = oidc_for_pages(&config.auth);

@@ -50,8 +50,8 @@ pub use lease::BACKGROUND_LEASE;
 pub use meta::DEMO_DATA;
 pub use metrics::MetricSample;
 pub use reads::{
-    DeadLetterFilter, KEY_PAGE_ROWS, KEY_PAGE_SHARED_REFS, KeyRecords, OutboxFilter,
-    OverviewRecords, Window,
+    DeadLetterFilter, KEY_PAGE_ROWS, KEY_PAGE_SHARED_REFS, KeyRecords, OpenByConsumer,
+    OutboxFilter, OverviewRecords, Window,
 };
 pub use refusals::{REFUSAL_WINDOW, Refusal};
 pub use rollup::{ROLLUP_SETTLE, ROLLUP_WATERMARK, Recovery};

@@ -26,12 +26,31 @@ impl Store {
     /// `limit`: one index probe per consumer (a skip scan of the primary
     /// key), however many rows each has written.
     pub async fn consumers(&self, limit: usize) -> StoreResult<Vec<String>> {
-        const SQL: &str = "SELECT MIN(consumer) FROM consumer_metrics WHERE consumer > $1";
+        self.distinct_consumers(
+            "SELECT MIN(consumer) FROM consumer_metrics WHERE consumer > $1",
+            limit,
+        )
+        .await
+    }
+
+    /// The consumers that have claims, in name order, at most `limit`: one
+    /// probe of the claims' primary key per consumer (a consumer that
+    /// claims through an adapter may write no metrics).
+    pub async fn claiming_consumers(&self, limit: usize) -> StoreResult<Vec<String>> {
+        self.distinct_consumers(
+            "SELECT MIN(consumer) FROM claims WHERE consumer > $1",
+            limit,
+        )
+        .await
+    }
+
+    /// `sql` (the smallest consumer after `$1`) asked again after each answer.
+    async fn distinct_consumers(&self, sql: &str, limit: usize) -> StoreResult<Vec<String>> {
         let mut names: Vec<String> = Vec::new();
         while names.len() < limit {
             let after = names.last().map_or("", String::as_str);
             let next: Option<String> = dispatch!(&self.pools, pool => {
-                sqlx::query_scalar(SQL).bind(after).fetch_one(pool).await?
+                sqlx::query_scalar(sql).bind(after).fetch_one(pool).await?
             });
             match next {
                 Some(name) => names.push(name),
@@ -42,14 +61,25 @@ impl Store {
     }
 
     /// Every counter's sum per consumer over the minutes in `[from, to)`,
-    /// by consumer and metric: a range of the `(metric, minute)` index,
-    /// one metric at a time.
+    /// by consumer and metric.
     pub async fn counter_sums(&self, from: Ts, to: Ts) -> StoreResult<Vec<(String, Metric, f64)>> {
+        self.sums_by_consumer(Metric::ALL, from, to).await
+    }
+
+    /// The sums of `counters` per consumer over the minutes in `[from, to)`,
+    /// by consumer and metric (the counters among them): a range of the
+    /// `(metric, minute)` index, one metric at a time.
+    pub async fn sums_by_consumer(
+        &self,
+        counters: &[Metric],
+        from: Ts,
+        to: Ts,
+    ) -> StoreResult<Vec<(String, Metric, f64)>> {
         let sql = format!(
             "SELECT consumer, metric, SUM(value) FROM consumer_metrics \
              WHERE metric IN ({}) AND minute >= $1 AND minute < $2 \
              GROUP BY consumer, metric ORDER BY consumer, metric",
-            crate::rollup::names_of(Metric::ALL, &[MetricKind::Counter])
+            crate::rollup::names_of(counters, &[MetricKind::Counter])
         );
         let rows: Vec<(String, String, f64)> = dispatch!(&self.pools, pool => {
             sqlx::query_as(&sql).bind(from).bind(to).fetch_all(pool).await?

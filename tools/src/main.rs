@@ -26,6 +26,8 @@ enum Command {
         /// Dead letters (default: a hundredth of the claims).
         #[arg(long)]
         dead_letters: Option<u64>,
+        /// Consumers the rows spread over (1 to 1,000; past ten the names
+        /// repeat as `reminders-2`, `payment-webhooks-2`, …).
         #[arg(long, default_value_t = 10)]
         consumers: u32,
         #[arg(long, default_value_t = 30)]

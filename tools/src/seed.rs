@@ -52,8 +52,21 @@ fn scramble(i: u64) -> u64 {
     (i.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ (i >> 7)) & 0xFF_FFFF_FFFF
 }
 
-fn consumer_of(i: u64, consumers: u32) -> &'static str {
-    CONSUMERS[(i % u64::from(consumers.clamp(1, 10))) as usize]
+/// The most consumers a seed writes (a fleet of many teams).
+pub const MAX_CONSUMERS: u32 = 1_000;
+
+/// The `n`th consumer: the ten names, then `reminders-2`, `payment-webhooks-2`, …
+fn consumer_name(n: u32) -> String {
+    let base = CONSUMERS[(n % 10) as usize];
+    match n / 10 {
+        0 => base.to_owned(),
+        round => format!("{base}-{}", round + 1),
+    }
+}
+
+fn consumer_of(i: u64, consumers: u32) -> String {
+    let n = i % u64::from(consumers.clamp(1, MAX_CONSUMERS));
+    consumer_name(u32::try_from(n).unwrap_or(0))
 }
 
 fn key_of(i: u64) -> String {
@@ -113,7 +126,7 @@ fn claim(i: u64, plan: &SeedPlan, start: DateTime<Utc>, span_ms: i64, rng: &mut 
         ),
     };
     Claim {
-        consumer: consumer_of(i, plan.consumers).to_owned(),
+        consumer: consumer_of(i, plan.consumers),
         key: key_of(i),
         status,
         status_at,
@@ -314,7 +327,8 @@ impl Run<'_> {
             .unwrap_or(plan.claims as f64 / minutes as f64 / f64::from(plan.consumers.max(1)));
         let mut batch = Vec::with_capacity(BATCH as usize);
         let mut rows = 0u64;
-        for consumer in CONSUMERS.iter().take(plan.consumers.clamp(1, 10) as usize) {
+        for n in 0..plan.consumers.clamp(1, MAX_CONSUMERS) {
+            let consumer = &consumer_name(n);
             for m in 0..minutes {
                 let at = Ts::from(self.timeline.start + TimeDelta::minutes(m));
                 minute_samples(consumer, at, per_minute, &mut self.rng, &mut batch);
@@ -338,7 +352,7 @@ fn outbox_row(i: u64, plan: &SeedPlan, created: DateTime<Utc>, rng: &mut StdRng)
     let pending = rng.random_bool(0.001);
     OutboxRow {
         id: 0,
-        consumer: consumer_of(i, plan.consumers).to_owned(),
+        consumer: consumer_of(i, plan.consumers),
         topic: "event.published".into(),
         key: key_of(i),
         payload: format!(r#"{{"n":{i}}}"#),
@@ -362,7 +376,7 @@ fn dead_letter(i: u64, plan: &SeedPlan, at: DateTime<Utc>, rng: &mut StdRng) -> 
     };
     DeadLetter {
         id: 0,
-        consumer: consumer_of(i, plan.consumers).to_owned(),
+        consumer: consumer_of(i, plan.consumers),
         queue: format!("{}.fifo", consumer_of(i, plan.consumers)),
         key: key_of(i),
         message_id: format!("m-{i}"),
@@ -388,7 +402,7 @@ fn resolution(j: u64, i: u64, plan: &SeedPlan, at: DateTime<Utc>) -> AuditEntry 
         actor: "operator".into(),
         actor_role: "operator".into(),
         action: "resolve".into(),
-        consumer: Some(consumer_of(i, plan.consumers).to_owned()),
+        consumer: Some(consumer_of(i, plan.consumers)),
         key: Some(key_of(i)),
         target: None,
         state_before: Some("unknown".into()),

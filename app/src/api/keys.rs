@@ -32,6 +32,9 @@ pub struct KeyStory {
     /// How Idem's logs name this key, when they carry a fingerprint of it
     /// rather than the key (`IDEM_LOG_KEYS`).
     pub log_fingerprint: Option<String>,
+    /// The consumer's provider contract, when the catalogue names it: the
+    /// resolution form says what it means for a retry.
+    pub contract: Option<idem_domain::ProviderContract>,
 }
 
 /// What a link carrying only a key finds.
@@ -171,6 +174,7 @@ pub(crate) mod ssr {
             read_only,
             resolve_writes_back,
             log_fingerprint,
+            contract: state.catalogue.get(consumer.as_str()).map(|e| e.contract),
         }))
     }
 

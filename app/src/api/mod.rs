@@ -14,6 +14,7 @@ mod actions;
 mod audit;
 pub mod charts;
 mod checks;
+mod consumers;
 mod keys;
 mod lists;
 pub mod overview;
@@ -34,6 +35,9 @@ pub use charts::{
 #[cfg(feature = "ssr")]
 pub use checks::load_check_counts;
 pub use checks::{CheckCount, Checks, get_checks};
+pub use consumers::{
+    ConsumerDetail, ConsumerSort, ConsumerSummary, ConsumerTable, get_consumer, get_consumers,
+};
 pub use keys::{
     KeyLookup, KeyQuery, KeyStory, SearchResults, get_key_story, lookup_key, search_keys,
 };

@@ -168,6 +168,29 @@ pub fn DiscardForm(dead_letter_id: i64, action_id: String) -> impl IntoView {
     }
 }
 
+/// What the consumer's provider contract means for a retry, beside the
+/// resolution form.
+#[component]
+fn ContractNote(contract: Option<idem_domain::ProviderContract>) -> impl IntoView {
+    match contract {
+        Some(contract) => view! {
+            <p class="contract-advice">
+                <strong>{format!("Provider contract: {}. ", contract.label())}</strong>
+                {contract.retry_advice()}
+            </p>
+        }
+        .into_any(),
+        None => view! {
+            <p class="contract-advice">
+                <strong>"Provider contract: not in the catalogue. "</strong>
+                "Idem does not know whether this provider honours the key or keeps a reference: "
+                "find out before choosing a retry."
+            </p>
+        }
+        .into_any(),
+    }
+}
+
 /// "Resolve the unknown outcome": sent (with the reference), failed and
 /// retry, or failed for good — only while the claim is still at the version shown.
 #[component]
@@ -177,6 +200,9 @@ pub fn ResolveForm(
     /// Whether "failed, and retry through the outbox" is offered.
     #[prop(default = true)]
     retry: bool,
+    /// The consumer's provider contract from the catalogue (`None`: not in it).
+    #[prop(default = None)]
+    contract: Option<idem_domain::ProviderContract>,
 ) -> impl IntoView {
     let action_id = form_id(&action_id, "resolve");
     // An abandoned lease is resolved as an unknown outcome is: nobody knows
@@ -197,6 +223,7 @@ pub fn ResolveForm(
                 "Check with the provider (by the key or the time of the attempt), then record what happened. "
                 "Only a claim " {still} " at version " {claim.version} " is changed."
             </p>
+            <ContractNote contract/>
             <SubmitOnce>
                 <form method="post" action=ResolveUnknown::PATH>
                     <input type="hidden" name="consumer" value=claim.consumer.clone()/>

@@ -39,6 +39,7 @@ pub fn Layout(children: Children) -> impl IntoView {
                     {nav_link("/unknown", "Unknown")}
                     {nav_link("/dead-letters", "Dead letters")}
                     {nav_link("/outbox", "Outbox")}
+                    {nav_link("/consumers", "Consumers")}
                     {nav_link("/checks", "Checks")}
                     {nav_link("/slo", "SLOs")}
                     // Only what the person's role opens: the audit log is

@@ -243,7 +243,7 @@ fn action_forms(s: &KeyStory) -> impl IntoView + use<> {
         .map(|claim| {
             // A team table written back to cannot take Idem's retry.
             let retry = s.resolve_writes_back.is_none();
-            view! { <ResolveForm claim action_id=s.action_id.clone() retry/> }
+            view! { <ResolveForm claim action_id=s.action_id.clone() retry contract=s.contract/> }
         });
     // A read-only consumer's dead letters are its own system's to replay.
     let dead_letters = s

@@ -3,6 +3,7 @@
 
 mod audit;
 mod checks;
+mod consumers;
 mod dead_letters;
 mod key;
 mod lists;
@@ -15,6 +16,7 @@ mod slo;
 
 pub use audit::AuditPage;
 pub use checks::ChecksPage;
+pub use consumers::{ConsumerPage, ConsumersPage};
 pub use dead_letters::{DeadLetterPage, DeadLettersPage};
 pub use key::{KeyLookupPage, KeyPage};
 pub use lists::{OutboxPage, UnknownPage};

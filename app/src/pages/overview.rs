@@ -20,6 +20,7 @@ pub fn OverviewPage() -> impl IntoView {
             <LiveRefresh/>
         </div>
         <Loaded resource=data render=|o: Overview| view! { <OverviewBody o/> }/>
+        <super::consumers::ConsumersNeedingAttention/>
         <super::slo::SloTiles/>
         <OverviewCharts/>
     }

@@ -22,6 +22,9 @@ pub struct AppState {
     pub per_interval: crate::cache::ReadCache,
     /// How long consumers keep claims (a replay of an older key may not be deduplicated).
     pub claim_retention: idem_domain::ClaimRetention,
+    /// The consumer catalogue (`IDEM_CONSUMERS_FILE`, the demo's, or empty).
+    #[from_ref(skip)]
+    pub catalogue: std::sync::Arc<idem_domain::Catalogue>,
     /// The SLOs in force (from `IDEM_SLO_FILE` or the built-in defaults).
     pub slos: std::sync::Arc<idem_domain::slo::SloSet>,
     /// Whether the database answers, and since when it has not.
@@ -119,6 +122,7 @@ impl AppState {
             ),
             claim_retention: idem_domain::ClaimRetention::default(),
             slos: std::sync::Arc::default(),
+            catalogue: std::sync::Arc::default(),
             database: DatabaseStatus::default(),
             password_login: true,
             oidc_name: None,

@@ -41,6 +41,7 @@ impl Config {
             redrive_per_second: redrive_per_second()?,
             read_only: read_only()?,
             slo_file: var("IDEM_SLO_FILE").map(Into::into),
+            consumers_file: var("IDEM_CONSUMERS_FILE").map(Into::into),
             brokers_file: var("IDEM_BROKERS_FILE").map(Into::into),
             metrics_token: var("IDEM_METRICS_TOKEN").map(crate::metrics::MetricsToken::new),
             auth,

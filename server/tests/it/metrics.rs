@@ -92,8 +92,19 @@ async fn the_metrics_export_is_off_without_a_token_and_refuses_a_wrong_one() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_scrape_parses_as_prometheus_text_with_slos_burn_rates_and_stuck_keys() {
+    // payments is in the catalogue, reminders is not.
+    let dir = tempfile::tempdir().unwrap();
+    let catalogue = dir.path().join("consumers.toml");
+    std::fs::write(
+        &catalogue,
+        "[[consumer]]\nname = \"payments\"\nteam = \"payments-core\"\nprovider_contract = \"honours-key\"\n",
+    )
+    .unwrap();
     let app = spawn_bare(
-        |config| config.metrics_token = Some(MetricsToken::new(TOKEN.into())),
+        |config| {
+            config.metrics_token = Some(MetricsToken::new(TOKEN.into()));
+            config.consumers_file = Some(catalogue.clone());
+        },
         TestDatabase::sqlite().await,
     )
     .await;
@@ -167,6 +178,24 @@ async fn a_scrape_parses_as_prometheus_text_with_slos_burn_rates_and_stuck_keys(
     )
     .expect("the stuck key is named exactly");
     assert!((1195.0..1300.0).contains(&age), "{age}");
+    // A catalogued consumer's series carry its team, for Alertmanager to route on.
+    let teams = |consumer| {
+        samples
+            .iter()
+            .filter(|s| s.labels.get("consumer") == Some(consumer))
+            .map(|s| s.labels.get("team"))
+            .collect::<Vec<_>>()
+    };
+    let payments = teams("payments");
+    assert!(!payments.is_empty());
+    assert!(
+        payments.iter().all(|t| *t == Some("payments-core")),
+        "{payments:?}"
+    );
+    assert!(
+        teams("reminders").iter().all(Option::is_none),
+        "not in the catalogue"
+    );
     // Bounded: five stuck reminders, three exported.
     let reminders = samples
         .iter()

@@ -22,9 +22,11 @@ use crate::{
     store::Store,
 };
 
+mod consumers;
 mod lists;
 mod overview;
 
+pub use consumers::OpenByConsumer;
 pub use lists::{DeadLetterFilter, OutboxFilter, Window};
 pub use overview::OverviewRecords;
 

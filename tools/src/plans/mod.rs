@@ -189,6 +189,7 @@ async fn measure_all(
     rows.extend(reads.lists().await?);
     rows.extend(reads.key_page(&key).await?);
     rows.extend(reads.searches(&key).await?);
+    rows.extend(reads.consumer_table().await?);
     rows.extend(reads.charts_slos_audit_sign_in().await?);
     rows.extend(reads.checks().await?);
     let failed = print_table(&rows);

@@ -36,6 +36,42 @@ impl Reads<'_> {
         ])
     }
 
+    /// The consumer table's reads: every consumer's open work, last hour
+    /// and queue age, and the probe that finds the next consumer's name.
+    pub(super) async fn consumer_table(&self) -> StoreResult<Vec<Measured>> {
+        let (store, notices) = (self.store, self.notices);
+        let to = Ts::now();
+        Ok(vec![
+            measure(notices, "/consumers: open work per consumer", || {
+                store.open_by_consumer(idem_domain::CappedCount::DEFAULT_CAP)
+            })
+            .await?,
+            measure(notices, "/consumers: the next consumer with claims", || {
+                store.claiming_consumers(1)
+            })
+            .await?,
+            measure(notices, "/consumers: the last hour per consumer", || {
+                store.sums_by_consumer(
+                    &[
+                        idem_domain::Metric::Deliveries,
+                        idem_domain::Metric::DuplicateClaims,
+                    ],
+                    to - chrono::TimeDelta::hours(1),
+                    to,
+                )
+            })
+            .await?,
+            measure(notices, "/consumers: queue age per consumer", || {
+                store.gauge_max_by_consumer(
+                    idem_domain::Metric::QueueOldestAgeSeconds,
+                    to - chrono::TimeDelta::minutes(5),
+                    to,
+                )
+            })
+            .await?,
+        ])
+    }
+
     /// The work lists' first pages, and pages as deep as a person could go.
     pub(super) async fn lists(&self) -> StoreResult<Vec<Measured>> {
         let (store, notices) = (self.store, self.notices);

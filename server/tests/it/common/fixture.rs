@@ -181,6 +181,11 @@ impl Fixture {
             ),
             ("get_checks", vec![("check", "payload-drift".into())]),
             (
+                "get_consumers",
+                vec![("team", "payments".into()), ("sort", "unknown".into())],
+            ),
+            ("get_consumer", vec![("name", "orders".into())]),
+            (
                 "list_audit",
                 vec![
                     ("query[actor]", "olga".into()),

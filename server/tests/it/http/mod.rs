@@ -8,6 +8,7 @@ use crate::common;
 
 mod checks;
 mod compression;
+mod consumers;
 mod key_pages;
 mod lists_and_search;
 mod redrives;

@@ -7,6 +7,7 @@
 mod brokers;
 mod checks;
 mod claims;
+mod consumers;
 mod fingerprints;
 mod leases;
 mod lists;

@@ -1,0 +1,117 @@
+//! The consumer table's reads: every consumer's open work, last hour and
+//! queue age in a fixed number of statements.
+
+use chrono::TimeDelta;
+use idem_domain::Metric;
+use idem_store::{MetricSample, NewDeadLetter, Outcome, Store};
+
+use super::{at, claim_once, dead_letter, delivery, settle};
+
+idem_store::on_both_backends!(
+    open_work_is_counted_per_consumer_and_marked_when_the_walk_stops,
+    the_last_hour_and_the_queue_age_are_per_consumer,
+);
+
+async fn open_work_is_counted_per_consumer_and_marked_when_the_walk_stops(store: &Store) {
+    // payments: three unknown outcomes; reminders: one, and one sent.
+    // Two open dead letters for orders, one for "🧾 رسيد" (a name as hostile as a key).
+    for (consumer, key, outcome) in [
+        ("payments", "p:1", Outcome::Unknown { error: "timeout" }),
+        ("payments", "p/2", Outcome::Unknown { error: "timeout" }),
+        ("payments", "p%3", Outcome::Unknown { error: "timeout" }),
+        ("reminders", "r 1", Outcome::Unknown { error: "reset" }),
+        ("reminders", "r#2", Outcome::Sent { provider_ref: None }),
+    ] {
+        claim_once(store, delivery(consumer, key, 10)).await;
+        settle(store, consumer, key, outcome, 10).await;
+    }
+    let mut tx = store.begin().await.unwrap();
+    tx.dead_letter(&dead_letter("o-1", 20)).await.unwrap();
+    tx.dead_letter(&dead_letter("o-2", 21)).await.unwrap();
+    tx.dead_letter(&NewDeadLetter {
+        consumer: "🧾 رسيد",
+        ..dead_letter("x-1", 22)
+    })
+    .await
+    .unwrap();
+    tx.commit().await.unwrap();
+
+    let open = store.open_by_consumer(100).await.unwrap();
+    assert_eq!(open.unknown("payments").to_string(), "3");
+    assert_eq!(open.unknown("reminders").to_string(), "1");
+    assert!(open.unknown("orders").is_zero());
+    assert_eq!(open.dead_letters("orders").to_string(), "2");
+    assert_eq!(open.dead_letters("🧾 رسيد").to_string(), "1");
+    assert!(open.dead_letters("payments").is_zero());
+    let named: Vec<&str> = open.consumers().collect();
+    for consumer in ["payments", "reminders", "orders", "🧾 رسيد"] {
+        assert!(named.contains(&consumer), "{consumer} in {named:?}");
+    }
+
+    // A walk stopped at 3 of 4 unknown outcomes says so on every count:
+    // what it found is a lower bound, not the answer.
+    let stopped = store.open_by_consumer(3).await.unwrap();
+    assert!(stopped.unknown("payments").capped);
+    assert!(stopped.unknown("orders").capped);
+    assert!(stopped.unknown("payments").value + stopped.unknown("reminders").value <= 4);
+    assert!(
+        !stopped.dead_letters("orders").capped,
+        "three open dead letters fit a walk of three"
+    );
+}
+
+async fn the_last_hour_and_the_queue_age_are_per_consumer(store: &Store) {
+    let now = at(7200);
+    let sample = |consumer: &str, metric: Metric, minutes_ago: i64, value: f64| MetricSample {
+        consumer: consumer.into(),
+        metric,
+        at: now - TimeDelta::minutes(minutes_ago),
+        bucket: String::new(),
+        value,
+    };
+    store
+        .record_metrics(&[
+            sample("payments", Metric::Deliveries, 5, 100.0),
+            sample("payments", Metric::Deliveries, 50, 20.0),
+            sample("payments", Metric::DuplicateClaims, 5, 3.0),
+            // Two hours ago: outside the hour.
+            sample("payments", Metric::Deliveries, 120, 1000.0),
+            sample("reminders", Metric::Deliveries, 10, 7.0),
+            sample("reminders", Metric::Sends, 10, 7.0),
+            sample("payments", Metric::QueueOldestAgeSeconds, 2, 12.0),
+            sample("payments", Metric::QueueOldestAgeSeconds, 3, 40.0),
+            sample("reminders", Metric::QueueOldestAgeSeconds, 4, 2.0),
+            // Ten minutes ago: older than the five minutes asked for.
+            sample("reminders", Metric::QueueOldestAgeSeconds, 10, 900.0),
+        ])
+        .await
+        .unwrap();
+    let mut sums = store
+        .sums_by_consumer(
+            &[Metric::Deliveries, Metric::DuplicateClaims],
+            now - TimeDelta::hours(1),
+            now,
+        )
+        .await
+        .unwrap();
+    sums.sort_by(|a, b| (&a.0, a.1).cmp(&(&b.0, b.1)));
+    assert_eq!(
+        sums,
+        [
+            ("payments".to_owned(), Metric::Deliveries, 120.0),
+            ("payments".to_owned(), Metric::DuplicateClaims, 3.0),
+            ("reminders".to_owned(), Metric::Deliveries, 7.0),
+        ]
+    );
+    let ages = store
+        .gauge_max_by_consumer(
+            Metric::QueueOldestAgeSeconds,
+            now - TimeDelta::minutes(5),
+            now,
+        )
+        .await
+        .unwrap();
+    assert_eq!(ages.get("payments"), Some(&40.0));
+    assert_eq!(ages.get("reminders"), Some(&2.0));
+    assert_eq!(ages.len(), 2);
+}
