@@ -26,37 +26,33 @@ impl Store {
     /// `limit`: one index probe per consumer (a skip scan of the primary
     /// key), however many rows each has written.
     pub async fn consumers(&self, limit: usize) -> StoreResult<Vec<String>> {
-        self.distinct_consumers(
-            "SELECT MIN(consumer) FROM consumer_metrics WHERE consumer > $1",
-            limit,
-        )
-        .await
+        self.distinct_consumers("consumer_metrics", limit).await
     }
 
     /// The consumers that have claims, in name order, at most `limit`: one
     /// probe of the claims' primary key per consumer (a consumer that
     /// claims through an adapter may write no metrics).
     pub async fn claiming_consumers(&self, limit: usize) -> StoreResult<Vec<String>> {
-        self.distinct_consumers(
-            "SELECT MIN(consumer) FROM claims WHERE consumer > $1",
-            limit,
-        )
-        .await
+        self.distinct_consumers("claims", limit).await
     }
 
-    /// `sql` (the smallest consumer after `$1`) asked again after each answer.
-    async fn distinct_consumers(&self, sql: &str, limit: usize) -> StoreResult<Vec<String>> {
-        let mut names: Vec<String> = Vec::new();
-        while names.len() < limit {
-            let after = names.last().map_or("", String::as_str);
-            let next: Option<String> = dispatch!(&self.pools, pool => {
-                sqlx::query_scalar(sql).bind(after).fetch_one(pool).await?
-            });
-            match next {
-                Some(name) => names.push(name),
-                None => break,
-            }
-        }
+    /// The distinct consumers of `table` (whose primary key starts with
+    /// `consumer`), in one statement: a recursive query that asks the index
+    /// for the smallest name after the last one found (a loose index scan,
+    /// which neither planner does by itself for `DISTINCT`).
+    async fn distinct_consumers(&self, table: &str, limit: usize) -> StoreResult<Vec<String>> {
+        let sql = format!(
+            "WITH RECURSIVE names(consumer) AS ( \
+               SELECT MIN(consumer) FROM {table} \
+               UNION ALL \
+               SELECT (SELECT MIN(consumer) FROM {table} WHERE consumer > names.consumer) \
+               FROM names WHERE names.consumer IS NOT NULL \
+             ) SELECT consumer FROM names WHERE consumer IS NOT NULL LIMIT $1"
+        );
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let names: Vec<String> = dispatch!(&self.pools, pool => {
+            sqlx::query_scalar(&sql).bind(limit).fetch_all(pool).await?
+        });
         Ok(names)
     }
 

@@ -219,9 +219,8 @@ pub(crate) mod ssr {
     pub const MAX_CONSUMERS: usize = 1_000;
 
     /// Every consumer's summary in name order, shared by every viewer for
-    /// the read cache's lifetime: four statements however many consumers
-    /// there are, plus two index probes per consumer for their names (one
-    /// in `consumer_metrics`, one in `claims`).
+    /// the read cache's lifetime: six statements however many consumers
+    /// there are (their names each an index probe, in one statement per table).
     pub async fn load_summaries(
         state: &AppState,
     ) -> Result<(DateTime<Utc>, Vec<ConsumerSummary>), AppError> {

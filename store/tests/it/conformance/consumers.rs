@@ -36,6 +36,13 @@ async fn open_work_is_counted_per_consumer_and_marked_when_the_walk_stops(store:
     .unwrap();
     tx.commit().await.unwrap();
 
+    // Every consumer with claims, by name, each once, however many claims.
+    assert_eq!(
+        store.claiming_consumers(10).await.unwrap(),
+        ["payments", "reminders"]
+    );
+    assert_eq!(store.claiming_consumers(1).await.unwrap(), ["payments"]);
+
     let open = store.open_by_consumer(100).await.unwrap();
     assert_eq!(open.unknown("payments").to_string(), "3");
     assert_eq!(open.unknown("reminders").to_string(), "1");
