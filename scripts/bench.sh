@@ -3,8 +3,9 @@
 # `make test` (it loads 11 million claims and takes the better part of an
 # hour here). Everything listens on 127.0.0.1; load is bounded in time.
 #
-#   1. seeds Postgres databases with BENCH_SIZES claims (skipped when a
-#      database already holds that many) and times the load;
+#   1. seeds Postgres databases with BENCH_SIZES claims over BENCH_CONSUMERS
+#      consumers (10; skipped when a database already holds that many) and
+#      times the load;
 #   2. `idem-tools bench`: every dashboard read beside its naive form, and growth;
 #   3. HTTP load on the largest database, Idem pinned to core 0, Postgres
 #      and the load generators to core 1: throughput with wrk (closed loop,
@@ -24,6 +25,8 @@ cd "$(dirname "$0")/.."
 
 PG=${BENCH_PG:-postgres://postgres@127.0.0.1:5432}
 SIZES=${BENCH_SIZES:-1000000 10000000}
+# Consumers the claims spread over; a fleet of many teams is BENCH_CONSUMERS=100.
+CONSUMERS=${BENCH_CONSUMERS:-10}
 IDEM=target/release/idem
 TOOLS=target/release/idem-tools
 BARE=target/release/examples/bare_key_page
@@ -45,6 +48,7 @@ BROWSER="gzip, deflate, br, zstd"
 urls=()
 for n in $SIZES; do
   db=idem_bench_$n
+  [ "$CONSUMERS" = 10 ] || db=${db}_c$CONSUMERS
   url="$PG/$db"
   urls+=("$url")
   step seed || continue
@@ -56,7 +60,7 @@ for n in $SIZES; do
   psql_at "$PG/postgres" "DROP DATABASE IF EXISTS $db WITH (FORCE)"
   psql_at "$PG/postgres" "CREATE DATABASE $db"
   start=$(date +%s)
-  DATABASE_URL=$url $TOOLS seed --claims "$n" --metrics >&2
+  DATABASE_URL=$url $TOOLS seed --claims "$n" --consumers "$CONSUMERS" --metrics >&2
   echo "bench: seeded $n claims in $(( $(date +%s) - start )) s" | tee "$OUT/seed-$n.txt" >&2
 done
 
@@ -128,6 +132,7 @@ taskset -c 1 $TOOLS load --base http://127.0.0.1:3950 --paths-file "$OUT/key-pat
 load "Idem key page, 1,000 keys in turn" "http://127.0.0.1:3950/" "Cookie: $cookie" "$OUT/key-paths.txt"
 load "Idem /unknown" "http://127.0.0.1:3950/unknown" "Cookie: $cookie"
 load "Idem overview (/)" "http://127.0.0.1:3950/" "Cookie: $cookie"
+load "Idem consumer table (/consumers)" "http://127.0.0.1:3950/consumers?sort=unknown" "Cookie: $cookie"
 load "Idem chart data, 28 days (get_charts)" "http://127.0.0.1:3950$charts_fn?range=28d" "Cookie: $cookie"
 load "bare axum+sqlx key lookup (floor), 1,000 keys in turn" "http://127.0.0.1:3951/" "" "$OUT/key-paths.txt"
 echo
@@ -144,6 +149,8 @@ done
 # a team's open consoles).
 taskset -c 1 $TOOLS load --base http://127.0.0.1:3950 --path / --cookie "$cookie" \
   --rate 100 --seconds "$SECONDS_EACH" --rounds "$ROUNDS" --name "Idem overview (/) at 100 req/s"
+taskset -c 1 $TOOLS load --base http://127.0.0.1:3950 --path "/consumers?sort=unknown" --cookie "$cookie" \
+  --rate 100 --seconds "$SECONDS_EACH" --rounds "$ROUNDS" --name "Idem /consumers at 100 req/s"
 kill $idem_pid $bare_pid 2>/dev/null || true
 wait $idem_pid $bare_pid 2>/dev/null || true
 pin_postgres 0-$(( $(nproc) - 1 ))

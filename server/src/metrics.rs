@@ -24,6 +24,10 @@ use idem_app::{
 use idem_domain::{Catalogue, slo::SloStatus};
 use sha2::{Digest, Sha256};
 
+mod exposition;
+
+use exposition::Exposition;
+
 /// The most stuck keys exported per consumer and reason.
 pub const STUCK_KEYS_PER_CONSUMER: usize = 3;
 
@@ -399,114 +403,9 @@ fn stuck_keys(out: &mut Exposition, overview: &Overview) {
     }
 }
 
-/// The text being written, and the catalogue that gives each `consumer`
-/// label its `team`.
-struct Exposition<'a> {
-    catalogue: &'a Catalogue,
-    text: String,
-}
-
-impl Exposition<'_> {
-    fn family(&mut self, name: &str, kind: &str, help: &str) {
-        let _ = writeln!(self.text, "# HELP {name} {help}");
-        let _ = writeln!(self.text, "# TYPE {name} {kind}");
-    }
-
-    /// A gauge family of capped counts, one sample per `label` value, and
-    /// its `{name}_capped` twin: 1 where the count stopped at its cap.
-    fn capped_counts<'a>(
-        &mut self,
-        name: &str,
-        help: &str,
-        label: &str,
-        counts: impl Iterator<Item = (&'a str, idem_domain::CappedCount)> + Clone,
-    ) {
-        self.family(name, "gauge", help);
-        for (value, count) in counts.clone() {
-            self.sample(name, &[(label, value)], count.value as f64);
-        }
-        let capped = format!("{name}_capped");
-        let help = format!("1 when {name} stopped counting at its cap.");
-        self.family(&capped, "gauge", &help);
-        for (value, count) in counts {
-            self.sample(
-                &capped,
-                &[(label, value)],
-                f64::from(u8::from(count.capped)),
-            );
-        }
-    }
-
-    /// A gauge family with one sample per SLO (none where `value` has nothing to say).
-    fn per_slo(
-        &mut self,
-        slos: &[SloStatus],
-        name: &str,
-        help: &str,
-        value: impl Fn(&SloStatus) -> Option<f64>,
-    ) {
-        self.family(name, "gauge", help);
-        for s in slos {
-            if let Some(v) = value(s) {
-                self.sample(name, &[("slo", &s.slo.name)], v);
-            }
-        }
-    }
-
-    /// One sample. A `consumer` label the catalogue knows brings its
-    /// `team` label along, so Alertmanager can route by team.
-    fn sample(&mut self, name: &str, labels: &[(&str, &str)], value: f64) {
-        let team = labels
-            .iter()
-            .find(|(label, _)| *label == "consumer")
-            .and_then(|(_, consumer)| self.catalogue.get(consumer))
-            .map(|entry| ("team", entry.team.as_str()));
-        self.text.push_str(name);
-        if !labels.is_empty() {
-            self.text.push('{');
-            for (i, (label, v)) in labels.iter().chain(team.iter()).enumerate() {
-                if i > 0 {
-                    self.text.push(',');
-                }
-                let _ = write!(self.text, "{label}=\"{}\"", escape(v));
-            }
-            self.text.push('}');
-        }
-        let _ = writeln!(self.text, " {}", number(value));
-    }
-}
-
-/// A label value as the text format wants it: `\`, `"` and newlines escaped.
-fn escape(value: &str) -> String {
-    value
-        .replace('\\', "\\\\")
-        .replace('"', "\\\"")
-        .replace('\n', "\\n")
-}
-
-fn number(value: f64) -> String {
-    if value.is_nan() {
-        "NaN".into()
-    } else if value.is_infinite() {
-        if value > 0.0 { "+Inf" } else { "-Inf" }.into()
-    } else {
-        format!("{value}")
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn label_values_escape_backslashes_quotes_and_newlines() {
-        assert_eq!(escape(r#"a\b"c"#), r#"a\\b\"c"#);
-        assert_eq!(escape("line\nbreak"), "line\\nbreak");
-        assert_eq!(
-            escape("refund:EU/2026/Ø-1842 #1 %"),
-            "refund:EU/2026/Ø-1842 #1 %"
-        );
-    }
 
     #[test]
     fn a_token_admits_only_itself() {

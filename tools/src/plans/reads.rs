@@ -37,7 +37,7 @@ impl Reads<'_> {
     }
 
     /// The consumer table's reads: every consumer's open work, last hour
-    /// and queue age, and the probe that finds the next consumer's name.
+    /// and queue age, and the names of every consumer.
     pub(super) async fn consumer_table(&self) -> StoreResult<Vec<Measured>> {
         let (store, notices) = (self.store, self.notices);
         let to = Ts::now();
@@ -46,8 +46,12 @@ impl Reads<'_> {
                 store.open_by_consumer(idem_domain::CappedCount::DEFAULT_CAP)
             })
             .await?,
-            measure(notices, "/consumers: the next consumer with claims", || {
-                store.claiming_consumers(1)
+            measure(notices, "/consumers: every consumer with claims", || {
+                store.claiming_consumers(1_000)
+            })
+            .await?,
+            measure(notices, "/consumers: every consumer with metrics", || {
+                store.consumers(1_000)
             })
             .await?,
             measure(notices, "/consumers: the last hour per consumer", || {
