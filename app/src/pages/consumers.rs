@@ -11,7 +11,7 @@ use crate::{
         ConsumerDetail, ConsumerSort, ConsumerSummary, ConsumerTable, get_consumer, get_consumers,
     },
     components::{LiveRefresh, Loaded, provide_clock},
-    format::{duration, percent},
+    format::{count_of, duration, percent},
     links,
 };
 
@@ -227,8 +227,8 @@ pub fn ConsumerPage() -> impl IntoView {
             </dl>
             <h2>"Waiting for a person"</h2>
             <ul class="consumer-lists">
-                <li><a href=only("/unknown") rel="external">{format!("{} open unknown outcomes", s.unknown)}</a></li>
-                <li><a href=only("/dead-letters") rel="external">{format!("{} open dead letters", s.dead_letters)}</a></li>
+                <li><a href=only("/unknown") rel="external">{count_of(s.unknown, "open unknown outcome", "open unknown outcomes")}</a></li>
+                <li><a href=only("/dead-letters") rel="external">{count_of(s.dead_letters, "open dead letter", "open dead letters")}</a></li>
                 <li><a href=only("/outbox") rel="external">"Its unpublished outbox rows"</a></li>
                 <li><a href=only("/") rel="external">"Its charts"</a></li>
             </ul>

@@ -123,6 +123,7 @@ tests:
           - exp_labels:
               severity: page
               consumer: payments
+              team: payments-core
               idempotency_key: {key}
               reason: unknown_outcome
             exp_annotations:
@@ -154,7 +155,9 @@ tests:
               runbook_url: "{PUBLIC_URL}/checks"
 "#,
         stuck = quoted(&format!(
-            r#"idem_stuck_key_age_seconds{{consumer="payments",idempotency_key={},reason="unknown_outcome"}}"#,
+            // As /metrics writes it for a consumer in the catalogue: the
+            // alert keeps the team, for Alertmanager to route on.
+            r#"idem_stuck_key_age_seconds{{consumer="payments",idempotency_key={},reason="unknown_outcome",team="payments-core"}}"#,
             quoted(key)
         )),
         key = quoted(key),

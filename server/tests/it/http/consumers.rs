@@ -184,7 +184,7 @@ async fn a_consumer_s_page_shows_its_entry_or_says_it_is_not_in_the_catalogue() 
             "honours the key",
             "retrying is safe",
             "Claims kept 90 days",
-            "1 open unknown outcomes",
+            "1 open unknown outcome",
         ] {
             assert!(page.contains(expected), "{expected:?} in {page}");
         }
