@@ -87,7 +87,11 @@ pub(crate) enum ReadKey {
         consumer: Option<ConsumerName>,
     },
     /// One SLO's charts, until the next hour completes.
-    SloCharts { name: String, hour: Ts },
+    SloCharts {
+        name: String,
+        consumer: Option<idem_domain::ConsumerName>,
+        hour: Ts,
+    },
     /// Every SLO evaluated up to a whole minute.
     SloBoard { minute: Ts },
 }

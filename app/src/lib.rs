@@ -102,6 +102,7 @@ pub fn App() -> impl IntoView {
                     <Route path=(StaticSegment("consumers"), ParamSegment("name")) view=ConsumerPage ssr=data.clone()/>
                     <Route path=StaticSegment("slo") view=SloPage ssr=data.clone()/>
                     <Route path=(StaticSegment("slo"), ParamSegment("name")) view=SloDetailPage ssr=data.clone()/>
+                    <Route path=(StaticSegment("slo"), ParamSegment("name"), ParamSegment("consumer")) view=SloDetailPage ssr=data.clone()/>
                     <Route path=StaticSegment("audit") view=AuditPage/>
                     <Route path=StaticSegment("checks") view=ChecksPage ssr=data.clone()/>
                     <Route path=(StaticSegment("checks"), ParamSegment("check")) view=ChecksPage ssr=data.clone()/>

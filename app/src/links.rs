@@ -20,6 +20,15 @@ pub fn consumer_href(consumer: &str) -> String {
     format!("/consumers/{}", encode_segment(consumer))
 }
 
+/// `/slo/{name}`, or `/slo/{name}/{consumer}` for one consumer's instance
+/// of a per-consumer SLO.
+pub fn slo_href(name: &str, consumer: Option<&str>) -> String {
+    match consumer {
+        Some(consumer) => format!("/slo/{name}/{}", encode_segment(consumer)),
+        None => format!("/slo/{name}"),
+    }
+}
+
 /// `/keys/{key}`: the key, whichever consumer has it.
 pub fn key_only_href(key: &str) -> String {
     format!("/keys/{}", encode_segment(key))

@@ -146,10 +146,10 @@ pub fn check_team(team: &str) -> Result<(), String> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn entry(name: &str, team: &str) -> CatalogueEntry {
+    pub(crate) fn entry(name: &str, team: &str) -> CatalogueEntry {
         CatalogueEntry {
             name: ConsumerName::parse(name).unwrap(),
             team: team.to_owned(),

@@ -45,6 +45,8 @@ test("screenshots for the README", async ({ page }) => {
   // incident while the other team's consumers are healthy.
   await shoot(page, "/consumers?sort=unknown", "consumers");
   await shoot(page, "/slo", "slos");
+  // One team's objectives: each of its consumers its own.
+  await shoot(page, "/slo?team=payments", "slo-team");
   // One SLO's page: its burn rates against their thresholds, the retry
   // storm and the provider outage standing out.
   await page.goto("/slo/duplicate-claim-rate");

@@ -5,11 +5,13 @@ test("the SLO page lists every objective and opens one with its alert tiers", as
   await signIn(page, "viewer");
   await page.goto("/slo");
   await expect(page.getByRole("heading", { name: "Service level objectives" })).toBeVisible();
-  const rows = page.locator(".slo-table tbody tr");
+  // The fleet's eight built-in objectives first, then each team's.
+  await expect(page.locator("h2.slo-group")).toHaveText(["Every consumer", /^Team /, /^Team /]);
+  const rows = page.locator(".slo-table").first().locator("tbody tr");
   await expect(rows).toHaveCount(8);
   // The demo's history has traffic: the delivery SLOs have an SLI, not "no data".
-  const delivered = rows.filter({ hasText: "not-dead-lettered" });
-  await expect(delivered.locator("td").nth(3)).toHaveText(/^\d+\.\d+%$/);
+  const delivered = rows.filter({ has: page.getByRole("link", { name: "not-dead-lettered", exact: true }) });
+  await expect(delivered.locator("td").nth(4)).toHaveText(/^\d+\.\d+%$/);
   await delivered.getByRole("link", { name: "not-dead-lettered" }).click();
   await expect(page).toHaveURL(/\/slo\/not-dead-lettered$/);
   await expect(page.getByRole("heading", { name: "Alert tiers" })).toBeVisible();
@@ -31,11 +33,40 @@ test("the SLO page lists every objective and opens one with its alert tiers", as
 test("the overview links each SLO tile to its page", async ({ page }) => {
   await signIn(page, "viewer");
   await page.goto("/");
+  // The eight built-ins, the payments team's two objectives and growth's
+  // one: a per-consumer objective is one tile, its worst consumer's.
   const tiles = page.locator(".slo-tiles .tile");
-  await expect(tiles).toHaveCount(8);
+  await expect(tiles).toHaveCount(11);
+  await expect(tiles.filter({ hasText: "growth-queue-age-5m · " })).toHaveCount(1);
   await tiles.filter({ hasText: "queue-age-60s" }).getByRole("link").click();
   await expect(page).toHaveURL(/\/slo\/queue-age-60s$/);
   await expect(page.getByRole("heading", { name: "queue-age-60s", exact: true })).toBeVisible();
+});
+
+test("a team's SLO page holds its consumers' objectives, each to its own page", async ({ page }) => {
+  await signIn(page, "viewer");
+  await page.goto("/slo");
+  await page.locator("select[name=team]").selectOption("payments");
+  await page.getByRole("button", { name: "Show" }).click();
+  await expect(page).toHaveURL(/\/slo\?team=payments$/);
+  await expect(page.locator("h2.slo-group")).toHaveText(["Team payments"]);
+  await expect(page.locator(".filters .count-line")).toHaveText("3 objectives of team payments");
+  // Each payments consumer its own dead-letter objective; the ledger's webhooks hold a tighter one.
+  const rows = page.locator(".slo-table tbody tr");
+  const webhooks = rows.filter({ hasText: "payment-webhooks" });
+  await expect(webhooks.locator("td").nth(3)).toHaveText("99.950%");
+  await expect(rows.filter({ hasText: "order-events" }).locator("td").nth(3)).toHaveText("99.900%");
+  await expect(page.locator("tbody")).not.toContainText("growth-queue-age-5m");
+  await webhooks.getByRole("link", { name: "payments-not-dead-lettered" }).click();
+  await expect(page).toHaveURL(/\/slo\/payments-not-dead-lettered\/payment-webhooks$/);
+  await expect(page.locator("h1")).toHaveText("payments-not-dead-lettered · payment-webhooks");
+  await expect(page.locator(".facts")).toContainText("99.950% over 28d");
+  await expect(page.locator(".facts")).toContainText("(team payments)");
+  await expect(page.locator(".chart-svg svg > title").first()).toHaveText(
+    "payments-not-dead-lettered · payment-webhooks: SLI over 28d",
+  );
+  await page.getByRole("link", { name: "Every consumer of payments-not-dead-lettered" }).click();
+  await expect(page.locator(".slo-table tbody tr")).toHaveCount(2);
 });
 
 const OVERVIEW_CHARTS = [

@@ -26,7 +26,7 @@ use sha2::{Digest, Sha256};
 
 mod exposition;
 
-use exposition::Exposition;
+use exposition::{Exposition, slo_labels};
 
 /// The most stuck keys exported per consumer and reason.
 pub const STUCK_KEYS_PER_CONSUMER: usize = 3;
@@ -255,7 +255,7 @@ fn burn_rates(out: &mut Exposition, slos: &[SloStatus]) {
                     let window = span.to_string();
                     out.sample(
                         "idem_slo_burn_rate",
-                        &[("slo", &s.slo.name), ("window", &window)],
+                        &slo_labels(s, &[("window", &window)]),
                         burn,
                     );
                 }
@@ -276,12 +276,14 @@ fn alerts_firing(out: &mut Exposition, slos: &[SloStatus]) {
             let (long, short) = (t.tier.long.to_string(), t.tier.short.to_string());
             out.sample(
                 "idem_slo_alert_firing",
-                &[
-                    ("slo", &s.slo.name),
-                    ("severity", t.tier.severity.as_str()),
-                    ("long_window", &long),
-                    ("short_window", &short),
-                ],
+                &slo_labels(
+                    s,
+                    &[
+                        ("severity", t.tier.severity.as_str()),
+                        ("long_window", &long),
+                        ("short_window", &short),
+                    ],
+                ),
                 f64::from(u8::from(t.firing)),
             );
         }

@@ -94,7 +94,10 @@ fn check_rule(out: &mut String, links: &RuleLinks) {
     );
 }
 
-/// One SLO's rule for one burn-rate tier.
+/// One SLO's rule for one burn-rate tier. A per-consumer SLO's rule fires
+/// per consumer: its series carry `consumer` (and `team`, which a team's
+/// SLO carries too), the alert keeps them, and its link opens that
+/// consumer's page of the SLO.
 fn burn_rate_rule(out: &mut String, slo: &Slo, tier: &Tier, links: &RuleLinks) {
     let threshold = tier.threshold(slo.window);
     let firing = format!(
@@ -110,13 +113,33 @@ fn burn_rate_rule(out: &mut String, slo: &Slo, tier: &Tier, links: &RuleLinks) {
             quoted(&slo.name)
         )
     };
+    let on = if slo.per_consumer {
+        "on(slo, consumer)"
+    } else {
+        "on(slo)"
+    };
     let expr = format!(
-        "({}) and on(slo) ({}) and on(slo) ({firing} == 1)",
+        "({}) and {on} ({}) and {on} ({firing} == 1)",
         burn(tier.long.to_string()),
         burn(tier.short.to_string()),
     );
+    let (of, page) = if slo.per_consumer {
+        (
+            " for {{ $labels.consumer }}".to_owned(),
+            format!(
+                "/slo/{}/{}",
+                idem_domain::encode_segment(&slo.name),
+                segment("consumer")
+            ),
+        )
+    } else {
+        (
+            String::new(),
+            format!("/slo/{}", idem_domain::encode_segment(&slo.name)),
+        )
+    };
     let summary = format!(
-        "SLO {} is spending its error budget {threshold:.2}× too fast over {} and {}",
+        "SLO {}{of} is spending its error budget {threshold:.2}× too fast over {} and {}",
         slo.name, tier.long, tier.short
     );
     let hold = match tier.severity {
@@ -143,15 +166,8 @@ fn burn_rate_rule(out: &mut String, slo: &Slo, tier: &Tier, links: &RuleLinks) {
         long = tier.long,
         summary = quoted(&summary),
         description = quoted(&slo.description),
-        dashboard = quoted(&format!(
-            "{}/slo/{}",
-            links.public_url,
-            idem_domain::encode_segment(&slo.name)
-        )),
-        runbook = quoted(&links.runbook(
-            "slo-burn-rate",
-            &format!("/slo/{}", idem_domain::encode_segment(&slo.name))
-        )),
+        dashboard = quoted(&format!("{}{page}", links.public_url)),
+        runbook = quoted(&links.runbook("slo-burn-rate", &page)),
     );
 }
 

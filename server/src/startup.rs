@@ -55,24 +55,29 @@ pub enum StartError {
     },
 }
 
-/// The catalogue Idem shows: the file's, or the demo's when the demo runs
-/// without one (it describes the demo's consumers, and only them). Its
-/// consumers' retention replaces `IDEM_CLAIM_RETENTION_DAYS`'s per-consumer part.
+/// The catalogue and SLOs Idem uses: the files', or the demo's when the
+/// demo runs without them (they describe the demo's consumers and teams,
+/// and only them). The catalogue's retention replaces
+/// `IDEM_CLAIM_RETENTION_DAYS`'s per-consumer part; every SLO's team must
+/// own a consumer of the catalogue.
 fn catalogue_in_force(
     config: &mut Config,
-    loaded: idem_domain::Catalogue,
+    loaded: (idem_domain::slo::SloSet, idem_domain::Catalogue),
     prepared: Option<&Prepared>,
-) -> Result<idem_domain::Catalogue, StartError> {
-    let catalogue = match prepared {
-        Some(p) if p.demo.is_some() && config.consumers_file.is_none() => {
-            crate::consumers_config::demo()
-        }
-        _ => loaded,
-    };
+) -> Result<(idem_domain::slo::SloSet, idem_domain::Catalogue), StartError> {
+    let demo = prepared.is_some_and(|p| p.demo.is_some());
+    let (mut slos, mut catalogue) = loaded;
+    if demo && config.consumers_file.is_none() {
+        catalogue = crate::consumers_config::demo();
+    }
+    if demo && config.slo_file.is_none() {
+        slos = crate::slo_config::demo();
+    }
+    crate::slo_config::check_against(&slos, &catalogue)?;
     config.claim_retention =
         crate::consumers_config::retention(&catalogue, config.claim_retention.clone())
             .map_err(StartError::Retention)?;
-    Ok(catalogue)
+    Ok((slos, catalogue))
 }
 
 /// A built server, bound to its port, not yet serving.
@@ -133,7 +138,8 @@ impl Application {
             }
             Err(err) => return Err(err),
         };
-        let catalogue = catalogue_in_force(&mut config, catalogue, prepared.as_ref())?;
+        let (slos, catalogue) =
+            catalogue_in_force(&mut config, (slos, catalogue), prepared.as_ref())?;
         let console = console_info(&store, prepared.as_ref(), &config).await?;
         let mut leptos = config.leptos.clone();
         if let Some(pkg_dir) = crate::assets::pkg_dir() {

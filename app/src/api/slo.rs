@@ -6,13 +6,16 @@ use serde::{Deserialize, Serialize};
 
 use crate::{error::AppError, format::Clock};
 
-/// Every SLO, evaluated now, worst first.
+/// Every SLO, evaluated now, worst first: once for a fleet-wide, a team's
+/// or named consumers' objective, once per consumer for a per-consumer one.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SloBoard {
     pub clock: Clock,
     /// Where the SLOs come from: a file's path, or "built-in defaults".
     pub source: String,
     pub statuses: Vec<SloStatus>,
+    /// Every team an objective belongs to, for the filter (in order).
+    pub teams: Vec<String>,
     /// Consumers whose duplicates Idem cannot observe (their adapter says
     /// so): the duplicate-claim SLOs count their deliveries, not their
     /// duplicates.
@@ -32,33 +35,65 @@ impl SloBoard {
     }
 }
 
+/// Every SLO, worst first; with `team`, only that team's objectives and
+/// consumers (an unknown team is a 404 naming the known ones).
 #[server(prefix = "/api/read", input = server_fn::codec::GetUrl)]
-pub async fn get_slos() -> Result<SloBoard, AppError> {
-    crate::serving::serve(async {
-        crate::serving::require(idem_domain::Role::Viewer)?;
-        let board = ssr::load_slo_board(&crate::serving::state()?).await?;
-        Ok(SloBoard {
-            clock: crate::serving::clock(board.clock.as_of),
-            ..board
-        })
-    })
-    .await
-}
-
-/// One SLO by name (`/slo/{name}`); the board holds just that one.
-#[server(prefix = "/api/read", input = server_fn::codec::GetUrl)]
-pub async fn get_slo(name: String) -> Result<SloBoard, AppError> {
+pub async fn get_slos(team: Option<String>) -> Result<SloBoard, AppError> {
     crate::serving::serve(async move {
         crate::serving::require(idem_domain::Role::Viewer)?;
         let state = crate::serving::state()?;
         let mut board = ssr::load_slo_board(&state).await?;
         board.clock = crate::serving::clock(board.clock.as_of);
-        board.statuses.retain(|s| s.slo.name == name);
+        if let Some(team) = team.filter(|t| !t.is_empty()) {
+            if !board.teams.contains(&team) {
+                return Err(AppError::NotFound(format!(
+                    "No objective belongs to a team “{team}”; the teams are: {}.",
+                    if board.teams.is_empty() {
+                        "none".to_owned()
+                    } else {
+                        board.teams.join(", ")
+                    }
+                )));
+            }
+            board
+                .statuses
+                .retain(|s| s.scope.team() == Some(team.as_str()));
+        }
+        Ok(board)
+    })
+    .await
+}
+
+/// One SLO (`/slo/{name}`), or one consumer's instance of a per-consumer
+/// SLO (`/slo/{name}/{consumer}`, the segment as the address has it). The
+/// board holds that one, or for a per-consumer SLO without a consumer,
+/// each of its consumers'.
+#[server(prefix = "/api/read", input = server_fn::codec::GetUrl)]
+pub async fn get_slo(name: String, consumer: Option<String>) -> Result<SloBoard, AppError> {
+    crate::serving::serve(async move {
+        crate::serving::require(idem_domain::Role::Viewer)?;
+        let consumer = ssr::consumer_segment(consumer.as_deref())?;
+        let state = crate::serving::state()?;
+        let mut board = ssr::load_slo_board(&state).await?;
+        board.clock = crate::serving::clock(board.clock.as_of);
+        board.statuses.retain(|s| {
+            s.slo.name == name
+                && consumer
+                    .as_ref()
+                    .is_none_or(|c| s.scope.consumer() == Some(c.as_str()))
+        });
         if board.statuses.is_empty() {
-            return Err(AppError::NotFound(format!(
-                "There is no SLO named “{name}” (SLOs come from {}).",
-                board.source
-            )));
+            return Err(AppError::NotFound(match consumer {
+                None => format!(
+                    "There is no SLO named “{name}” (SLOs come from {}).",
+                    board.source
+                ),
+                Some(consumer) => format!(
+                    "The SLO “{name}” has no objective for the consumer “{}” (SLOs come from {}).",
+                    consumer.as_str(),
+                    board.source
+                ),
+            }));
         }
         Ok(board)
     })
@@ -75,36 +110,60 @@ pub(crate) mod ssr {
 
     use chrono::TimeDelta;
     use idem_domain::{
-        Metric,
-        slo::{Events, Indicator, SloSet, SloStatus, Span, worst_first},
+        Catalogue, ConsumerName, Metric,
+        slo::{Events, Indicator, Instance, SloSet, SloStatus, Span, instances, worst_first},
     };
     use idem_store::{Store, Ts};
 
     use super::SloBoard;
     use crate::{cache::ReadKey, error::AppError, format::Clock, serving::AppState};
 
+    /// The most consumers a per-consumer SLO that selects every consumer
+    /// reads (those the catalogue names count too).
+    const SEEN_CONSUMERS: usize = 1_000;
+
+    /// A consumer as the address's segment has it, decoded once (400 when
+    /// it is not a consumer name).
+    pub fn consumer_segment(segment: Option<&str>) -> Result<Option<ConsumerName>, AppError> {
+        match segment.filter(|s| !s.is_empty()) {
+            Some(segment) => Ok(Some(ConsumerName::from_segment(segment)?)),
+            None => Ok(None),
+        }
+    }
+
     /// Every SLO evaluated up to the last whole minute (clock in UTC), read
     /// from the primary and shared by every viewer and by `/metrics` until
     /// the next minute completes: the consumers' metrics are per minute, so
     /// nothing newer could change it.
     pub async fn load_slo_board(state: &AppState) -> Result<SloBoard, AppError> {
-        let slos = state.slos.clone();
+        let (slos, catalogue) = (state.slos.clone(), state.catalogue.clone());
         let minute = Ts::now().minute();
         crate::serving::primary(state)
             .cached(ReadKey::SloBoard { minute }, |store| {
-                evaluate(store, slos, minute)
+                evaluate(store, slos, catalogue, minute)
             })
             .await
     }
 
     /// Every SLO of `set` as `/slo` shows it at `until`: each metric read
-    /// once for all of them, worst first.
+    /// once for all the fleet-wide ones, and once per consumer for all the
+    /// others (a team's objective sums its consumers' events); worst first.
     pub async fn evaluate(
         store: Store,
         set: std::sync::Arc<SloSet>,
+        catalogue: std::sync::Arc<Catalogue>,
         until: Ts,
     ) -> Result<SloBoard, AppError> {
-        let now = until.0;
+        let every_consumer = set
+            .slos
+            .iter()
+            .any(|s| s.per_consumer && s.selected(&catalogue).is_none());
+        let seen = if every_consumer {
+            store.consumers(SEEN_CONSUMERS).await?
+        } else {
+            Vec::new()
+        };
+        let instances = instances(&set, &catalogue, &seen);
         // Every span of every SLO, each metric read once for all of them.
         let mut spans: Vec<Span> = set.slos.iter().flat_map(|slo| slo.spans()).collect();
         spans.sort();
@@ -113,25 +172,81 @@ pub(crate) mod ssr {
             .iter()
             .map(|span| until - TimeDelta::seconds(span.as_seconds()))
             .collect();
-        let indicators: Vec<&Indicator> = set.slos.iter().map(|slo| &slo.sli).collect();
-        let counts = store
+
+        let fleet: Vec<&Instance> = instances.iter().filter(|i| i.consumers.is_none()).collect();
+        let indicators: Vec<&Indicator> = fleet.iter().map(|i| &i.slo.sli).collect();
+        let fleet_counts = store
             .indicator_events_since(&indicators, &froms, until)
             .await?;
-        let mut statuses: Vec<SloStatus> = set
-            .slos
+
+        // The SLOs that select consumers, each once, and every consumer they select.
+        let mut selecting: Vec<&str> = Vec::new();
+        let mut consumers: Vec<String> = Vec::new();
+        for instance in instances.iter().filter(|i| i.consumers.is_some()) {
+            if !selecting.contains(&instance.slo.name.as_str()) {
+                selecting.push(&instance.slo.name);
+            }
+            consumers.extend(instance.consumers.iter().flatten().cloned());
+        }
+        consumers.sort();
+        consumers.dedup();
+        let selecting_indicators: Vec<&Indicator> = selecting
             .iter()
-            .zip(counts)
-            .map(|(slo, counts)| {
+            .filter_map(|name| set.slos.iter().find(|s| s.name == *name))
+            .map(|slo| &slo.sli)
+            .collect();
+        let by_consumer = store
+            .indicator_events_by_consumer(&selecting_indicators, &froms, until, &consumers)
+            .await?;
+
+        let mut fleet_counts = fleet_counts.into_iter();
+        let mut statuses: Vec<SloStatus> = instances
+            .iter()
+            .map(|instance| {
+                let counts: Vec<Events> = match &instance.consumers {
+                    None => fleet_counts.next().unwrap_or_default(),
+                    Some(names) => {
+                        let at = selecting
+                            .iter()
+                            .position(|n| *n == instance.slo.name)
+                            .unwrap_or_default();
+                        sum_of(names, at, &by_consumer, froms.len())
+                    }
+                };
                 let events: HashMap<Span, Events> = spans.iter().copied().zip(counts).collect();
-                SloStatus::evaluate(slo, |span| events.get(&span).copied().unwrap_or_default())
+                instance.evaluate(|span| events.get(&span).copied().unwrap_or_default())
             })
             .collect();
         worst_first(&mut statuses);
+        let mut teams: Vec<String> = statuses
+            .iter()
+            .filter_map(|s| s.scope.team().map(str::to_owned))
+            .collect();
+        teams.sort();
+        teams.dedup();
         Ok(SloBoard {
-            clock: Clock::utc(now),
+            clock: Clock::utc(until.0),
             source: set.source.clone(),
             statuses,
+            teams,
             duplicates_unobservable: store.unobservable(Metric::DuplicateClaims).await?,
         })
+    }
+
+    /// The events of the `at`-th indicator over each of `spans` spans,
+    /// summed over `names`' consumers (events add up across consumers).
+    fn sum_of(
+        names: &[String],
+        at: usize,
+        by_consumer: &HashMap<String, Vec<Vec<Events>>>,
+        spans: usize,
+    ) -> Vec<Events> {
+        let mut sum = vec![Events::default(); spans];
+        for counts in names.iter().filter_map(|n| by_consumer.get(n)) {
+            for (total, events) in sum.iter_mut().zip(&counts[at]) {
+                *total = Events::new(total.good + events.good, total.valid + events.valid);
+            }
+        }
+        sum
     }
 }

@@ -11,5 +11,5 @@ pub use islands::{AutoSubmit, HydrationMark, SubmitOnce};
 pub use layout::Layout;
 pub use refresh::LiveRefresh;
 pub use widgets::{
-    Age, ChartFigure, KeyLink, Loaded, StatusBadge, Time, provide_clock, replica_note,
+    Age, ChartFigure, KeyLink, Loaded, StatusBadge, TeamSelect, Time, provide_clock, replica_note,
 };

@@ -163,3 +163,26 @@ pub fn replica_note(from_replica: bool) -> impl IntoView {
         }
     })
 }
+
+/// The team picker of a filter form: "every team", then each of `teams`,
+/// `chosen` selected.
+#[component]
+pub fn TeamSelect(teams: Vec<String>, chosen: Option<String>) -> impl IntoView {
+    let chosen = chosen.unwrap_or_default();
+    let options = teams
+        .into_iter()
+        .map(|t| {
+            let selected = t == chosen;
+            let label = t.clone();
+            view! { <option value=t selected=selected>{label}</option> }
+        })
+        .collect_view();
+    view! {
+        <label>"Team "
+            <select name="team">
+                <option value="">"every team"</option>
+                {options}
+            </select>
+        </label>
+    }
+}

@@ -10,7 +10,7 @@ use crate::{
     api::{
         ConsumerDetail, ConsumerSort, ConsumerSummary, ConsumerTable, get_consumer, get_consumers,
     },
-    components::{LiveRefresh, Loaded, provide_clock},
+    components::{LiveRefresh, Loaded, TeamSelect, provide_clock},
     format::{count_of, duration, percent},
     links,
 };
@@ -48,15 +48,6 @@ pub fn ConsumersPage() -> impl IntoView {
 /// The team picker (keeping the sort), and how many rows it let through.
 #[component]
 fn TeamFilter(table: ConsumerTable) -> impl IntoView {
-    let team = table.team.clone().unwrap_or_default();
-    let options = table
-        .teams
-        .iter()
-        .map(|t| {
-            let selected = *t == team;
-            view! { <option value=t.clone() selected=selected>{t.clone()}</option> }
-        })
-        .collect_view();
     let source = if table.catalogue_source.is_empty() {
         "No consumer catalogue is configured (IDEM_CONSUMERS_FILE): consumers are listed as Idem sees them in its tables.".to_owned()
     } else {
@@ -70,12 +61,7 @@ fn TeamFilter(table: ConsumerTable) -> impl IntoView {
     };
     view! {
         <form method="get" action="/consumers" class="filters">
-            <label>"Team "
-                <select name="team">
-                    <option value="">"every team"</option>
-                    {options}
-                </select>
-            </label>
+            <TeamSelect teams=table.teams.clone() chosen=table.team.clone()/>
             <input type="hidden" name="sort" value=table.sort.as_str()/>
             <button type="submit">"Show"</button>
         </form>

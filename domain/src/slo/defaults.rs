@@ -23,6 +23,10 @@ pub fn default_slos() -> Vec<Slo> {
             objective: Objective(preset.objective),
             window: default_window(),
             min_events: preset.min_events,
+            team: None,
+            consumers: Vec::new(),
+            per_consumer: false,
+            objectives: Default::default(),
         })
         .collect()
 }

@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{Objective, Slo, Span};
+use super::{Objective, Scope, Slo, Span};
 
 /// Good and valid event counts over one span.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
@@ -169,6 +169,8 @@ impl AlertState {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SloStatus {
     pub slo: Slo,
+    /// What it counts: the fleet unless the SLO selects consumers.
+    pub scope: Scope,
     pub window: Events,
     pub sli: Option<f64>,
     pub budget_remaining: Option<f64>,
@@ -178,7 +180,7 @@ pub struct SloStatus {
 
 impl SloStatus {
     /// `events` answers "good and valid over the last `span`" for each of
-    /// [`Slo::spans`].
+    /// [`Slo::spans`]; the scope is the fleet (see [`super::Instance`]).
     pub fn evaluate(slo: &Slo, mut events: impl FnMut(Span) -> Events) -> Self {
         let window = events(slo.window);
         let tiers: Vec<TierReading> = TIERS
@@ -206,6 +208,7 @@ impl SloStatus {
         };
         SloStatus {
             slo: slo.clone(),
+            scope: Scope::Fleet,
             sli: window.ratio(),
             window,
             budget_remaining,

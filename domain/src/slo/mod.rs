@@ -15,21 +15,26 @@
 //!   long and its short span, and the long span saw at least the SLO's minimum
 //!   number of events.
 
-use std::{fmt, str::FromStr};
+use std::{collections::BTreeMap, fmt, str::FromStr};
 
 use serde::{Deserialize, Serialize};
 
-use crate::metric::{Metric, MetricKind};
+use crate::{
+    ConsumerName,
+    metric::{Metric, MetricKind},
+};
 
 mod defaults;
 mod eval;
 mod events;
+mod scope;
 #[cfg(test)]
 mod tests;
 
 pub use defaults::default_slos;
 pub use eval::{AlertState, Events, Severity, SloStatus, TIERS, Tier, TierReading, worst_first};
 pub use events::Recovered;
+pub use scope::{Instance, Scope, instances};
 
 /// A length of time as people write it in a config file: `90s`, `30m`, `6h`, `28d`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -319,6 +324,20 @@ pub struct Slo {
     /// Below this many valid events in a tier's long span, the tier does not fire.
     #[serde(default)]
     pub min_events: u64,
+    /// A team's consumers, as the consumer catalogue assigns them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub team: Option<String>,
+    /// Consumers by name. With neither this nor `team`, every consumer.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub consumers: Vec<ConsumerName>,
+    /// Each selected consumer its own SLI, budget and burn rates (and its
+    /// own page and alerts), instead of one over all of them.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub per_consumer: bool,
+    /// Per consumer, an objective that replaces the SLO's own: only for a
+    /// per-consumer SLO, and only for a consumer it selects.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub objectives: BTreeMap<ConsumerName, Objective>,
 }
 
 /// The SLOs in force, and where they came from (a file, or the defaults).
@@ -360,6 +379,7 @@ impl Slo {
         if self.window < Span::hours(1) {
             return Err(format!("window {} must be at least 1h", self.window));
         }
+        self.check_selection()?;
         self.sli.check()
     }
 

@@ -15,6 +15,10 @@ fn slo(objective: f64, window: Span, min_events: u64) -> Slo {
         objective: Objective::try_from(objective).unwrap(),
         window,
         min_events,
+        team: None,
+        consumers: Vec::new(),
+        per_consumer: false,
+        objectives: Default::default(),
     }
 }
 
@@ -211,4 +215,119 @@ fn the_defaults_keep_their_names_and_order() {
             "recovery-60m",
         ]
     );
+}
+
+mod scopes {
+    use super::*;
+    use crate::{Catalogue, ConsumerName, catalogue::tests::entry};
+
+    fn catalogue() -> Catalogue {
+        Catalogue::new(
+            vec![
+                entry("payment-webhooks", "payments"),
+                entry("ledger-sync", "payments"),
+                entry("reminders", "growth"),
+            ],
+            "consumers.toml",
+        )
+    }
+
+    fn set(slos: Vec<Slo>) -> SloSet {
+        SloSet {
+            slos,
+            source: "slo.toml".into(),
+        }
+    }
+
+    #[test]
+    fn a_per_consumer_slo_is_one_instance_per_consumer_with_its_own_objective() {
+        let mut payments = slo(0.999, Span::days(28), 0);
+        payments.team = Some("payments".into());
+        payments.per_consumer = true;
+        payments.objectives.insert(
+            ConsumerName::parse("payment-webhooks").unwrap(),
+            Objective(0.9999),
+        );
+        let fleet = slo(0.99, Span::days(28), 0);
+        let got = instances(&set(vec![payments, fleet]), &catalogue(), &[]);
+        let shown: Vec<(String, f64, Option<Vec<String>>)> = got
+            .iter()
+            .map(|i| (i.scope.label(), i.slo.objective.get(), i.consumers.clone()))
+            .collect();
+        assert_eq!(
+            shown,
+            [
+                (
+                    "ledger-sync".into(),
+                    0.999,
+                    Some(vec!["ledger-sync".into()])
+                ),
+                (
+                    "payment-webhooks".into(),
+                    0.9999,
+                    Some(vec!["payment-webhooks".into()])
+                ),
+                ("every consumer".into(), 0.99, None),
+            ]
+        );
+        assert_eq!(got[0].scope.team(), Some("payments"));
+        assert_eq!(got[2].scope.team(), None);
+    }
+
+    #[test]
+    fn every_consumer_means_the_catalogues_and_those_seen_in_the_tables() {
+        let mut each = slo(0.999, Span::days(28), 0);
+        each.per_consumer = true;
+        let got = instances(
+            &set(vec![each]),
+            &catalogue(),
+            &["orders".into(), "reminders".into()],
+        );
+        let names: Vec<_> = got.iter().filter_map(|i| i.scope.consumer()).collect();
+        assert_eq!(
+            names,
+            ["ledger-sync", "orders", "payment-webhooks", "reminders"]
+        );
+        assert_eq!(got[1].scope.team(), None, "orders is not in the catalogue");
+    }
+
+    #[test]
+    fn named_consumers_together_belong_to_their_team_only_when_they_share_one() {
+        let mut together = slo(0.999, Span::days(28), 0);
+        together.consumers = vec![
+            ConsumerName::parse("payment-webhooks").unwrap(),
+            ConsumerName::parse("ledger-sync").unwrap(),
+        ];
+        let got = instances(&set(vec![together.clone()]), &catalogue(), &[]);
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[0].scope.team(), Some("payments"));
+        together
+            .consumers
+            .push(ConsumerName::parse("reminders").unwrap());
+        let got = instances(&set(vec![together]), &catalogue(), &[]);
+        assert_eq!(got[0].scope.team(), None);
+    }
+
+    #[test]
+    fn one_instance_is_found_for_its_page_and_no_other() {
+        let mut payments = slo(0.999, Span::days(28), 0);
+        payments.team = Some("payments".into());
+        payments.per_consumer = true;
+        let catalogue = catalogue();
+        assert!(payments.instance(&catalogue, Some("ledger-sync")).is_some());
+        assert!(
+            payments.instance(&catalogue, Some("reminders")).is_none(),
+            "another team's"
+        );
+        assert!(
+            payments.instance(&catalogue, None).is_none(),
+            "per consumer: one must be named"
+        );
+        let fleet = slo(0.99, Span::days(28), 0);
+        assert!(fleet.instance(&catalogue, Some("ledger-sync")).is_none());
+        assert_eq!(
+            fleet.instance(&catalogue, None).unwrap().scope,
+            Scope::Fleet
+        );
+    }
 }

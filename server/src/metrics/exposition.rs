@@ -3,7 +3,10 @@
 
 use std::fmt::Write;
 
-use idem_domain::{Catalogue, slo::SloStatus};
+use idem_domain::{
+    Catalogue,
+    slo::{Scope, SloStatus},
+};
 
 /// The text being written, and the catalogue that gives each `consumer`
 /// label its `team`.
@@ -54,7 +57,7 @@ impl Exposition<'_> {
         self.family(name, "gauge", help);
         for s in slos {
             if let Some(v) = value(s) {
-                self.sample(name, &[("slo", &s.slo.name)], v);
+                self.sample(name, &slo_labels(s, &[]), v);
             }
         }
     }
@@ -98,6 +101,22 @@ fn number(value: f64) -> String {
     } else {
         format!("{value}")
     }
+}
+
+/// An SLO sample's labels: `slo`, then what its scope adds — `consumer`
+/// (which brings its `team`) for a per-consumer SLO, `team` for a team's —
+/// then `more`.
+pub(super) fn slo_labels<'a>(
+    s: &'a SloStatus,
+    more: &[(&'a str, &'a str)],
+) -> Vec<(&'a str, &'a str)> {
+    let mut labels = vec![("slo", s.slo.name.as_str())];
+    match &s.scope {
+        Scope::Consumer { name, .. } => labels.push(("consumer", name.as_str())),
+        scope => labels.extend(scope.team().map(|team| ("team", team))),
+    }
+    labels.extend_from_slice(more);
+    labels
 }
 
 #[cfg(test)]

@@ -434,10 +434,9 @@ async fn a_day_of_demo_history_ending_at(store: &Store, end: chrono::DateTime<Ut
 
 /// Every default SLO as `/slo` shows it at `end`, worst first.
 async fn slo_states_at(store: &Store, end: chrono::DateTime<Utc>) -> Vec<SloStatus> {
-    idem_app::api::evaluate_slos(store.clone(), Arc::new(SloSet::default()), Ts(end))
-        .await
-        .unwrap()
-        .statuses
+    let (slos, catalogue) = (Arc::new(SloSet::default()), Arc::default());
+    let board = idem_app::api::evaluate_slos(store.clone(), slos, catalogue, Ts(end));
+    board.await.unwrap().statuses
 }
 
 /// `make run`'s two days, seen on `/slo` at their end: most objectives

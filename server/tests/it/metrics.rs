@@ -283,3 +283,69 @@ async fn consumer_counters_count_settled_minutes_once_on_sqlite() {
 async fn consumer_counters_count_settled_minutes_once_on_postgres() {
     consumer_counters_count_settled_minutes_once(TestDatabase::postgres().await).await;
 }
+
+/// A per-consumer SLO exports each consumer's series with `consumer` and
+/// its `team`; a team's SLO carries the team; the fleet's carries neither.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slo_series_carry_the_consumer_and_team_they_are_about() {
+    let dir = tempfile::tempdir().unwrap();
+    let (catalogue, slos) = (
+        dir.path().join("consumers.toml"),
+        dir.path().join("slo.toml"),
+    );
+    std::fs::write(
+        &catalogue,
+        "[[consumer]]\nname = \"payments\"\nteam = \"payments-core\"\nprovider_contract = \"honours-key\"\n",
+    )
+    .unwrap();
+    let slo = |name: &str, selects: &str| {
+        format!(
+            "[[slo]]\nname = \"{name}\"\ndescription = \"d\"\nobjective = 0.999\n{selects}\
+             sli = {{ kind = \"counters\", valid = \"deliveries\", bad = \"dead_letters\" }}\n"
+        )
+    };
+    std::fs::write(
+        &slos,
+        [
+            slo("each", "team = \"payments-core\"\nper_consumer = true\n"),
+            slo("together", "team = \"payments-core\"\n"),
+            slo("fleet", ""),
+        ]
+        .concat(),
+    )
+    .unwrap();
+    let app = spawn_bare(
+        |config| {
+            config.metrics_token = Some(MetricsToken::new(TOKEN.into()));
+            config.consumers_file = Some(catalogue.clone());
+            config.slo_file = Some(slos.clone());
+        },
+        TestDatabase::sqlite().await,
+    )
+    .await;
+    an_hour_of_dead_letters(&app.store).await;
+    let (status, text) = scrape(&app, Some(TOKEN)).await;
+    assert_eq!(status, 200);
+    let scrape = Scrape::parse(text.lines().map(|l| Ok(l.to_owned()))).unwrap();
+    let labels_of = |slo: &str| {
+        let s = scrape
+            .samples
+            .iter()
+            .find(|s| s.metric == "idem_slo_burn_rate" && s.labels.get("slo") == Some(slo))
+            .unwrap_or_else(|| panic!("{slo} has a burn rate"));
+        (s.labels.get("consumer"), s.labels.get("team"))
+    };
+    assert_eq!(labels_of("each"), (Some("payments"), Some("payments-core")));
+    assert_eq!(labels_of("together"), (None, Some("payments-core")));
+    assert_eq!(labels_of("fleet"), (None, None));
+    // 5% dead letters against 99.9%: 50× over the hour, for the consumer.
+    assert_eq!(
+        value(
+            &scrape.samples,
+            "idem_slo_burn_rate",
+            &[("slo", "each"), ("consumer", "payments"), ("window", "1h")]
+        )
+        .map(|v| v.round()),
+        Some(50.0)
+    );
+}

@@ -171,3 +171,94 @@ tests:
     let tested = run(dir.path(), &["test", "rules", "tests.yml"]);
     assert!(tested.contains("SUCCESS"), "{tested}");
 }
+
+/// A per-consumer SLO's rules page per consumer: the alert keeps the
+/// series' `consumer` and `team`, so Alertmanager routes it to the team, and
+/// links to that consumer's page of the SLO — a name with a space, a slash
+/// and an emoji included.
+#[test]
+fn a_per_consumer_slo_alerts_per_consumer_with_its_team_and_its_page() {
+    let slos = idem::slo_config::parse(
+        r#"
+[[slo]]
+name = "payments-not-dead-lettered"
+description = "Each payments consumer's deliveries not dead-lettered."
+team = "payments"
+per_consumer = true
+objective = 0.999
+sli = { kind = "counters", valid = "deliveries", bad = "dead_letters" }
+"#,
+        "slo.toml",
+    )
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("idem-rules.yml"), render(&slos, &links())).unwrap();
+    let checked = run(dir.path(), &["check", "rules", "idem-rules.yml"]);
+    assert!(checked.contains("SUCCESS"), "{checked}");
+
+    let consumer = "refunds/EU ✓";
+    let segment = "refunds%2FEU%20%E2%9C%93";
+    let series = |name: &str, consumer: &str, labels: &str| {
+        quoted(&format!(
+            r#"{name}{{slo="payments-not-dead-lettered",consumer={},team="payments",{labels}}}"#,
+            quoted(consumer)
+        ))
+    };
+    let tests = format!(
+        r#"rule_files: ["idem-rules.yml"]
+evaluation_interval: 1m
+tests:
+  - interval: 1m
+    input_series:
+      - series: {burning_1h}
+        values: "20x10"
+      - series: {burning_5m}
+        values: "20x10"
+      - series: {burning_firing}
+        values: "1x10"
+      - series: {calm_1h}
+        values: "0.5x10"
+      - series: {calm_5m}
+        values: "20x10"
+      - series: {calm_firing}
+        values: "0x10"
+    alert_rule_test:
+      - eval_time: 5m
+        alertname: IdemSloBurnRate
+        exp_alerts:
+          - exp_labels:
+              severity: page
+              slo: payments-not-dead-lettered
+              consumer: {consumer}
+              team: payments
+              long_window: 1h
+              window: 1h
+            exp_annotations:
+              summary: {summary}
+              description: "Each payments consumer's deliveries not dead-lettered."
+              dashboard_url: "{PUBLIC_URL}/slo/payments-not-dead-lettered/{segment}"
+              runbook_url: "{PUBLIC_URL}/slo/payments-not-dead-lettered/{segment}"
+"#,
+        burning_1h = series("idem_slo_burn_rate", consumer, r#"window="1h""#),
+        burning_5m = series("idem_slo_burn_rate", consumer, r#"window="5m""#),
+        burning_firing = series(
+            "idem_slo_alert_firing",
+            consumer,
+            r#"severity="page",long_window="1h",short_window="5m""#
+        ),
+        calm_1h = series("idem_slo_burn_rate", "payments", r#"window="1h""#),
+        calm_5m = series("idem_slo_burn_rate", "payments", r#"window="5m""#),
+        calm_firing = series(
+            "idem_slo_alert_firing",
+            "payments",
+            r#"severity="page",long_window="1h",short_window="5m""#
+        ),
+        consumer = quoted(consumer),
+        summary = quoted(&format!(
+            "SLO payments-not-dead-lettered for {consumer} is spending its error budget 13.44× too fast over 1h and 5m"
+        )),
+    );
+    std::fs::write(dir.path().join("tests.yml"), tests).unwrap();
+    let tested = run(dir.path(), &["test", "rules", "tests.yml"]);
+    assert!(tested.contains("SUCCESS"), "{tested}");
+}

@@ -54,12 +54,15 @@ async fn the_slo_page_lists_every_objective_with_a_paging_breach_first() {
     let body = page.split("Valid events").nth(1).unwrap();
     assert!(
         body.trim_start()
-            .starts_with("not-dead-lettered page 99.900% 95.00% -4900.0%"),
+            .starts_with("not-dead-lettered every consumer page 99.900% 95.00% -4900.0%"),
         "{body}"
     );
     assert!(body.contains("50.00×"), "the burn rate is shown: {body}");
     // Queue age was fine in every minute.
-    assert!(body.contains("queue-age-60s ok 99.500% 100.000%"), "{body}");
+    assert!(
+        body.contains("queue-age-60s every consumer ok 99.500% 100.000%"),
+        "{body}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -175,4 +178,201 @@ sli = { kind = "counters", valid = "deliveries", bad = "dead_letters" }
     let message = error.to_string();
     assert!(message.starts_with(&format!("{shown}:4:")), "{message}");
     assert!(message.contains("strictly between 0 and 1"), "{message}");
+}
+
+/// Two teams' consumers in the catalogue, one of them named as nothing in a
+/// page may be taken for markup; objectives per consumer and per team.
+const TEAMS_CATALOGUE: &str = r#"
+[[consumer]]
+name = "payments"
+team = "payments"
+description = "Ledger webhooks."
+provider_contract = "honours-key"
+
+[[consumer]]
+name = "refunds <b>🧾 رد</b>"
+team = "payments"
+description = "Refunds."
+provider_contract = "keeps-reference"
+
+[[consumer]]
+name = "reminders"
+team = "growth"
+description = "Reminders."
+provider_contract = "neither"
+"#;
+
+const TEAM_SLOS: &str = r#"
+[[slo]]
+name = "payments-not-dead-lettered"
+description = "Each payments consumer's deliveries not dead-lettered."
+team = "payments"
+per_consumer = true
+objective = 0.99
+objectives = { "refunds <b>🧾 رد</b>" = 0.9 }
+sli = { kind = "counters", valid = "deliveries", bad = "dead_letters" }
+
+[[slo]]
+name = "growth-delivered"
+description = "Growth's deliveries, together."
+team = "growth"
+objective = 0.999
+sli = { kind = "counters", valid = "deliveries", bad = "dead_letters" }
+
+[[slo]]
+name = "fleet-delivered"
+description = "Every consumer's deliveries."
+objective = 0.999
+sli = { kind = "counters", valid = "deliveries", bad = "dead_letters" }
+"#;
+
+/// The last hour: `payments` 100 deliveries a minute, 20 dead-lettered
+/// (a 20% error ratio, 20× its 1% budget: it pages); the refunds consumer
+/// 10, half a one dead-lettered (5%: half its own 10% budget); reminders
+/// 100, none.
+async fn an_hour_of_three_consumers(store: &Store) {
+    let now = Ts::now();
+    let mut samples = Vec::new();
+    for minute in 1..=60 {
+        let at = now - TimeDelta::minutes(minute);
+        for (consumer, deliveries, dead) in [
+            ("payments", 100.0, 20.0),
+            ("refunds <b>🧾 رد</b>", 10.0, 0.5),
+            ("reminders", 100.0, 0.0),
+        ] {
+            let sample = |metric, value| MetricSample {
+                consumer: consumer.into(),
+                metric,
+                at,
+                bucket: String::new(),
+                value,
+            };
+            samples.push(sample(Metric::Deliveries, deliveries));
+            samples.push(sample(Metric::DeadLetters, dead));
+        }
+    }
+    store.record_metrics(&samples).await.unwrap();
+}
+
+fn team_files() -> (tempfile::TempDir, std::path::PathBuf, std::path::PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let (slos, consumers) = (
+        dir.path().join("slo.toml"),
+        dir.path().join("consumers.toml"),
+    );
+    std::fs::write(&slos, TEAM_SLOS).unwrap();
+    std::fs::write(&consumers, TEAMS_CATALOGUE).unwrap();
+    (dir, slos, consumers)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_consumer_and_each_team_has_its_own_objective_grouped_by_team_worst_first() {
+    for db in [TestDatabase::sqlite().await, TestDatabase::postgres().await] {
+        let (_dir, slos, consumers) = team_files();
+        let app = common::spawn_with(
+            |config| {
+                config.slo_file = Some(slos.clone());
+                config.consumers_file = Some(consumers.clone());
+            },
+            db,
+        )
+        .await;
+        an_hour_of_three_consumers(&app.store).await;
+
+        let (status, html) = app.get("/slo").await;
+        assert_eq!(status, 200, "{html}");
+        assert!(!html.contains("<b>🧾"), "a consumer's name is text");
+        let page = common::text(&visible(&html));
+        // The fleet's objectives first, then each team's.
+        let fleet = page.find("Every consumer").unwrap();
+        let payments = page.find("Team payments").unwrap();
+        let growth = page.find("Team growth").unwrap();
+        assert!(fleet < payments && payments < growth, "{page}");
+        // Each payments consumer its own SLI and objective, the worst first:
+        // payments burns 20×; refunds half its own, looser budget.
+        let team = &page[payments..growth];
+        assert!(
+            team.contains("payments-not-dead-lettered payments page 99.000% 80.00%"),
+            "{team}"
+        );
+        assert!(
+            team.contains("payments-not-dead-lettered refunds <b>🧾 رد</b> ok 90.00% 95.00%"),
+            "{team}"
+        );
+        assert!(team.find("payments page").unwrap() < team.find("refunds").unwrap());
+        assert!(
+            page[growth..].contains("growth-delivered team growth ok 99.900% 100.000%"),
+            "{page}"
+        );
+
+        // A team's page holds its objectives only.
+        let (status, html) = app.get("/slo?team=growth").await;
+        assert_eq!(status, 200);
+        let page = common::text(&visible(&html));
+        assert!(page.contains("1 objective of team growth"), "{page}");
+        assert!(!page.contains("payments-not-dead-lettered"), "{page}");
+        let (status, html) = app.get("/slo?team=billing").await;
+        assert_eq!(status, 404);
+        assert!(
+            visible(&html).contains("the teams are: growth, payments"),
+            "{html}"
+        );
+
+        // One consumer's objective has its own page, charts and alert tiers.
+        let href =
+            idem_app::links::slo_href("payments-not-dead-lettered", Some("refunds <b>🧾 رد</b>"));
+        assert!(html_links_to(&app.get("/slo").await.1, &href));
+        let (status, html) = app.get(&href).await;
+        assert_eq!(status, 200, "{html}");
+        let page = common::text(&visible(&html));
+        assert!(
+            page.contains("90.00% over 28d"),
+            "its own objective: {page}"
+        );
+        assert!(page.contains("570 of 600 good"), "{page}");
+        assert!(page.contains("(team payments)"), "{page}");
+        assert!(
+            html.contains(
+                "payments-not-dead-lettered · refunds &lt;b&gt;🧾 رد&lt;/b&gt;: SLI over 28d"
+            ),
+            "the charts are the consumer's"
+        );
+        // The SLO's own page lists its consumers; another team's consumer,
+        // or a name that is no consumer name, is no page of it.
+        let (status, html) = app.get("/slo/payments-not-dead-lettered").await;
+        assert_eq!(status, 200);
+        let page = common::text(&visible(&html));
+        assert!(page.contains("each consumer of team payments"), "{page}");
+        assert!(page.contains("payments page"), "{page}");
+        let (status, html) = app.get("/slo/payments-not-dead-lettered/reminders").await;
+        assert_eq!(status, 404);
+        assert!(visible(&html).contains("has no objective for the consumer “reminders”"));
+        let (status, _) = app.get("/slo/payments-not-dead-lettered/%FF").await;
+        assert_eq!(status, 400);
+    }
+}
+
+fn html_links_to(html: &str, href: &str) -> bool {
+    html.contains(&format!("href=\"{}\"", href.replace('&', "&amp;")))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_team_that_owns_no_consumer_stops_start_up_naming_the_slo() {
+    let (_dir, slos, consumers) = team_files();
+    std::fs::write(
+        &slos,
+        TEAM_SLOS.replace("team = \"growth\"", "team = \"grwoth\""),
+    )
+    .unwrap();
+    let db = TestDatabase::sqlite().await;
+    let mut config = Config::for_tests(&db.url);
+    config.slo_file = Some(slos);
+    config.consumers_file = Some(consumers);
+    let error = Application::build(config)
+        .await
+        .err()
+        .expect("start-up fails");
+    let message = error.to_string();
+    assert!(message.contains("SLO `growth-delivered`"), "{message}");
+    assert!(message.contains("team `grwoth`"), "{message}");
 }

@@ -20,6 +20,7 @@
 use chrono::TimeDelta;
 use idem_domain::{Metric, MetricKind, le_label, slo::GAUGE_SLICE_BOUNDS};
 
+mod by_consumer;
 mod events;
 mod read;
 mod series;

@@ -10,7 +10,7 @@ use idem_domain::{
 
 use super::{
     events::{Recovery, events_of},
-    series::hour_bins,
+    series::{MetricSeries, hour_bins},
 };
 use crate::{
     StoreResult,
@@ -56,26 +56,61 @@ impl Store {
         to: Ts,
         consumer: Option<&ConsumerName>,
     ) -> StoreResult<Vec<Recovery>> {
+        let consumers: Vec<String> = consumer
+            .map(|c| c.as_str().to_owned())
+            .into_iter()
+            .collect();
+        let of = (!consumers.is_empty()).then_some(&consumers[..]);
+        Ok(self
+            .recovery_rows(from, to, of)
+            .await?
+            .into_iter()
+            .map(|(_, recovery)| recovery)
+            .collect())
+    }
+
+    /// [`Self::recoveries`] of each of `consumers`, each with its consumer.
+    pub(super) async fn recoveries_of(
+        &self,
+        from: Ts,
+        to: Ts,
+        consumers: &[String],
+    ) -> StoreResult<Vec<(String, Recovery)>> {
+        if consumers.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.recovery_rows(from, to, Some(consumers)).await
+    }
+
+    /// Recoveries in `[from, to)` of `consumers` (every consumer for `None`).
+    async fn recovery_rows(
+        &self,
+        from: Ts,
+        to: Ts,
+        consumers: Option<&[String]>,
+    ) -> StoreResult<Vec<(String, Recovery)>> {
         let mut sql = Sql::default();
         let (from, to) = (sql.param(from), sql.param(to));
         sql.push(&format!(
-            "SELECT at, action, recovery_seconds, state_before FROM audit_log WHERE at >= {from} AND at < {to} \
-             AND result = 'ok' AND recovery_seconds IS NOT NULL"
+            "SELECT consumer, at, action, recovery_seconds, state_before FROM audit_log \
+             WHERE at >= {from} AND at < {to} AND result = 'ok' AND recovery_seconds IS NOT NULL"
         ));
-        if let Some(consumer) = consumer {
-            let consumer = sql.param(consumer.as_str());
-            sql.push(&format!(" AND consumer = {consumer}"));
+        if let Some(consumers) = consumers {
+            let placeholders: Vec<String> =
+                consumers.iter().map(|c| sql.param(c.as_str())).collect();
+            sql.push(&format!(" AND consumer IN ({})", placeholders.join(", ")));
         }
         let limit = sql.param(RECOVERY_ROWS);
         sql.push(&format!(" ORDER BY at LIMIT {limit}"));
-        let rows: Vec<(Ts, String, f64, Option<String>)> = dispatch!(&self.pools, pool => {
+        type AuditRow = (Option<String>, Ts, String, f64, Option<String>);
+        let rows: Vec<AuditRow> = dispatch!(&self.pools, pool => {
             bind_all!(sqlx::query_as(&sql.text), &sql.binds).fetch_all(pool).await?
         });
         Ok(rows
             .into_iter()
-            .map(|(at, action, seconds, before)| {
+            .map(|(consumer, at, action, seconds, before)| {
                 let resolved_unknown = action.starts_with("resolve:");
-                Recovery {
+                let recovery = Recovery {
                     at,
                     resolved_unknown,
                     // What the resolution's audit row says it found (see
@@ -83,20 +118,23 @@ impl Store {
                     abandoned_lease: resolved_unknown
                         && before.is_some_and(|b| b.starts_with("pending")),
                     seconds,
-                }
+                };
+                (consumer.unwrap_or_default(), recovery)
             })
             .collect())
     }
 
     /// Good and valid events for an indicator in each `step`-long bucket of
-    /// `[from, to)` (the last may be shorter), oldest first. `from` and `step`
-    /// should be whole hours, so no rolled-up hour straddles two buckets.
+    /// `[from, to)` (the last may be shorter), oldest first, over every
+    /// consumer or the sum over `consumers`. `from` and `step` should be
+    /// whole hours, so no rolled-up hour straddles two buckets.
     pub async fn indicator_buckets(
         &self,
         indicator: &Indicator,
         from: Ts,
         to: Ts,
         step: TimeDelta,
+        consumers: Option<&[String]>,
     ) -> StoreResult<Vec<(Ts, Events)>> {
         let mut starts = Vec::new();
         let mut at = from;
@@ -105,20 +143,39 @@ impl Store {
             at = at + step;
         }
         let watermark = self.rollup_watermark().await?;
-        let series = self
-            .metric_series(
-                &indicator.metrics(),
-                &[from],
-                to,
-                watermark,
-                None,
-                hour_bins(&starts),
-            )
-            .await?;
-        let recoveries = if indicator.counts_recoveries() {
-            self.recoveries(from, to, None).await?
-        } else {
-            Vec::new()
+        let metrics = indicator.metrics();
+        let bins = hour_bins(&starts);
+        let mut series = HashMap::new();
+        match consumers {
+            None => {
+                series = self
+                    .metric_series(&metrics, &[from], to, watermark, None, bins)
+                    .await?;
+            }
+            // A team's few consumers, one after another: events add up.
+            Some(consumers) => {
+                for consumer in consumers {
+                    let of_one = self
+                        .metric_series(&metrics, &[from], to, watermark, Some(consumer), bins)
+                        .await?;
+                    for (metric, points) in of_one {
+                        series
+                            .entry(metric)
+                            .or_insert_with(MetricSeries::default)
+                            .extend(points);
+                    }
+                }
+            }
+        }
+        let recoveries = match consumers {
+            _ if !indicator.counts_recoveries() => Vec::new(),
+            None => self.recoveries(from, to, None).await?,
+            Some(consumers) => self
+                .recoveries_of(from, to, consumers)
+                .await?
+                .into_iter()
+                .map(|(_, recovery)| recovery)
+                .collect(),
         };
         Ok(starts
             .into_iter()

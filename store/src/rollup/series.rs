@@ -189,7 +189,7 @@ impl Store {
 /// `from`s cut before `hours_to`, everything from `hours_to` to `to`, and
 /// everything from `start` when nothing comes from the rollup. A range may
 /// be empty (its start not before its end).
-fn minute_ranges(start: Ts, to: Ts, hours_to: Ts, cut_hours: &[Ts]) -> Vec<(Ts, Ts)> {
+pub(super) fn minute_ranges(start: Ts, to: Ts, hours_to: Ts, cut_hours: &[Ts]) -> Vec<(Ts, Ts)> {
     let mut ranges: Vec<(Ts, Ts)> = cut_hours
         .iter()
         .filter(|hour| **hour < hours_to)
@@ -268,6 +268,21 @@ pub(super) struct MetricSeries {
 }
 
 impl MetricSeries {
+    pub(super) fn push(&mut self, at: Ts, le: f64, value: f64) {
+        self.points.push((at, le, value));
+    }
+
+    /// Adds another series' points (another consumer's), keeping the order.
+    pub(super) fn extend(&mut self, other: MetricSeries) {
+        self.points.extend(other.points);
+        self.sort();
+    }
+
+    /// Orders the points by time, as [`Self::sums`] needs.
+    pub(super) fn sort(&mut self) {
+        self.points.sort_by_key(|(at, _, _)| *at);
+    }
+
     /// The points in `[from, to)`: a slice, since the points are sorted by time.
     fn between(&self, from: Ts, to: Ts) -> &[(Ts, f64, f64)] {
         let lo = self.points.partition_point(|(at, _, _)| *at < from);

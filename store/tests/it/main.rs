@@ -10,3 +10,4 @@ mod audit;
 mod conformance;
 mod contract;
 mod slo;
+mod slo_by_consumer;

@@ -29,7 +29,7 @@ fn base() -> Ts {
     )
 }
 
-fn at(minutes: i64) -> Ts {
+pub(crate) fn at(minutes: i64) -> Ts {
     base() + TimeDelta::minutes(minutes)
 }
 
@@ -55,7 +55,7 @@ fn observation(consumer: &str, metric: Metric, minute: i64, value: f64) -> Metri
 /// - 10 deliveries a minute each, and a dead letter every 10th minute for `orders`;
 /// - queue age 30 s, except 120 s in every 20th minute for `orders`;
 /// - one outcome a minute each, 2 s after delivery, except 1200 s every 15th minute.
-async fn three_hours_of_metrics(store: &Store) {
+pub(crate) async fn three_hours_of_metrics(store: &Store) {
     let mut samples = Vec::new();
     for minute in 0..190 {
         for consumer in ["orders", "reminders"] {
@@ -81,21 +81,21 @@ async fn three_hours_of_metrics(store: &Store) {
     store.record_metrics(&samples).await.unwrap();
 }
 
-fn not_dead_lettered() -> Indicator {
+pub(crate) fn not_dead_lettered() -> Indicator {
     Indicator::Counters {
         valid: Metric::Deliveries,
         bad: Metric::DeadLetters,
     }
 }
 
-fn queue_age_60s() -> Indicator {
+pub(crate) fn queue_age_60s() -> Indicator {
     Indicator::GaugeSlices {
         gauge: Metric::QueueOldestAgeSeconds,
         at_most_seconds: 60.0,
     }
 }
 
-fn reconciled_15m() -> Indicator {
+pub(crate) fn reconciled_15m() -> Indicator {
     Indicator::Histogram {
         histogram: Metric::OutcomeLatencySeconds,
         at_most_seconds: 900.0,
@@ -358,7 +358,7 @@ async fn chart_intervals_read_the_same_from_minutes_and_rollups_for_one_consumer
 /// A day and a half of two consumers' minutes, one sample every seventh
 /// minute: deliveries (a counter), queue age (a gauge) and outcome latency
 /// (a histogram), varying with the minute.
-async fn a_day_and_a_half_of_metrics(store: &Store) {
+pub(crate) async fn a_day_and_a_half_of_metrics(store: &Store) {
     let mut samples = Vec::new();
     for minute in (0..36 * 60).step_by(7) {
         for consumer in ["orders", "reminders"] {

@@ -278,6 +278,13 @@ impl Reads<'_> {
                 store.indicator_events_since(&indicators, &froms, to)
             })
             .await?,
+            measure(notices, "SLO board per consumer, 30d/6h/1h", || async {
+                let of = store.consumers(1_000).await?;
+                store
+                    .indicator_events_by_consumer(&indicators, &froms, to, &of)
+                    .await
+            })
+            .await?,
             measure(
                 notices,
                 "/metrics: consumer counters of a settled minute",

@@ -66,13 +66,18 @@ pub async fn get_charts(
     .await
 }
 
-/// One SLO's charts over its window: the SLI, the error budget remaining,
-/// and each alert tier's burn rate against its threshold.
+/// One SLO's charts over its window — the SLI, the error budget remaining,
+/// and each alert tier's burn rate against its threshold — or one
+/// consumer's of a per-consumer SLO (`consumer` as the address's segment).
 #[server(prefix = "/api/read", input = server_fn::codec::GetUrl)]
-pub async fn get_slo_charts(name: String) -> Result<Vec<Chart>, AppError> {
+pub async fn get_slo_charts(
+    name: String,
+    consumer: Option<String>,
+) -> Result<Vec<Chart>, AppError> {
     crate::serving::serve(async move {
         crate::serving::require(idem_domain::Role::Viewer)?;
-        ssr::slo_charts(&crate::serving::state()?, &name).await
+        let consumer = crate::api::slo::ssr::consumer_segment(consumer.as_deref())?;
+        ssr::slo_charts(&crate::serving::state()?, &name, consumer).await
     })
     .await
 }
@@ -132,21 +137,36 @@ pub(crate) mod ssr {
         Ok(set)
     }
 
-    /// The charts of the SLO named `name`, from the request's reader, drawn
-    /// once per hour.
-    pub async fn slo_charts(state: &AppState, name: &str) -> Result<Vec<Chart>, AppError> {
-        let Some(slo) = state.slos.slos.iter().find(|s| s.name == name).cloned() else {
+    /// The charts of the SLO named `name` (for `consumer`, when it is
+    /// per consumer), from the request's reader, drawn once per hour.
+    pub async fn slo_charts(
+        state: &AppState,
+        name: &str,
+        consumer: Option<ConsumerName>,
+    ) -> Result<Vec<Chart>, AppError> {
+        let Some(slo) = state.slos.slos.iter().find(|s| s.name == name) else {
             return Err(AppError::NotFound(format!(
                 "There is no SLO named “{name}”."
             )));
         };
+        let Some(instance) = slo.instance(&state.catalogue, consumer.as_ref().map(|c| c.as_str()))
+        else {
+            return Err(AppError::NotFound(match consumer {
+                Some(consumer) => format!(
+                    "The SLO “{name}” has no objective for the consumer “{}”.",
+                    consumer.as_str()
+                ),
+                None => format!("The SLO “{name}” is per consumer: choose one of its consumers."),
+            }));
+        };
         let hour = Ts::now().hour();
         let key = ReadKey::SloCharts {
             name: name.to_owned(),
+            consumer,
             hour,
         };
         crate::serving::reader(state)
-            .cached(key, |store| slo::slo_charts(store, slo, hour))
+            .cached(key, |store| slo::slo_charts(store, instance, hour))
             .await
     }
 }

@@ -1,7 +1,7 @@
 //! One SLO's charts over its window, from one hourly read.
 
 use chrono::TimeDelta;
-use idem_domain::slo::{Events, Slo, TIERS};
+use idem_domain::slo::{Events, Instance, TIERS};
 use idem_store::{Store, Ts};
 
 use super::Chart;
@@ -10,15 +10,30 @@ use crate::{
     error::AppError,
 };
 
-/// The SLI and budget in about a hundred intervals over the SLO's window,
+/// The SLI and budget in about a hundred intervals over the SLO's window
+/// (the instance's consumers summed, or the fleet's),
 /// and each tier's burn rate hour by hour, all from one hourly read. A
 /// window longer than the data (a new install, the demo's two days) is
 /// drawn from the first hour with events (a day at the least), so the
 /// data fill the chart instead of its last few pixels.
-pub async fn slo_charts(store: Store, slo: Slo, until: Ts) -> Result<Vec<Chart>, AppError> {
+pub async fn slo_charts(
+    store: Store,
+    instance: Instance,
+    until: Ts,
+) -> Result<Vec<Chart>, AppError> {
+    let mut slo = instance.slo;
+    if let Some(consumer) = instance.scope.consumer() {
+        slo.name = format!("{} · {consumer}", slo.name);
+    }
     let window_start = (until - TimeDelta::seconds(slo.window.as_seconds())).hour();
     let hourly = store
-        .indicator_buckets(&slo.sli, window_start, until, TimeDelta::hours(1))
+        .indicator_buckets(
+            &slo.sli,
+            window_start,
+            until,
+            TimeDelta::hours(1),
+            instance.consumers.as_deref(),
+        )
         .await?;
     let mut events: Vec<Events> = hourly.iter().map(|(_, e)| *e).collect();
     let first = first_with_data(&events, 24);
