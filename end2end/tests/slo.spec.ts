@@ -6,7 +6,7 @@ test("the SLO page lists every objective and opens one with its alert tiers", as
   await page.goto("/slo");
   await expect(page.getByRole("heading", { name: "Service level objectives" })).toBeVisible();
   // The fleet's eight built-in objectives first, then each team's.
-  await expect(page.locator("h2.slo-group")).toHaveText(["Every consumer", /^Team /, /^Team /]);
+  await expect(page.locator("h2.slo-group")).toHaveText(["Every consumer", /^Team /, /^Team /, /^Team /]);
   const rows = page.locator(".slo-table").first().locator("tbody tr");
   await expect(rows).toHaveCount(8);
   // The demo's history has traffic: the delivery SLOs have an SLI, not "no data".
@@ -33,10 +33,11 @@ test("the SLO page lists every objective and opens one with its alert tiers", as
 test("the overview links each SLO tile to its page", async ({ page }) => {
   await signIn(page, "viewer");
   await page.goto("/");
-  // The eight built-ins, the payments team's two objectives and growth's
-  // one: a per-consumer objective is one tile, its worst consumer's.
+  // The eight built-ins, the payments team's two objectives, growth's one
+  // and fulfilment's one: a per-consumer objective is one tile, its worst
+  // consumer's.
   const tiles = page.locator(".slo-tiles .tile");
-  await expect(tiles).toHaveCount(11);
+  await expect(tiles).toHaveCount(12);
   await expect(tiles.filter({ hasText: "growth-queue-age-5m · " })).toHaveCount(1);
   await tiles.filter({ hasText: "queue-age-60s" }).getByRole("link").click();
   await expect(page).toHaveURL(/\/slo\/queue-age-60s$/);
@@ -50,12 +51,12 @@ test("a team's SLO page holds its consumers' objectives, each to its own page", 
   await page.getByRole("button", { name: "Show" }).click();
   await expect(page).toHaveURL(/\/slo\?team=payments$/);
   await expect(page.locator("h2.slo-group")).toHaveText(["Team payments"]);
-  await expect(page.locator(".filters .count-line")).toHaveText("3 objectives of team payments");
+  await expect(page.locator(".filters .count-line")).toHaveText("4 objectives of team payments");
   // Each payments consumer its own dead-letter objective; the ledger's webhooks hold a tighter one.
   const rows = page.locator(".slo-table tbody tr");
   const webhooks = rows.filter({ hasText: "payment-webhooks" });
   await expect(webhooks.locator("td").nth(3)).toHaveText("99.950%");
-  await expect(rows.filter({ hasText: "order-events" }).locator("td").nth(3)).toHaveText("99.900%");
+  await expect(rows.filter({ hasText: "order-events" }).locator("td").nth(3)).toHaveText("99.000%");
   await expect(page.locator("tbody")).not.toContainText("growth-queue-age-5m");
   await webhooks.getByRole("link", { name: "payments-not-dead-lettered" }).click();
   await expect(page).toHaveURL(/\/slo\/payments-not-dead-lettered\/payment-webhooks$/);
@@ -66,7 +67,8 @@ test("a team's SLO page holds its consumers' objectives, each to its own page", 
     "payments-not-dead-lettered · payment-webhooks: SLI over 28d",
   );
   await page.getByRole("link", { name: "Every consumer of payments-not-dead-lettered" }).click();
-  await expect(page.locator(".slo-table tbody tr")).toHaveCount(2);
+  // payment-webhooks, order-events and invoices: each its own row.
+  await expect(page.locator(".slo-table tbody tr")).toHaveCount(3);
 });
 
 const OVERVIEW_CHARTS = [

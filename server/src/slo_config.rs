@@ -247,7 +247,7 @@ sli = { kind = "gauge_slices", gauge = "queue_oldest_age_seconds", at_most_secon
     fn the_demos_objectives_fit_the_demos_catalogue() {
         let set = demo();
         check_against(&set, &crate::consumers_config::demo()).unwrap();
-        assert_eq!(set.slos.len(), 8 + 3);
+        assert_eq!(set.slos.len(), 8 + 4);
         assert!(set.slos.iter().any(|s| s.team.as_deref() == Some("growth")));
     }
 

@@ -20,10 +20,10 @@ use super::{
 
 /// The prefix of the references `flow`'s provider gives.
 fn reference_prefix(flow: Flow) -> &'static str {
-    if flow == Flow::Reminders {
-        "msg"
-    } else {
-        "ful"
+    match flow {
+        Flow::Reminders | Flow::Push => "msg",
+        Flow::Shipments => "shp",
+        _ => "ful",
     }
 }
 

@@ -1,4 +1,5 @@
-//! The demo's three business flows and the facts they produce.
+//! The demo's business flows — three teams' consumers — and the facts they
+//! produce.
 
 use chrono::{DateTime, Days, Utc};
 use rand::{Rng, rngs::StdRng};
@@ -13,16 +14,36 @@ pub enum Flow {
     Payments,
     /// Order events forwarded to an external fulfilment API, with an outbox event.
     Orders,
+    /// Invoices issued into the ledger in the claim's own transaction (payments).
+    Invoices,
+    /// Shipments booked with a carrier's API (fulfilment).
+    Shipments,
+    /// Stock levels adjusted in the claim's own transaction (fulfilment).
+    Stock,
+    /// Push notifications sent through a push provider (growth).
+    Push,
 }
 
 impl Flow {
-    pub const ALL: [Flow; 3] = [Flow::Reminders, Flow::Payments, Flow::Orders];
+    pub const ALL: [Flow; 7] = [
+        Flow::Reminders,
+        Flow::Payments,
+        Flow::Orders,
+        Flow::Invoices,
+        Flow::Shipments,
+        Flow::Stock,
+        Flow::Push,
+    ];
 
     pub fn consumer(self) -> &'static str {
         match self {
             Flow::Reminders => "reminders",
             Flow::Payments => "payment-webhooks",
             Flow::Orders => "order-events",
+            Flow::Invoices => "invoices",
+            Flow::Shipments => "shipments",
+            Flow::Stock => "stock-levels",
+            Flow::Push => "push-notifications",
         }
     }
 
@@ -31,6 +52,10 @@ impl Flow {
             Flow::Reminders => "reminders.fifo",
             Flow::Payments => "payment-webhooks",
             Flow::Orders => "order-events.fifo",
+            Flow::Invoices => "invoices",
+            Flow::Shipments => "shipments.fifo",
+            Flow::Stock => "stock-levels",
+            Flow::Push => "push-notifications",
         }
     }
 
@@ -41,7 +66,7 @@ impl Flow {
     /// Whether the effect is an external call (which can end `unknown`) or a
     /// write in the claim's own transaction.
     pub fn is_external(self) -> bool {
-        !matches!(self, Flow::Payments)
+        !matches!(self, Flow::Payments | Flow::Invoices | Flow::Stock)
     }
 
     /// Mean seconds between new facts, live and while writing history.
@@ -50,6 +75,12 @@ impl Flow {
             Flow::Reminders => 4.0,
             Flow::Payments => 3.0,
             Flow::Orders => 5.0,
+            // The newer teams' consumers: quieter, and healthy throughout
+            // but for the fleet's own incidents.
+            Flow::Invoices => 12.0,
+            Flow::Shipments => 10.0,
+            Flow::Stock => 8.0,
+            Flow::Push => 9.0,
         };
         if backfill { live * 10.0 } else { live }
     }
@@ -98,6 +129,49 @@ pub fn random_fact(flow: Flow, at: DateTime<Utc>, rng: &mut StdRng) -> Fact {
             );
             order_event(kind, &order)
         }
+        Flow::Invoices => {
+            let number = rng.random_range(100_000..1_000_000);
+            fact(
+                flow,
+                format!("inv:{}-{number}", at.format("%Y")),
+                json!({ "invoice": number, "amount": rng.random_range(500..90_000), "currency": "EUR" }),
+            )
+        }
+        Flow::Shipments => {
+            let parcel = rng.random_range(1_000_000..9_999_999);
+            let region = REGIONS[rng.random_range(0..REGIONS.len())];
+            fact(
+                flow,
+                format!("ship:{region}/{parcel}"),
+                json!({ "parcel": parcel, "region": region, "carrier": "example-post" }),
+            )
+        }
+        Flow::Stock => {
+            let sku = format!("SKU-{}", rng.random_range(1000..99_999));
+            let delta = rng.random_range(-5..20);
+            fact(
+                flow,
+                format!("stock:{sku}:{}", rng.random_range(0..u32::MAX)),
+                json!({ "sku": sku, "delta": delta }),
+            )
+        }
+        Flow::Push => {
+            let device = rng.random_range(10_000..1_000_000);
+            fact(
+                flow,
+                format!("push:device-{device}:{}", at.format("%Y-%m-%dT%H")),
+                json!({ "device": device, "template": "cart-reminder" }),
+            )
+        }
+    }
+}
+
+fn fact(flow: Flow, key: String, payload: serde_json::Value) -> Fact {
+    Fact {
+        flow,
+        key,
+        payload: payload.to_string(),
+        redrive: false,
     }
 }
 

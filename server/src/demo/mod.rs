@@ -1,7 +1,9 @@
 //! The demo: a small fleet of consumers that behaves like real ones.
 //!
-//! A discrete-event simulation of three flows (renewal reminders, payment
-//! webhooks, order events), each a queue with at-least-once delivery and a
+//! A discrete-event simulation of seven flows of three teams (renewal
+//! reminders, payment webhooks and order events carry the stories; invoices,
+//! shipments, stock levels and push notifications run quietly beside them),
+//! each a queue with at-least-once delivery and a
 //! 45 s visibility timeout, and workers that follow the idempotent-consumer
 //! pattern against the real database (see `worker`). It produces every case
 //! the console exists for: publisher retries inside and after the five-minute

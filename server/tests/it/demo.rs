@@ -205,7 +205,11 @@ async fn two_hours_of_demo_history_contain_every_case_of_the_tour(store: &Store)
 
 /// The demo's history at the tests' fixed seed: `hours` of it up to `end`.
 /// Returns how many facts the fleet published.
-async fn write_hours_of_history(store: &Store, hours: u64, end: chrono::DateTime<Utc>) -> u64 {
+pub(crate) async fn write_hours_of_history(
+    store: &Store,
+    hours: u64,
+    end: chrono::DateTime<Utc>,
+) -> u64 {
     let settings = Settings {
         seed: 1842,
         backfill: Duration::from_secs(hours * 3600),
@@ -215,7 +219,7 @@ async fn write_hours_of_history(store: &Store, hours: u64, end: chrono::DateTime
 
 /// Yesterday at `hour`:00 UTC: a history ending then is the same whenever
 /// the test runs (the demo's traffic follows the time of day).
-fn yesterday_at(hour: u32) -> chrono::DateTime<Utc> {
+pub(crate) fn yesterday_at(hour: u32) -> chrono::DateTime<Utc> {
     (Utc::now() - TimeDelta::days(1))
         .date_naive()
         .and_hms_opt(hour, 0, 0)

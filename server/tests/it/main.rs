@@ -19,6 +19,7 @@ mod auth;
 mod brokers;
 mod charts;
 mod demo;
+mod demo_teams;
 mod hostile;
 mod http;
 mod metrics;
