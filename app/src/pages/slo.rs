@@ -23,12 +23,21 @@ pub fn SloPage() -> impl IntoView {
     });
     let data = Resource::new(move || team.get(), get_slos);
     let render = move |board: SloBoard| {
+        // Every team at once shows a consumer's objective only when it needs
+        // attention: a hundred consumers' met objectives are one line each
+        // group, and a team's page shows them all.
+        let whole = team.get_untracked().is_some();
         let groups = groups(&board)
             .into_iter()
             .map(|(heading, statuses)| {
+                let team = statuses.iter().find_map(|s| s.scope.team().map(str::to_owned));
+                let (shown, met): (Vec<SloStatus>, Vec<SloStatus>) = statuses
+                    .into_iter()
+                    .partition(|s| whole || s.scope.consumer().is_none() || s.alert != AlertState::Ok);
                 view! {
                     <h2 class="slo-group">{heading}</h2>
-                    <SloTable board=board.clone() statuses/>
+                    {(!shown.is_empty()).then(|| view! { <SloTable board=board.clone() statuses=shown/> })}
+                    <MetElsewhere met=met.len() team/>
                 }
             })
             .collect_view();
@@ -73,6 +82,24 @@ fn groups(board: &SloBoard) -> Vec<(String, Vec<SloStatus>)> {
     // The fleet's group first, the rest as their worst member came.
     groups.sort_by_key(|(heading, _)| heading != "Every consumer");
     groups
+}
+
+/// How many consumers' objectives of a group are met and not listed, and
+/// where they are (nothing when none is hidden).
+#[component]
+fn MetElsewhere(met: usize, team: Option<String>) -> impl IntoView {
+    (met > 0).then(|| {
+        let what = if met == 1 {
+            "1 more consumer objective is met".to_owned()
+        } else {
+            format!("{met} more consumer objectives are met")
+        };
+        let link = match team {
+            Some(team) => view! { <a href=links::with_query("/slo", &[("team", &team)])>{format!("every objective of team {team}")}</a> }.into_any(),
+            None => view! { "each objective's page" }.into_any(),
+        };
+        view! { <p class="hint met-elsewhere">{what}" and not listed here: see "{link}"."</p> }
+    })
 }
 
 /// The team picker: the teams that own an objective.
