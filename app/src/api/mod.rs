@@ -55,7 +55,7 @@ pub use redrives::{
 pub use slo::load_slo_board;
 #[cfg(feature = "ssr")]
 pub use slo::ssr::evaluate as evaluate_slos;
-pub use slo::{SloBoard, get_slo, get_slos};
+pub use slo::{SloBoard, blind_spots as slo_blind_spots, get_slo, get_slos};
 
 /// Server-only code shared by the api modules.
 #[cfg(feature = "ssr")]

@@ -25,13 +25,19 @@ pub struct SloBoard {
 impl SloBoard {
     /// The consumers an SLO cannot see the bad events of, for a note beside it.
     pub fn blind_spots(&self, status: &SloStatus) -> &[String] {
-        match status.slo.sli {
-            idem_domain::slo::Indicator::Counters {
-                bad: idem_domain::Metric::DuplicateClaims,
-                ..
-            } => &self.duplicates_unobservable,
-            _ => &[],
-        }
+        blind_spots(status, &self.duplicates_unobservable)
+    }
+}
+
+/// Of the consumers whose duplicates cannot be observed, those `status`
+/// misses bad events of: all of them for a duplicate-claim SLO, else none.
+pub fn blind_spots<'a>(status: &SloStatus, duplicates_unobservable: &'a [String]) -> &'a [String] {
+    match status.slo.sli {
+        idem_domain::slo::Indicator::Counters {
+            bad: idem_domain::Metric::DuplicateClaims,
+            ..
+        } => duplicates_unobservable,
+        _ => &[],
     }
 }
 
@@ -158,11 +164,17 @@ pub(crate) mod ssr {
             .slos
             .iter()
             .any(|s| s.per_consumer && s.selected(&catalogue).is_none());
-        let seen = if every_consumer {
+        // Only names a consumer could have: a row written without one
+        // counts in the fleet's sums, and is no consumer of its own.
+        let seen: Vec<String> = if every_consumer {
             store.consumers(SEEN_CONSUMERS).await?
         } else {
             Vec::new()
         };
+        let seen: Vec<String> = seen
+            .into_iter()
+            .filter(|name| ConsumerName::parse(name.as_str()).is_ok())
+            .collect();
         let instances = instances(&set, &catalogue, &seen);
         // Every span of every SLO, each metric read once for all of them.
         let mut spans: Vec<Span> = set.slos.iter().flat_map(|slo| slo.spans()).collect();

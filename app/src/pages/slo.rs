@@ -36,13 +36,13 @@ pub fn SloPage() -> impl IntoView {
                     .partition(|s| whole || s.scope.consumer().is_none() || s.alert != AlertState::Ok);
                 view! {
                     <h2 class="slo-group">{heading}</h2>
-                    {(!shown.is_empty()).then(|| view! { <SloTable board=board.clone() statuses=shown/> })}
+                    {(!shown.is_empty()).then(|| view! { <SloTable unobservable=board.duplicates_unobservable.clone() statuses=shown/> })}
                     <MetElsewhere met=met.len() team/>
                 }
             })
             .collect_view();
         view! {
-            <SloTeamFilter board=board.clone() team=team.get_untracked()/>
+            <SloTeamFilter teams=board.teams.clone() listed=board.statuses.len() team=team.get_untracked()/>
             <p class="count-line">{format!("Objectives from {}; each over its own rolling window.", board.source)}</p>
             {groups}
             <NotObservable consumers=board.duplicates_unobservable.clone()/>
@@ -104,11 +104,11 @@ fn MetElsewhere(met: usize, team: Option<String>) -> impl IntoView {
 
 /// The team picker: the teams that own an objective.
 #[component]
-fn SloTeamFilter(board: SloBoard, team: Option<String>) -> impl IntoView {
-    if board.teams.is_empty() {
+fn SloTeamFilter(teams: Vec<String>, listed: usize, team: Option<String>) -> impl IntoView {
+    if teams.is_empty() {
         return ().into_any();
     }
-    let objectives = match board.statuses.len() {
+    let objectives = match listed {
         1 => "1 objective".to_owned(),
         n => format!("{n} objectives"),
     };
@@ -118,7 +118,7 @@ fn SloTeamFilter(board: SloBoard, team: Option<String>) -> impl IntoView {
     };
     view! {
         <form method="get" action="/slo" class="filters">
-            <TeamSelect teams=board.teams.clone() chosen=team.clone()/>
+            <TeamSelect teams chosen=team.clone()/>
             <button type="submit">"Show"</button>
             <span class="count-line">{count}</span>
         </form>
@@ -129,11 +129,11 @@ fn SloTeamFilter(board: SloBoard, team: Option<String>) -> impl IntoView {
 /// One group's table: each objective (and its consumer, when it is per
 /// consumer), its state, SLI, budget and burn rates.
 #[component]
-fn SloTable(board: SloBoard, statuses: Vec<SloStatus>) -> impl IntoView {
+fn SloTable(unobservable: Vec<String>, statuses: Vec<SloStatus>) -> impl IntoView {
     let rows = statuses
         .iter()
         .map(|s| {
-            let blind_spots = board.blind_spots(s).to_vec();
+            let blind_spots = crate::api::slo_blind_spots(s, &unobservable).to_vec();
             let href = links::slo_href(&s.slo.name, s.scope.consumer());
             let burns = s
                 .tiers
@@ -315,7 +315,7 @@ fn PerConsumer(board: SloBoard) -> impl IntoView {
             <dt>"Window"</dt><dd>{first.slo.window.to_string()}</dd>
             <dt>"Defined in"</dt><dd>{board.source.clone()}</dd>
         </dl>
-        <SloTable board statuses/>
+        <SloTable unobservable=board.duplicates_unobservable.clone() statuses/>
         <p><a href="/slo">"All SLOs"</a></p>
     }
 }

@@ -385,3 +385,51 @@ async fn a_team_that_owns_no_consumer_stops_start_up_naming_the_slo() {
     assert!(message.contains("SLO `growth-delivered`"), "{message}");
     assert!(message.contains("team `grwoth`"), "{message}");
 }
+
+/// The built-ins per consumer over every consumer: an instance for each
+/// consumer in the metrics, none for a row written without a name (which
+/// the rollups count only in the fleet's sums), and no charts for a name
+/// that is no consumer of it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_consumer_s_own_built_ins_and_no_consumer_without_a_name() {
+    for db in [TestDatabase::sqlite().await, TestDatabase::postgres().await] {
+        let dir = tempfile::tempdir().unwrap();
+        let slos = dir.path().join("slo.toml");
+        std::fs::write(&slos, "[builtins]\nper_consumer = true\n").unwrap();
+        let app = common::spawn_with(|config| config.slo_file = Some(slos.clone()), db).await;
+        two_hours(&app.store, 0.0).await;
+        let nameless = MetricSample {
+            consumer: String::new(),
+            metric: Metric::Deliveries,
+            at: Ts::now() - TimeDelta::minutes(5),
+            bucket: String::new(),
+            value: 7.0,
+        };
+        app.store.record_metrics(&[nameless]).await.unwrap();
+
+        let (status, html) = app.get("/slo/not-dead-lettered").await;
+        assert_eq!(status, 200, "{html}");
+        let page = common::text(&visible(&html));
+        assert!(page.contains("not-dead-lettered payments ok"), "{page}");
+        assert_eq!(html.matches("class=\"slo-row").count(), 1, "{page}");
+        let (status, html) = app.get("/slo/not-dead-lettered/payments").await;
+        assert_eq!(status, 200);
+        assert!(common::text(&visible(&html)).contains("12000 of 12000 good"));
+
+        let charts = |consumer: &str| {
+            let fields = [
+                ("name", "not-dead-lettered".to_owned()),
+                ("consumer", consumer.to_owned()),
+            ];
+            let client = app.client.clone();
+            let app = &app;
+            async move {
+                common::call(app, &client, "get_slo_charts", &fields)
+                    .await
+                    .status()
+            }
+        };
+        assert_eq!(charts("payments").await, 200);
+        assert_eq!(charts("nobody").await, 404);
+    }
+}

@@ -18,7 +18,7 @@ use idem_domain::{
 };
 
 use super::{
-    BLOCK,
+    ALL_CONSUMERS, BLOCK,
     events::{Recovery, events_of},
     gauge_bucket_sql, names, names_of,
     series::{MetricSeries, minute_ranges},
@@ -86,6 +86,8 @@ impl Store {
                 rows.extend(self.interval_rows(&sql).await?);
             }
             for (a, b) in minute_ranges(start, to, hours_to, &cut_hours) {
+                // A cut hour's range may run past `to`.
+                let b = b.min(to);
                 if a >= b {
                     continue;
                 }
@@ -144,10 +146,14 @@ fn series_by_consumer(rows: Vec<Row>) -> HashMap<String, HashMap<Metric, MetricS
     series
 }
 
-/// `column IN ($…)` over `consumers`.
+/// `consumer IN ($…)` over `consumers`, never the rollups' sums over every
+/// consumer (stored under the empty name).
 fn consumer_in(sql: &mut Sql, consumers: &[String]) -> String {
     let placeholders: Vec<String> = consumers.iter().map(|c| sql.param(c.as_str())).collect();
-    format!("consumer IN ({})", placeholders.join(", "))
+    format!(
+        "consumer IN ({}) AND consumer <> '{ALL_CONSUMERS}'",
+        placeholders.join(", ")
+    )
 }
 
 /// The start of the interval `column` falls in: the latest of `starts` at

@@ -159,6 +159,24 @@ pub(crate) mod ssr {
                 None => format!("The SLO “{name}” is per consumer: choose one of its consumers."),
             }));
         };
+        // Selecting every consumer, any name makes an instance: only the
+        // consumers /slo shows have charts.
+        if let Some(consumer) = &consumer
+            && slo.per_consumer
+            && slo.selected(&state.catalogue).is_none()
+        {
+            let board = crate::api::load_slo_board(state).await?;
+            let shown = board
+                .statuses
+                .iter()
+                .any(|s| s.slo.name == name && s.scope.consumer() == Some(consumer.as_str()));
+            if !shown {
+                return Err(AppError::NotFound(format!(
+                    "The SLO “{name}” has no objective for the consumer “{}”.",
+                    consumer.as_str()
+                )));
+            }
+        }
         let hour = Ts::now().hour();
         let key = ReadKey::SloCharts {
             name: name.to_owned(),
