@@ -383,13 +383,28 @@ pub(crate) async fn a_day_and_a_half_of_metrics(store: &Store) {
 
 /// Deletes the hourly rollup rows before `before` (to show what reads them).
 async fn delete_hours_before(store: &Store, before: Ts) {
-    const SQL: &str = "DELETE FROM consumer_metrics_hourly WHERE hour < $1";
+    delete_hours(store, Ts::from_micros(0).unwrap(), before).await;
+}
+
+/// Deletes the hourly rollup's rows of `[from, to)`, as if never rolled up.
+pub(crate) async fn delete_hours(store: &Store, from: Ts, to: Ts) {
+    const SQL: &str = "DELETE FROM consumer_metrics_hourly WHERE hour >= $1 AND hour < $2";
     match (store.sqlite_pool(), store.postgres_pool()) {
         (Some(pool), _) => {
-            sqlx::query(SQL).bind(before).execute(pool).await.unwrap();
+            sqlx::query(SQL)
+                .bind(from)
+                .bind(to)
+                .execute(pool)
+                .await
+                .unwrap();
         }
         (_, Some(pool)) => {
-            sqlx::query(SQL).bind(before).execute(pool).await.unwrap();
+            sqlx::query(SQL)
+                .bind(from)
+                .bind(to)
+                .execute(pool)
+                .await
+                .unwrap();
         }
         (None, None) => unreachable!("a store has one pool or the other"),
     }

@@ -6,8 +6,8 @@ use idem_domain::slo::{Events, Indicator};
 use idem_store::{NewAuditEntry, Store, Ts};
 
 use super::slo::{
-    a_day_and_a_half_of_metrics, at, not_dead_lettered, queue_age_60s, reconciled_15m,
-    three_hours_of_metrics,
+    a_day_and_a_half_of_metrics, at, delete_hours, not_dead_lettered, queue_age_60s,
+    reconciled_15m, three_hours_of_metrics,
 };
 
 idem_store::on_both_backends!(
@@ -133,27 +133,4 @@ async fn a_long_first_span_reads_the_same_from_six_hour_blocks(store: &Store) {
     // Hours outside the blocks are still read hour by hour.
     delete_hours(store, at(18 * 60), at(19 * 60)).await;
     assert_ne!(read().await, from_minutes, "18:00–19:00 is read from hours");
-}
-
-async fn delete_hours(store: &Store, from: Ts, to: Ts) {
-    const SQL: &str = "DELETE FROM consumer_metrics_hourly WHERE hour >= $1 AND hour < $2";
-    match (store.sqlite_pool(), store.postgres_pool()) {
-        (Some(pool), _) => {
-            sqlx::query(SQL)
-                .bind(from)
-                .bind(to)
-                .execute(pool)
-                .await
-                .unwrap();
-        }
-        (_, Some(pool)) => {
-            sqlx::query(SQL)
-                .bind(from)
-                .bind(to)
-                .execute(pool)
-                .await
-                .unwrap();
-        }
-        (None, None) => unreachable!("a store has one pool or the other"),
-    }
 }
