@@ -5,6 +5,7 @@
 //! [`require`](crate::serving::require), which refuses by default.
 
 use idem_domain::Role;
+
 use serde::{Deserialize, Serialize};
 
 /// A signed-in person. Holds nothing secret.
@@ -12,7 +13,12 @@ use serde::{Deserialize, Serialize};
 pub struct CurrentUser {
     pub id: i64,
     pub username: String,
+    /// The highest role held anywhere (what a path's prefix needs).
     pub role: Role,
+    /// Where each role is held: `role` on every consumer unless limited to
+    /// teams (`serving::require_on` and `serving::within` read it).
+    #[serde(default)]
+    pub rights: idem_domain::Rights,
     /// Signed in through an OpenID provider that offers to sign out there
     /// too (RP-initiated logout).
     #[serde(default)]
@@ -23,6 +29,15 @@ pub struct CurrentUser {
     #[serde(default)]
     pub recheck_pending: bool,
 }
+
+/// The demo's accounts (each one's password is its name) and their
+/// rights: one of each role, and an operator of the payments team only.
+pub const DEMO_ACCOUNTS: &[(&str, &str)] = &[
+    ("viewer", "viewer"),
+    ("operator", "operator"),
+    ("admin", "admin"),
+    ("payments-oncall", "operator@payments"),
+];
 
 /// The client's address (after trusted proxies), put in the request by the guard.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -52,8 +52,9 @@ pub enum Database {
 /// Every kind of cached read, with the arguments that decide its answer.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub(crate) enum ReadKey {
-    /// The overview's counts and "needs attention" lists.
-    Overview,
+    /// The overview's counts and "needs attention" lists, of the
+    /// consumers a reader may see.
+    Overview { within: idem_domain::Within },
     /// Every consumer's figures for the consumer table.
     Consumers,
     /// One page of unknown outcomes.
@@ -72,12 +73,13 @@ pub(crate) enum ReadKey {
         cursor: Option<String>,
         filter: idem_store::OutboxFilter,
     },
-    /// Every consistency check's count.
-    CheckCounts,
+    /// Every consistency check's count, over the consumers a reader may see.
+    CheckCounts { within: idem_domain::Within },
     /// One page of one consistency check's findings.
     CheckFindings {
         check: idem_domain::Check,
         cursor: Option<String>,
+        within: idem_domain::Within,
     },
     /// The unknown outcomes open now, by age (about now, not a span).
     OpenUnknownChart { consumer: Option<ConsumerName> },
@@ -280,7 +282,9 @@ mod tests {
     async fn an_expired_entry_is_loaded_again_and_failures_are_not_cached() {
         let cache = ReadCache::new(Duration::from_millis(20), 100);
         let load = |n: i32| move || async move { Ok::<_, &str>(n) };
-        let (db, k, e) = (Database::Primary, first_unknown, || ReadKey::Overview);
+        let (db, k, e) = (Database::Primary, first_unknown, || ReadKey::Overview {
+            within: idem_domain::Within::Every,
+        });
         assert_eq!(cache.get_or_load(db, k(), load(1)).await, Ok(1));
         assert_eq!(
             cache.get_or_load(db, k(), load(2)).await,
@@ -325,7 +329,12 @@ mod tests {
         let minute = ReadKey::SloBoard {
             minute: Ts(chrono::DateTime::UNIX_EPOCH),
         };
-        for key in [ReadKey::Overview, minute] {
+        for key in [
+            ReadKey::Overview {
+                within: idem_domain::Within::Every,
+            },
+            minute,
+        ] {
             assert_eq!(
                 primary.cached(key.clone(), answer("primary")).await,
                 Ok("primary")

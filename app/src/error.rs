@@ -26,6 +26,10 @@ pub enum AppError {
     /// The signed-in person's role does not allow this.
     #[error("Your role ({role}) may not do this; it needs {needed}.")]
     Forbidden { role: String, needed: String },
+    /// The signed-in person's rights are limited to teams, and the consumer
+    /// belongs to another (or to none). The text names its team.
+    #[error("{0}")]
+    OtherTeam(String),
     /// The action cannot be taken on this target at all (a consumer Idem
     /// reads through an adapter). The text says why and where to act instead.
     #[error("{0}")]
@@ -63,7 +67,7 @@ impl AppError {
             AppError::NotFound(_) => 404,
             AppError::BadRequest(_) => 400,
             AppError::Unauthorized => 401,
-            AppError::Forbidden { .. } => 403,
+            AppError::Forbidden { .. } | AppError::OtherTeam(_) => 403,
             AppError::ReadOnly(_) | AppError::FormReused(_) | AppError::Changed(_) => 409,
             AppError::Unavailable | AppError::Busy => 503,
             AppError::Internal { .. } => 500,
@@ -78,6 +82,7 @@ impl AppError {
             AppError::BadRequest(_) => "Bad request",
             AppError::Unauthorized => "Sign in",
             AppError::Forbidden { .. } => "Not allowed",
+            AppError::OtherTeam(_) => "Another team's consumer",
             AppError::ReadOnly(_) => "Not possible here",
             AppError::FormReused(_) => "Form already used",
             AppError::Changed(_) => "Changed since you looked",

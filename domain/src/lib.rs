@@ -15,6 +15,7 @@ mod read_only;
 mod record;
 mod redrive;
 mod retention;
+mod rights;
 pub mod sign_in;
 pub mod slo;
 mod status;
@@ -37,6 +38,7 @@ pub use record::{
 };
 pub use redrive::{BadOffer, REDRIVE_MAX, Redrive, RedriveItem, RedriveOffer};
 pub use retention::ClaimRetention;
+pub use rights::{OtherTeam, Rights, Within};
 pub use status::{
     AccountOrigin, ClaimStatus, DeadLetterState, ItemOutcome, OutboxOrigin, RedriveState, Role,
     UnknownValue,

@@ -4,7 +4,7 @@
 
 use std::io::{BufRead, IsTerminal};
 
-use idem_domain::Role;
+use idem_domain::{Rights, Role};
 use idem_store::Store;
 
 use crate::auth::{Passwords, password::MAX_PASSWORD_BYTES};
@@ -63,23 +63,40 @@ pub fn read_password() -> Result<String, AccountError> {
     Ok(password)
 }
 
+/// `role` everywhere, or only on `teams` when some are named.
+pub fn rights(role: Role, teams: &[String]) -> Result<Rights, AccountError> {
+    if teams.is_empty() {
+        return Ok(Rights::everywhere(role));
+    }
+    Rights::on_teams(role, teams.iter().map(|t| t.trim()))
+        .map_err(|e| AccountError::Invalid(format!("--teams: {e}")))
+}
+
 pub async fn add(
     store: &Store,
     name: &str,
-    role: Role,
+    rights: &Rights,
     password: String,
 ) -> Result<(), AccountError> {
     let name = valid_name(name)?;
     let hash = Passwords::new(1).hash(password).await?;
-    match store.create_user(&name, role, Some(&hash)).await? {
+    match store
+        .create_account_with(
+            &name,
+            rights,
+            Some(&hash),
+            idem_domain::AccountOrigin::Password,
+        )
+        .await?
+    {
         Some(_) => Ok(()),
         None => Err(AccountError::Exists(name)),
     }
 }
 
-pub async fn set_role(store: &Store, name: &str, role: Role) -> Result<(), AccountError> {
+pub async fn set_rights(store: &Store, name: &str, rights: &Rights) -> Result<(), AccountError> {
     store
-        .set_role(name, role)
+        .set_rights(name, rights)
         .await?
         .then_some(())
         .ok_or_else(|| AccountError::NoSuchUser(name.into()))
@@ -115,13 +132,18 @@ pub async fn list(store: &Store) -> Result<String, AccountError> {
         .max()
         .unwrap_or(4)
         .max(4);
-    let mut out = format!("{:width$}  {:8}  state\n", "name", "role");
+    let mut out = format!("{:width$}  {:8}  {:9}  rights\n", "name", "role", "state");
     for u in users {
         out.push_str(&format!(
-            "{:width$}  {:8}  {}\n",
+            "{:width$}  {:8}  {:9}  {}\n",
             u.username,
             u.role.as_str(),
-            if u.disabled { "disabled" } else { "enabled" }
+            if u.disabled { "disabled" } else { "enabled" },
+            if u.rights.is_limited() {
+                u.rights.to_string()
+            } else {
+                "every team".to_owned()
+            }
         ));
     }
     Ok(out)

@@ -67,12 +67,19 @@ enum UserCommand {
         name: String,
         #[arg(long, value_parser = parse_role)]
         role: Role,
+        /// Limit the role to these teams' consumers (comma-separated).
+        #[arg(long, value_delimiter = ',')]
+        teams: Vec<String>,
     },
-    /// Change an account's role (ends its sessions).
+    /// Change an account's role, on every team or only on `--teams` (ends
+    /// its sessions).
     Role {
         name: String,
         #[arg(value_parser = parse_role)]
         role: Role,
+        /// Limit the role to these teams' consumers (comma-separated).
+        #[arg(long, value_delimiter = ',')]
+        teams: Vec<String>,
     },
     /// Set a new password (ends the account's sessions).
     ResetPassword { name: String },
@@ -159,14 +166,16 @@ async fn run(cli: Cli) -> Result<(), CliError> {
 /// Runs one `idem user` command; `Ok` is what to tell the person.
 async fn user(store: &Store, command: UserCommand) -> Result<String, AccountError> {
     Ok(match command {
-        UserCommand::Add { name, role } => {
+        UserCommand::Add { name, role, teams } => {
+            let rights = accounts::rights(role, &teams)?;
             let password = accounts::read_password()?;
-            accounts::add(store, &name, role, password).await?;
-            format!("created {name} ({role})")
+            accounts::add(store, &name, &rights, password).await?;
+            format!("created {name} ({rights})")
         }
-        UserCommand::Role { name, role } => {
-            accounts::set_role(store, &name, role).await?;
-            format!("{name} is now {role}; their sessions ended")
+        UserCommand::Role { name, role, teams } => {
+            let rights = accounts::rights(role, &teams)?;
+            accounts::set_rights(store, &name, &rights).await?;
+            format!("{name} is now {rights}; their sessions ended")
         }
         UserCommand::ResetPassword { name } => {
             let password = accounts::read_password()?;

@@ -101,8 +101,9 @@ pub async fn export(State(state): State<MetricsState>, headers: HeaderMap) -> Re
     }
     let read = async {
         let board = idem_app::api::load_slo_board(&state.app).await?;
-        let overview = idem_app::api::load_overview(&state.app).await?;
-        let (_, checks) = idem_app::api::load_check_counts(&state.app).await?;
+        let overview = idem_app::api::load_overview(&state.app, idem_domain::Within::Every).await?;
+        let (_, checks) =
+            idem_app::api::load_check_counts(&state.app, idem_domain::Within::Every).await?;
         let events = state
             .events
             .advance(&state.app.store, idem_store::Ts::now())

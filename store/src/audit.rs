@@ -69,6 +69,9 @@ pub struct AuditFilter {
     /// Only recoveries: replays and resolutions with the time they took
     /// (a range of `audit_log_recoveries`).
     pub recoveries: bool,
+    /// Only entries about these consumers (rights limited to teams: an
+    /// entry about no consumer, such as a sign-in, is then left out too).
+    pub within: idem_domain::Within,
 }
 
 impl Store {
@@ -106,6 +109,9 @@ impl Store {
         }
         if let Some(to) = filter.to {
             conditions.push(format!("at < {}", sql.param(to)));
+        }
+        if let Some(within) = sql.within(&filter.within, "consumer") {
+            conditions.push(within);
         }
         if filter.recoveries {
             // Literal, so the partial index matches.

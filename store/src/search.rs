@@ -32,6 +32,8 @@ pub struct ClaimSearch {
     pub prefix: Option<String>,
     pub consumer: Option<ConsumerName>,
     pub status: Option<ClaimStatus>,
+    /// The consumers the reader may see (rights limited to teams).
+    pub within: idem_domain::Within,
     /// How many prefix matches are considered ([`SEARCH_CANDIDATES`]).
     pub candidates: u64,
 }
@@ -42,6 +44,7 @@ impl Default for ClaimSearch {
             prefix: None,
             consumer: None,
             status: None,
+            within: idem_domain::Within::Every,
             candidates: SEARCH_CANDIDATES,
         }
     }
@@ -85,6 +88,9 @@ impl Sql {
         }
         if let Some(status) = search.status {
             filters.push(format!("status = '{}'", status.as_str()));
+        }
+        if let Some(within) = self.within(&search.within, "consumer") {
+            filters.push(within);
         }
         if filters.is_empty() {
             String::new()

@@ -69,6 +69,27 @@ impl Sql {
     pub fn push(&mut self, text: &str) {
         self.text.push_str(text);
     }
+
+    /// The condition that keeps only rows whose `column` names a consumer
+    /// `within` allows (`None` for every consumer): a person whose rights
+    /// are limited to teams never receives another team's row or count.
+    pub fn within(&mut self, within: &idem_domain::Within, column: &str) -> Option<String> {
+        match within {
+            idem_domain::Within::Every => None,
+            idem_domain::Within::Only(names) if names.is_empty() => Some("1 = 0".to_owned()),
+            idem_domain::Within::Only(names) => {
+                let params: Vec<String> = names.iter().map(|n| self.param(n.as_str())).collect();
+                Some(format!("{column} IN ({})", params.join(", ")))
+            }
+        }
+    }
+
+    /// [`Self::within`] appended as ` AND …`.
+    pub fn and_within(&mut self, within: &idem_domain::Within, column: &str) {
+        if let Some(condition) = self.within(within, column) {
+            self.push(&format!(" AND {condition}"));
+        }
+    }
 }
 
 /// Binds an [`Sql`]'s parameters to a query, in the order they were added
@@ -91,6 +112,26 @@ pub(crate) use bind_all;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn within_names_each_consumer_as_a_parameter_and_none_matches_nothing() {
+        use idem_domain::{ConsumerName, Within};
+        let mut sql = Sql::default();
+        assert_eq!(sql.within(&Within::Every, "consumer"), None);
+        assert_eq!(
+            sql.within(&Within::Only(vec![]), "consumer").as_deref(),
+            Some("1 = 0")
+        );
+        let two = Within::Only(vec![
+            ConsumerName::parse("invoices").unwrap(),
+            ConsumerName::parse("x' OR '1'='1").unwrap(),
+        ]);
+        assert_eq!(
+            sql.within(&two, "c.consumer").as_deref(),
+            Some("c.consumer IN ($1, $2)")
+        );
+        assert_eq!(sql.binds[1], Bind::Text("x' OR '1'='1".into()));
+    }
 
     #[test]
     fn parameters_are_numbered_in_the_order_they_are_added() {

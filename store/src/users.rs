@@ -4,7 +4,7 @@
 //! `Debug` leaves the hash out; [`PasswordHash`] can be read only by the code
 //! that verifies it.
 
-use idem_domain::{AccountOrigin, Role};
+use idem_domain::{AccountOrigin, Rights, Role};
 
 use crate::{StoreError, StoreResult, dialect::dispatch, store::Store, ts::Ts};
 
@@ -34,7 +34,10 @@ impl std::fmt::Debug for PasswordHash {
 pub struct UserRecord {
     pub id: i64,
     pub username: String,
+    /// The highest role held anywhere.
     pub role: Role,
+    /// Where each role is held (`role` everywhere unless limited to teams).
+    pub rights: Rights,
     pub disabled: bool,
     /// Sessions created under another epoch are no longer valid.
     pub session_epoch: i64,
@@ -53,6 +56,7 @@ impl std::fmt::Debug for UserRecord {
             .field("id", &self.id)
             .field("username", &self.username)
             .field("role", &self.role)
+            .field("rights", &self.rights)
             .field("disabled", &self.disabled)
             .field("session_epoch", &self.session_epoch)
             .field("origin", &self.origin)
@@ -66,6 +70,7 @@ struct UserRow {
     id: i64,
     username: String,
     role: String,
+    rights: Option<String>,
     disabled: bool,
     session_epoch: i64,
     password_hash: Option<String>,
@@ -76,11 +81,19 @@ struct UserRow {
 impl TryFrom<UserRow> for UserRecord {
     type Error = StoreError;
     fn try_from(row: UserRow) -> Result<Self, StoreError> {
-        Ok(UserRecord {
-            role: row
-                .role
+        let role: Role = row
+            .role
+            .parse()
+            .map_err(|e: idem_domain::UnknownValue| StoreError::Contract(e.to_string()))?;
+        let rights = match row.rights.as_deref() {
+            None => Rights::everywhere(role),
+            Some(text) => text
                 .parse()
-                .map_err(|e: idem_domain::UnknownValue| StoreError::Contract(e.to_string()))?,
+                .map_err(|e| StoreError::Contract(format!("rights of {:?}: {e}", row.username)))?,
+        };
+        Ok(UserRecord {
+            role,
+            rights,
             id: row.id,
             username: row.username,
             disabled: row.disabled,
@@ -96,7 +109,7 @@ impl TryFrom<UserRow> for UserRecord {
 }
 
 const USER_COLUMNS: &str =
-    "id, username, role, disabled, session_epoch, password_hash, origin, subject";
+    "id, username, role, rights, disabled, session_epoch, password_hash, origin, subject";
 
 impl Store {
     pub async fn user_by_name(&self, username: &str) -> StoreResult<Option<UserRecord>> {
@@ -161,12 +174,26 @@ impl Store {
         hash: Option<&PasswordHash>,
         origin: AccountOrigin,
     ) -> StoreResult<Option<i64>> {
-        const SQL: &str = "INSERT INTO users (username, role, password_hash, disabled, created_at, updated_at, origin) \
-             VALUES ($1, $2, $3, FALSE, $4, $4, $5) ON CONFLICT (username) DO NOTHING RETURNING id";
+        self.create_account_with(username, &Rights::everywhere(role), hash, origin)
+            .await
+    }
+
+    /// [`Self::create_account`] with rights that may be limited to teams.
+    pub async fn create_account_with(
+        &self,
+        username: &str,
+        rights: &Rights,
+        hash: Option<&PasswordHash>,
+        origin: AccountOrigin,
+    ) -> StoreResult<Option<i64>> {
+        const SQL: &str = "INSERT INTO users (username, role, rights, password_hash, disabled, created_at, updated_at, origin) \
+             VALUES ($1, $2, $3, $4, FALSE, $5, $5, $6) ON CONFLICT (username) DO NOTHING RETURNING id";
+        let (role, limited) = stored(rights)?;
         let now = Ts::now();
         let id: Option<i64> = dispatch!(&self.pools, pool => {
-            sqlx::query_scalar(SQL).bind(username).bind(role.as_str()).bind(hash.map(PasswordHash::expose))
-                .bind(now).bind(origin.as_str()).fetch_optional(pool).await?
+            sqlx::query_scalar(SQL).bind(username).bind(role).bind(limited.as_deref())
+                .bind(hash.map(PasswordHash::expose)).bind(now).bind(origin.as_str())
+                .fetch_optional(pool).await?
         });
         Ok(id)
     }
@@ -177,23 +204,38 @@ impl Store {
     pub async fn create_oidc_account(
         &self,
         username: &str,
-        role: Role,
+        rights: &Rights,
         subject: &str,
     ) -> StoreResult<Option<i64>> {
-        const SQL: &str = "INSERT INTO users (username, role, password_hash, disabled, created_at, updated_at, origin, subject) \
-             VALUES ($1, $2, NULL, FALSE, $3, $3, 'oidc', $4) ON CONFLICT DO NOTHING RETURNING id";
+        const SQL: &str = "INSERT INTO users (username, role, rights, password_hash, disabled, created_at, updated_at, origin, subject) \
+             VALUES ($1, $2, $3, NULL, FALSE, $4, $4, 'oidc', $5) ON CONFLICT DO NOTHING RETURNING id";
+        let (role, limited) = stored(rights)?;
         let now = Ts::now();
         let id: Option<i64> = dispatch!(&self.pools, pool => {
-            sqlx::query_scalar(SQL).bind(username).bind(role.as_str()).bind(now).bind(subject)
+            sqlx::query_scalar(SQL).bind(username).bind(role).bind(limited.as_deref()).bind(now).bind(subject)
                 .fetch_optional(pool).await?
         });
         Ok(id)
     }
 
-    /// Changes a user's role and ends their sessions; `false` when no such user.
+    /// Changes a user's role (on every consumer) and ends their sessions;
+    /// `false` when no such user.
     pub async fn set_role(&self, username: &str, role: Role) -> StoreResult<bool> {
-        const SQL: &str = "UPDATE users SET role = $2, session_epoch = session_epoch + 1, updated_at = $3 WHERE username = $1";
-        self.update_user(SQL, username, role.as_str()).await
+        self.set_rights(username, &Rights::everywhere(role)).await
+    }
+
+    /// Changes a user's rights (a role, maybe limited to teams) and ends
+    /// their sessions; `false` when no such user.
+    pub async fn set_rights(&self, username: &str, rights: &Rights) -> StoreResult<bool> {
+        const SQL: &str = "UPDATE users SET role = $2, rights = $3, session_epoch = session_epoch + 1, \
+             updated_at = $4 WHERE username = $1";
+        let (role, limited) = stored(rights)?;
+        let now = Ts::now();
+        let done = dispatch!(&self.pools, pool => {
+            sqlx::query(SQL).bind(username).bind(role).bind(limited.as_deref()).bind(now)
+                .execute(pool).await?.rows_affected()
+        });
+        Ok(done == 1)
     }
 
     /// Sets a new password and ends the user's sessions; `false` when no
@@ -205,15 +247,23 @@ impl Store {
         self.update_user(SQL, username, hash.expose()).await
     }
 
-    /// Changes a user's role from `from` to `to` and ends their sessions,
-    /// only if it still is `from` (two sign-ins at once change it once);
-    /// `false` when it was not.
-    pub async fn change_role(&self, username: &str, from: Role, to: Role) -> StoreResult<bool> {
-        const SQL: &str = "UPDATE users SET role = $3, session_epoch = session_epoch + 1, updated_at = $4 \
-             WHERE username = $1 AND role = $2";
+    /// Changes a user's rights from `from` to `to` and ends their sessions,
+    /// only if they still are `from` (two sign-ins at once change them
+    /// once); `false` when they were not.
+    pub async fn change_rights(
+        &self,
+        username: &str,
+        from: &Rights,
+        to: &Rights,
+    ) -> StoreResult<bool> {
+        const SQL: &str = "UPDATE users SET role = $4, rights = $5, session_epoch = session_epoch + 1, \
+             updated_at = $6 WHERE username = $1 AND role = $2 AND COALESCE(rights, '') = $3";
+        let (from_role, from_limited) = stored(from)?;
+        let (role, limited) = stored(to)?;
         let now = Ts::now();
         let done = dispatch!(&self.pools, pool => {
-            sqlx::query(SQL).bind(username).bind(from.as_str()).bind(to.as_str()).bind(now)
+            sqlx::query(SQL).bind(username).bind(from_role).bind(from_limited.unwrap_or_default())
+                .bind(role).bind(limited.as_deref()).bind(now)
                 .execute(pool).await?.rows_affected()
         });
         Ok(done == 1)
@@ -259,4 +309,16 @@ impl Store {
         });
         Ok(done == 1)
     }
+}
+
+/// Rights as stored: the highest role, and the rights in words when they
+/// are limited to teams (`NULL` otherwise, as every account before teams).
+fn stored(rights: &Rights) -> StoreResult<(&'static str, Option<String>)> {
+    let role = rights
+        .highest()
+        .ok_or_else(|| StoreError::Contract("an account holds no role".into()))?;
+    Ok((
+        role.as_str(),
+        rights.is_limited().then(|| rights.to_string()),
+    ))
 }

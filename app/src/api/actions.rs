@@ -59,12 +59,18 @@ pub(crate) mod ssr {
         }
     }
 
-    /// The consumer of a dead letter, refused if read-only; an unknown id
-    /// is left for the action to report.
+    /// The consumer of a dead letter, refused if it is another team's (a
+    /// 403 naming it) or read-only; an unknown id is left for the action to
+    /// report. A dead letter never changes consumer, so this holds when the
+    /// action's own transaction runs.
     pub async fn writable_dead_letter(id: i64) -> Result<(), AppError> {
         let state = crate::serving::state()?;
         match state.store.dead_letter(id).await? {
-            Some(dead_letter) => writable(&dead_letter.consumer),
+            Some(dead_letter) => {
+                crate::serving::require_on(&dead_letter.consumer, idem_domain::Role::Operator)
+                    .await?;
+                writable(&dead_letter.consumer)
+            }
             None => Ok(()),
         }
     }
@@ -178,6 +184,7 @@ pub async fn resolve_unknown(
         let key = IdempotencyKey::parse(key)?;
         idem_domain::action::reason(&reason)?;
         idem_domain::action::provider_ref(&provider_ref)?;
+        crate::serving::require_on(consumer.as_str(), idem_domain::Role::Operator).await?;
         ssr::resolvable(consumer.as_str()).await?;
         let resolution = match outcome.as_str() {
             "sent" => Resolution::Sent { provider_ref },

@@ -105,6 +105,8 @@ pub async fn list_audit(query: AuditQuery) -> Result<AuditLog, AppError> {
             from: ssr::instant_filter(&query.from)?,
             to: ssr::instant_filter(&query.to)?,
             recoveries: !query.recoveries.is_empty(),
+            // Rights limited to teams read their consumers' entries only.
+            within: crate::serving::within(idem_domain::Role::Operator)?,
         };
         let cursor = Some(query.cursor).filter(|c| !c.is_empty());
         // From the primary, like every write to it: a replica's lag would

@@ -41,9 +41,13 @@ pub async fn get_checks(check: Option<String>, cursor: Option<String>) -> Result
                 })
             })
             .transpose()?;
-        let (clock, counts) = ssr::load_counts(&state).await?;
+        let within = crate::serving::within(idem_domain::Role::Viewer)?;
+        let (clock, counts) = ssr::load_counts(&state, within.clone()).await?;
         let findings = match check {
-            Some(check) => Some((check, ssr::load_findings(&state, check, cursor).await?)),
+            Some(check) => Some((
+                check,
+                ssr::load_findings(&state, check, cursor, within).await?,
+            )),
             None => None,
         };
         Ok(Checks {
@@ -63,7 +67,7 @@ pub use ssr::load_counts as load_check_counts;
 #[cfg(feature = "ssr")]
 pub(crate) mod ssr {
     use chrono::{TimeDelta, Utc};
-    use idem_domain::{Check, Finding, Page};
+    use idem_domain::{Check, Finding, Page, Within};
     use idem_store::CheckLimits;
 
     use super::CheckCount;
@@ -85,21 +89,30 @@ pub(crate) mod ssr {
     }
 
     /// What the checks measure against now, from the settings in force.
-    fn limits(state: &AppState) -> CheckLimits {
+    /// What the checks measure against now, from the settings in force,
+    /// over the consumers the person may see.
+    fn limits(state: &AppState, within: Within) -> CheckLimits {
         let objective = crate::api::ssr::unknown_objective_seconds(&state.slos);
         CheckLimits {
             now: Utc::now().into(),
             unknown_objective: TimeDelta::milliseconds((objective * 1000.0) as i64),
             claim_retention: state.claim_retention.clone(),
+            within,
         }
     }
 
-    /// Every check's count (through the short-lived read cache), and when
-    /// they were read.
-    pub async fn load_counts(state: &AppState) -> Result<(Clock, Vec<CheckCount>), AppError> {
-        let limits = limits(state);
+    /// Every check's count over the consumers `within` allows (through the
+    /// short-lived read cache), and when they were read.
+    pub async fn load_counts(
+        state: &AppState,
+        within: Within,
+    ) -> Result<(Clock, Vec<CheckCount>), AppError> {
+        let limits = limits(state, within);
+        let key = ReadKey::CheckCounts {
+            within: limits.within.clone(),
+        };
         crate::serving::reader(state)
-            .cached(ReadKey::CheckCounts, |store| async move {
+            .cached(key, |store| async move {
                 let counts = store.count_check_findings(&limits, COUNT_CAP).await?;
                 let counts = counts
                     .into_iter()
@@ -115,11 +128,13 @@ pub(crate) mod ssr {
         state: &AppState,
         check: Check,
         cursor: Option<String>,
+        within: Within,
     ) -> Result<Page<Finding>, AppError> {
-        let limits = limits(state);
+        let limits = limits(state, within);
         let key = ReadKey::CheckFindings {
             check,
             cursor: cursor.clone(),
+            within: limits.within.clone(),
         };
         crate::serving::reader(state)
             .cached(key, |store| async move {

@@ -155,7 +155,9 @@ pub async fn get_consumers(
             })?,
         };
         let state = crate::serving::state()?;
+        let readable = crate::serving::within(idem_domain::Role::Viewer)?;
         let (as_of, mut rows) = ssr::load_summaries(&state).await?;
+        rows.retain(|r| readable.allows(&r.name));
         if let Some(team) = &team {
             rows.retain(|r| r.team() == Some(team.as_str()));
         }
@@ -167,6 +169,14 @@ pub async fn get_consumers(
                 .catalogue
                 .teams()
                 .into_iter()
+                .filter(|t| {
+                    readable.is_every()
+                        || state
+                            .catalogue
+                            .entries()
+                            .iter()
+                            .any(|e| e.team == *t && readable.allows(e.name.as_str()))
+                })
                 .map(str::to_owned)
                 .collect(),
             team,
@@ -184,6 +194,7 @@ pub async fn get_consumer(name: String) -> Result<ConsumerDetail, AppError> {
         crate::serving::require(idem_domain::Role::Viewer)?;
         let name = idem_domain::ConsumerName::from_segment(&name)
             .map_err(|e| AppError::BadRequest(e.to_string()))?;
+        crate::serving::require_on(name.as_str(), idem_domain::Role::Viewer).await?;
         let state = crate::serving::state()?;
         let (as_of, rows) = ssr::load_summaries(&state).await?;
         let summary = rows

@@ -95,6 +95,27 @@ pub(crate) mod ssr {
     /// How many claims a key-only link lists.
     pub const MATCH_LIMIT: i64 = 50;
 
+    /// What the person may see and do on a key page of `consumer`: their
+    /// role (the audit rule), whether they may act on its key, and the
+    /// consumers they may read.
+    fn standing(
+        consumer: &str,
+    ) -> Result<(idem_domain::Role, bool, idem_domain::Within), AppError> {
+        let user = crate::serving::current_user();
+        let role = user.as_ref().map_or(idem_domain::Role::Viewer, |u| u.role);
+        let catalogue = crate::serving::state()?.catalogue;
+        let can_act = user.is_some_and(|u| {
+            u.rights
+                .check(&catalogue, consumer, idem_domain::Role::Operator)
+                .is_ok()
+        });
+        Ok((
+            role,
+            can_act,
+            crate::serving::within(idem_domain::Role::Viewer)?,
+        ))
+    }
+
     /// Everything `reader`'s database holds about `key` of `consumer`, and
     /// its story; `None` when it holds nothing.
     pub async fn story(
@@ -109,11 +130,15 @@ pub(crate) mod ssr {
         }
         let idem_store::KeyRecords {
             claim,
-            shared_ref,
+            mut shared_ref,
             outbox,
             dead_letters,
             audit,
         } = records;
+        let (role, can_act, readable) = standing(consumer.as_str())?;
+        // Another team's key that shares the reference is not named to a
+        // person limited to teams.
+        shared_ref.retain(|(c, _)| readable.allows(c));
         let clock = crate::serving::clock(chrono::Utc::now());
         let retention = crate::serving::state()?
             .claim_retention
@@ -128,8 +153,6 @@ pub(crate) mod ssr {
                 )
             })
             .collect();
-        let role = crate::serving::current_user().map_or(idem_domain::Role::Viewer, |u| u.role);
-        let can_act = role.includes(idem_domain::Role::Operator);
         // The audit rule, as on /audit: what a viewer may read of each row.
         let audit: Vec<idem_domain::AuditEntry> =
             audit.into_iter().map(|a| a.as_seen_by(role)).collect();
@@ -197,10 +220,12 @@ pub(crate) mod ssr {
         q: &IdempotencyKey,
         consumer: Option<&ConsumerName>,
         status: Option<idem_domain::ClaimStatus>,
+        within: &idem_domain::Within,
     ) -> Result<Quoted, AppError> {
         let wanted = |c: &Claim| {
             consumer.is_none_or(|want| c.consumer == want.as_str())
                 && status.is_none_or(|want| c.status == want)
+                && within.allows(&c.consumer)
         };
         let exact = store.claims_with_key(q, MATCH_LIMIT).await?;
         let by_ref = store
@@ -217,7 +242,10 @@ pub(crate) mod ssr {
         Ok(Quoted {
             exact: exact.into_iter().filter(wanted).collect(),
             by_provider_ref: by_ref.into_iter().filter(wanted).collect(),
-            by_message_id,
+            by_message_id: by_message_id
+                .into_iter()
+                .filter(|d| within.allows(&d.consumer))
+                .collect(),
         })
     }
 
@@ -228,8 +256,13 @@ pub(crate) mod ssr {
             return Ok(None);
         }
         let store = crate::serving::reader(&crate::serving::state()?).store;
+        let readable = crate::serving::within(idem_domain::Role::Viewer)?;
         Ok(by_fingerprint(&store, q)
             .await?
+            .map(|mut exact| {
+                exact.retain(|c| readable.allows(&c.consumer));
+                exact
+            })
             .map(|exact| super::SearchResults {
                 clock: crate::serving::clock(chrono::Utc::now()),
                 exact,
@@ -273,6 +306,7 @@ pub async fn get_key_story(consumer: String, key: String) -> Result<KeyStory, Ap
         crate::serving::require(idem_domain::Role::Viewer)?;
         let consumer = ConsumerName::from_segment(&consumer)?;
         let key = IdempotencyKey::from_segment(&key)?;
+        crate::serving::require_on(consumer.as_str(), idem_domain::Role::Viewer).await?;
         let reader = crate::serving::reader(&crate::serving::state()?);
         ssr::story(&reader, &consumer, &key).await?.ok_or_else(|| {
             AppError::NotFound(format!(
@@ -293,7 +327,12 @@ pub async fn lookup_key(key: String) -> Result<KeyLookup, AppError> {
         let key = IdempotencyKey::from_segment(&key)?;
         let reader = crate::serving::reader(&crate::serving::state()?);
         let mut claims = reader.store.claims_with_key(&key, ssr::MATCH_LIMIT).await?;
+        let readable = crate::serving::within(idem_domain::Role::Viewer)?;
+        claims.retain(|c| readable.allows(&c.consumer));
         match claims.len() {
+            0 if !readable.is_every() => Err(AppError::NotFound(format!(
+                "No consumer of your teams has claimed the key “{key}”."
+            ))),
             0 => Err(AppError::NotFound(format!(
                 "No consumer has claimed the key “{key}”."
             ))),
@@ -343,7 +382,8 @@ pub async fn search_keys(query: KeyQuery) -> Result<SearchResults, AppError> {
             q => Some(IdempotencyKey::parse(q)?),
         };
         let prefix = whole_key.as_ref().map(IdempotencyKey::to_string);
-        let consumer = crate::api::ssr::consumer_filter(Some(&query.consumer))?;
+        let (consumer, within) =
+            crate::api::ssr::scoped_consumer(Some(query.consumer.as_str())).await?;
         let status = match query.status.as_str() {
             "" => None,
             s => Some(
@@ -367,6 +407,7 @@ pub async fn search_keys(query: KeyQuery) -> Result<SearchResults, AppError> {
             prefix: prefix.clone(),
             consumer: consumer.clone(),
             status,
+            within: within.clone(),
             ..Default::default()
         };
         let found = store
@@ -375,7 +416,9 @@ pub async fn search_keys(query: KeyQuery) -> Result<SearchResults, AppError> {
         // What support quotes: the key itself, a provider's reference, a
         // message id; each an exact match on its own index, first page only.
         let quoted = match (&whole_key, first_page) {
-            (Some(key), true) => ssr::quoted(&store, key, consumer.as_ref(), status).await?,
+            (Some(key), true) => {
+                ssr::quoted(&store, key, consumer.as_ref(), status, &within).await?
+            }
             _ => ssr::Quoted::default(),
         };
         let ssr::Quoted {

@@ -96,8 +96,10 @@ pub(crate) mod ssr {
     }
 
     /// The part of a list the address asks for (`from`, `to`, `consumer`),
-    /// checked: times must parse and a consumer name must be valid.
-    pub fn window(
+    /// checked: times must parse and a consumer name must be valid — and
+    /// the person's (else 403 naming its team); with none named, only the
+    /// consumers the person may see.
+    pub async fn window(
         from: Option<String>,
         to: Option<String>,
         consumer: Option<String>,
@@ -108,10 +110,12 @@ pub(crate) mod ssr {
                 None => Ok(None),
             }
         };
+        let (consumer, within) = crate::api::ssr::scoped_consumer(consumer.as_deref()).await?;
         Ok(idem_store::Window {
             from: at(from)?,
             to: at(to)?,
-            consumer: crate::api::ssr::consumer_filter(consumer.as_deref())?,
+            consumer,
+            within,
         })
     }
 
@@ -120,7 +124,7 @@ pub(crate) mod ssr {
 
     /// The dead letters the address asks for: a [`window`] and a text the
     /// last error contains (trimmed; without control characters).
-    pub fn dead_letter_filter(
+    pub async fn dead_letter_filter(
         from: Option<String>,
         to: Option<String>,
         consumer: Option<String>,
@@ -135,9 +139,26 @@ pub(crate) mod ssr {
             )));
         }
         Ok(idem_store::DeadLetterFilter {
-            window: window(from, to, consumer)?,
+            window: window(from, to, consumer).await?,
             error,
         })
+    }
+
+    /// The dead letters of `selection` that the person may act on: its one
+    /// consumer if they operate it (else 403 naming its team), or — with
+    /// none named — only the consumers they operate, which may be fewer
+    /// than those they read.
+    pub async fn to_act_on(
+        mut selection: idem_store::DeadLetterFilter,
+    ) -> Result<idem_store::DeadLetterFilter, AppError> {
+        let operator = idem_domain::Role::Operator;
+        match &selection.window.consumer {
+            Some(consumer) => {
+                crate::serving::require_on(consumer.as_str(), operator).await?;
+            }
+            None => selection.window.within = crate::serving::within(operator)?,
+        }
+        Ok(selection)
     }
 
     /// The longest topic name a filter takes, in bytes.
@@ -145,7 +166,7 @@ pub(crate) mod ssr {
 
     /// The outbox filter the address asks for (`consumer`, `topic`),
     /// checked: a valid consumer name, a topic without control characters.
-    pub fn outbox_filter(
+    pub async fn outbox_filter(
         consumer: Option<String>,
         topic: Option<String>,
     ) -> Result<idem_store::OutboxFilter, AppError> {
@@ -157,9 +178,11 @@ pub(crate) mod ssr {
                 "A topic is at most {MAX_TOPIC_BYTES} bytes long, without line breaks or other control characters."
             )));
         }
+        let (consumer, within) = crate::api::ssr::scoped_consumer(consumer.as_deref()).await?;
         Ok(idem_store::OutboxFilter {
-            consumer: crate::api::ssr::consumer_filter(consumer.as_deref())?,
+            consumer,
             topic,
+            within,
         })
     }
 
@@ -181,7 +204,7 @@ pub async fn list_unknown(
     use idem_domain::ClaimStatus;
     crate::serving::serve(async move {
         crate::serving::require(idem_domain::Role::Viewer)?;
-        let window = ssr::window(from, to, consumer)?;
+        let window = ssr::window(from, to, consumer).await?;
         let key = crate::cache::ReadKey::Unknown {
             cursor: cursor.clone(),
             window: window.clone(),
@@ -230,7 +253,7 @@ pub async fn list_dead_letters(
                 .parse()
                 .map_err(|e: idem_domain::UnknownValue| AppError::BadRequest(e.to_string()))?,
         };
-        let filter = ssr::dead_letter_filter(from, to, consumer, error)?;
+        let filter = ssr::dead_letter_filter(from, to, consumer, error).await?;
         let key = crate::cache::ReadKey::DeadLetters {
             state,
             cursor: cursor.clone(),
@@ -252,14 +275,23 @@ pub async fn list_dead_letters(
             Ok((page, total))
         })
         .await?;
-        let redrive = match user.role.includes(idem_domain::Role::Operator)
-            && state == DeadLetterState::Open
-        {
+        // What a redrive would take: only letters of consumers the person
+        // operates (starting takes the same).
+        let catalogue = crate::serving::state()?.catalogue;
+        let may_redrive = match &filter.window.consumer {
+            Some(c) => user
+                .rights
+                .check(&catalogue, c.as_str(), idem_domain::Role::Operator)
+                .is_ok(),
+            None => user.role.includes(idem_domain::Role::Operator),
+        };
+        let redrive = match may_redrive && state == DeadLetterState::Open {
             // The primary: the offer is what starting compares with.
             true => {
+                let selection = ssr::to_act_on(filter).await?;
                 let offer = crate::serving::state()?
                     .store
-                    .redrive_offer(&filter)
+                    .redrive_offer(&selection)
                     .await?;
                 (offer.count > 0).then(|| RedriveForm {
                     count: offer.count,
@@ -288,6 +320,8 @@ pub async fn get_dead_letter(id: String) -> Result<DeadLetterDetail, AppError> {
             .dead_letter(id)
             .await?
             .ok_or_else(|| AppError::NotFound(format!("There is no dead letter {id}.")))?;
+        let user =
+            crate::serving::require_on(&dead_letter.consumer, idem_domain::Role::Viewer).await?;
         // The key as stored; one the domain would refuse has no claim to read.
         let claim = match (
             idem_domain::ConsumerName::parse(dead_letter.consumer.as_str()),
@@ -301,8 +335,14 @@ pub async fn get_dead_letter(id: String) -> Result<DeadLetterDetail, AppError> {
             .claim_retention
             .of(&dead_letter.consumer);
         let verdict = idem_domain::action::Verdict::of(claim.as_ref(), retention, clock.as_of);
-        let can_act = crate::serving::current_user()
-            .is_some_and(|u| u.role.includes(idem_domain::Role::Operator));
+        let can_act = user
+            .rights
+            .check(
+                &crate::serving::state()?.catalogue,
+                &dead_letter.consumer,
+                idem_domain::Role::Operator,
+            )
+            .is_ok();
         let read_only = crate::serving::state()?
             .read_only
             .reason(&dead_letter.consumer);
@@ -337,7 +377,7 @@ pub async fn list_outbox(
 ) -> Result<ListPage<OutboxRow>, AppError> {
     crate::serving::serve(async move {
         crate::serving::require(idem_domain::Role::Viewer)?;
-        let filter = ssr::outbox_filter(consumer, topic)?;
+        let filter = ssr::outbox_filter(consumer, topic).await?;
         let key = crate::cache::ReadKey::Outbox {
             cursor: cursor.clone(),
             filter: filter.clone(),

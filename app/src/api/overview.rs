@@ -52,9 +52,9 @@ pub async fn get_login_info() -> Result<super::LoginInfo, AppError> {
     crate::serving::serve(async {
         let state = crate::serving::state()?;
         let demo_accounts = if state.console.demo {
-            idem_domain::Role::ALL
+            crate::auth::DEMO_ACCOUNTS
                 .iter()
-                .map(|r| r.as_str().to_owned())
+                .map(|(name, _)| (*name).to_owned())
                 .collect()
         } else {
             Vec::new()
@@ -90,7 +90,8 @@ pub async fn get_login_info() -> Result<super::LoginInfo, AppError> {
 pub async fn get_overview() -> Result<Overview, AppError> {
     crate::serving::serve(async {
         crate::serving::require(idem_domain::Role::Viewer)?;
-        let overview = ssr::load_overview(&crate::serving::state()?).await?;
+        let within = crate::serving::within(idem_domain::Role::Viewer)?;
+        let overview = ssr::load_overview(&crate::serving::state()?, within).await?;
         Ok(Overview {
             clock: crate::serving::clock(overview.clock.as_of),
             ..overview
@@ -115,21 +116,32 @@ pub(crate) mod ssr {
         format::Clock,
     };
 
-    /// The overview's reads (clock in UTC), shared by every viewer and by
-    /// `/metrics` for the read cache's lifetime.
-    pub async fn load_overview(state: &crate::serving::AppState) -> Result<Overview, AppError> {
+    /// The overview's reads (clock in UTC) of the consumers `within`
+    /// allows, shared by every viewer who may see the same consumers (and
+    /// by `/metrics`, every consumer) for the read cache's lifetime.
+    pub async fn load_overview(
+        state: &crate::serving::AppState,
+        within: idem_domain::Within,
+    ) -> Result<Overview, AppError> {
+        let key = ReadKey::Overview {
+            within: within.clone(),
+        };
         crate::serving::reader(state)
-            .cached(ReadKey::Overview, |store| async move {
-                read_overview(&store).await
-            })
+            .cached(
+                key,
+                |store| async move { read_overview(&store, &within).await },
+            )
             .await
     }
 
     /// The overview's reads themselves, uncached (what `idem-tools bench` times).
-    pub async fn read_overview(store: &idem_store::Store) -> Result<Overview, AppError> {
+    pub async fn read_overview(
+        store: &idem_store::Store,
+        within: &idem_domain::Within,
+    ) -> Result<Overview, AppError> {
         let now = Utc::now();
         let o = store
-            .overview(ATTENTION_ROWS, COUNT_CAP, now.into())
+            .overview(ATTENTION_ROWS, COUNT_CAP, now.into(), within)
             .await?;
         Ok(Overview {
             clock: Clock::utc(now),

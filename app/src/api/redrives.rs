@@ -49,6 +49,21 @@ mod ssr {
         })
     }
 
+    /// The person holds `needed` on every consumer the run's items belong
+    /// to (else 403 naming the first other team's).
+    pub async fn require_on_items(
+        items: &[idem_domain::RedriveItem],
+        needed: idem_domain::Role,
+    ) -> Result<(), AppError> {
+        let mut consumers: Vec<&str> = items.iter().map(|i| i.consumer.as_str()).collect();
+        consumers.sort_unstable();
+        consumers.dedup();
+        for consumer in consumers {
+            crate::serving::require_on(consumer, needed).await?;
+        }
+        Ok(())
+    }
+
     /// Every consumer the selection may reach can be acted on: its own
     /// consumer, or — without one — every consumer, so none may be read-only.
     pub fn writable(consumer: Option<&idem_domain::ConsumerName>) -> Result<(), AppError> {
@@ -93,6 +108,7 @@ pub async fn get_redrive(id: String) -> Result<RedriveDetail, AppError> {
         let found = crate::serving::state()?.store.redrive(id).await?;
         let found =
             found.ok_or_else(|| AppError::NotFound(format!("There is no redrive {id}.")))?;
+        ssr::require_on_items(&found.1, idem_domain::Role::Viewer).await?;
         Ok(ssr::detail(
             found,
             crate::serving::clock(chrono::Utc::now()),
@@ -118,7 +134,9 @@ pub async fn start_redrive(
 ) -> Result<ActionOutcome, AppError> {
     crate::api::actions::ssr::act(&action_id, async {
         let acting = crate::api::actions::ssr::operator()?;
-        let selection = crate::api::lists::ssr::dead_letter_filter(from, to, consumer, error)?;
+        let selection =
+            crate::api::lists::ssr::dead_letter_filter(from, to, consumer, error).await?;
+        let selection = crate::api::lists::ssr::to_act_on(selection).await?;
         ssr::writable(selection.window.consumer.as_ref())?;
         let offered = idem_domain::RedriveOffer::parse(&offer)
             .map_err(|e| AppError::BadRequest(e.to_string()))?;
@@ -181,6 +199,9 @@ pub async fn stop_redrive(id: String, action_id: String) -> Result<ActionOutcome
         let action = crate::api::actions::ssr::action_id(&action_id)?;
         let id = ssr::run_id(&id)?;
         let state = crate::serving::state()?;
+        if let Some((_, items)) = state.store.redrive(id).await? {
+            ssr::require_on_items(&items, idem_domain::Role::Operator).await?;
+        }
         let outcome = state
             .store
             .stop_redrive(id, &action, acting.actor())

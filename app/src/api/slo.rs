@@ -46,9 +46,10 @@ pub fn blind_spots<'a>(status: &SloStatus, duplicates_unobservable: &'a [String]
 #[server(prefix = "/api/read", input = server_fn::codec::GetUrl)]
 pub async fn get_slos(team: Option<String>) -> Result<SloBoard, AppError> {
     crate::serving::serve(async move {
-        crate::serving::require(idem_domain::Role::Viewer)?;
+        let user = crate::serving::require(idem_domain::Role::Viewer)?;
         let state = crate::serving::state()?;
         let mut board = ssr::load_slo_board(&state).await?;
+        ssr::keep_readable(&mut board, &user, &state.catalogue);
         board.clock = crate::serving::clock(board.clock.as_of);
         if let Some(team) = team.filter(|t| !t.is_empty()) {
             if !board.teams.contains(&team) {
@@ -79,8 +80,20 @@ pub async fn get_slo(name: String, consumer: Option<String>) -> Result<SloBoard,
     crate::serving::serve(async move {
         crate::serving::require(idem_domain::Role::Viewer)?;
         let consumer = ssr::consumer_segment(consumer.as_deref())?;
+        if let Some(consumer) = &consumer {
+            crate::serving::require_on(consumer.as_str(), idem_domain::Role::Viewer).await?;
+        }
         let state = crate::serving::state()?;
         let mut board = ssr::load_slo_board(&state).await?;
+        let before = board.statuses.iter().filter(|s| s.slo.name == name).count();
+        let user = crate::serving::require(idem_domain::Role::Viewer)?;
+        ssr::keep_readable(&mut board, &user, &state.catalogue);
+        let after = board.statuses.iter().filter(|s| s.slo.name == name).count();
+        if before > 0 && after == 0 {
+            return Err(AppError::OtherTeam(format!(
+                "The SLO “{name}” counts consumers of teams your rights do not cover."
+            )));
+        }
         board.clock = crate::serving::clock(board.clock.as_of);
         board.statuses.retain(|s| {
             s.slo.name == name
@@ -135,6 +148,26 @@ pub(crate) mod ssr {
             Some(segment) => Ok(Some(ConsumerName::from_segment(segment)?)),
             None => Ok(None),
         }
+    }
+
+    /// Keeps the objectives `user` may read (all of them unless their
+    /// rights are limited to teams), and the teams those belong to.
+    pub fn keep_readable(
+        board: &mut super::SloBoard,
+        user: &crate::auth::CurrentUser,
+        catalogue: &Catalogue,
+    ) {
+        if !user.rights.is_limited() {
+            return;
+        }
+        board
+            .statuses
+            .retain(|s| user.rights.reads_scope(catalogue, &s.scope));
+        board
+            .teams
+            .retain(|t| user.rights.role_on(Some(t)).is_some());
+        let readable = user.rights.within(catalogue, idem_domain::Role::Viewer);
+        board.duplicates_unobservable.retain(|c| readable.allows(c));
     }
 
     /// Every SLO evaluated up to the last whole minute (clock in UTC), read

@@ -117,7 +117,7 @@ fn console_bar(info: ConsoleInfo) -> impl IntoView {
         });
         view! {
             <form class="account" method="post" action="/logout">
-                <span>"Signed in as " <strong>{user.username}</strong> " (" {user.role.as_str()} ") "</span>
+                <span>"Signed in as " <strong>{user.username}</strong> " (" {rights_words(&user.rights, user.role)} ") "</span>
                 <button type="submit" class="link-button">"Sign out"</button>
                 {everywhere}
             </form>
@@ -168,5 +168,29 @@ fn ZoneSwitch(current: String) -> impl IntoView {
             <input type="hidden" name="next" value=here/>
             <noscript><button type="submit">"Change"</button></noscript>
         </form>
+    }
+}
+
+/// A person's rights in a few words: `operator`, or `operator of payments`,
+/// or `viewer; operator of payments, growth`.
+fn rights_words(rights: &idem_domain::Rights, role: idem_domain::Role) -> String {
+    if !rights.is_limited() {
+        return role.as_str().to_owned();
+    }
+    let mut by_role: Vec<(idem_domain::Role, Vec<&str>)> = Vec::new();
+    for (team, role) in rights.teams() {
+        match by_role.iter_mut().find(|(r, _)| *r == role) {
+            Some((_, teams)) => teams.push(team),
+            None => by_role.push((role, vec![team])),
+        }
+    }
+    let limited = by_role
+        .iter()
+        .map(|(role, teams)| format!("{role} of {}", teams.join(", ")))
+        .collect::<Vec<_>>()
+        .join("; ");
+    match rights.role_on(None) {
+        Some(everywhere) => format!("{everywhere}; {limited}"),
+        None => limited,
     }
 }

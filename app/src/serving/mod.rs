@@ -15,6 +15,6 @@ pub use answers::{ANSWER_IN_PLACE_HEADER, ANSWER_PARAM, answer_form, answer_on, 
 pub use reader::{READ_PRIMARY_COOKIE, READ_PRIMARY_SECONDS, primary, reader};
 pub use request::{
     client_addr, clock, content_security_policy, cookie, current_user, new_action_id, require,
-    state, viewer_zone,
+    require_on, state, viewer_zone, within,
 };
 pub use state::{AppState, CHART_CACHE_TTL, DatabaseStatus, READ_CACHE_TTL};

@@ -29,6 +29,50 @@ pub fn require(needed: idem_domain::Role) -> Result<crate::auth::CurrentUser, Ap
     }
 }
 
+/// The consumers on which the signed-in person holds `needed`: every one,
+/// or their teams' (the catalogue says which consumer is whose). Every
+/// list, count and chart a page reads is narrowed to them.
+pub fn within(needed: idem_domain::Role) -> Result<idem_domain::Within, AppError> {
+    let user = require(needed)?;
+    Ok(user.rights.within(&state()?.catalogue, needed))
+}
+
+/// The signed-in person, if they hold `needed` on `consumer`. Anyone whose
+/// rights stop at other teams gets a 403 naming the consumer's team, counted
+/// for the audit log like every refusal.
+pub async fn require_on(
+    consumer: &str,
+    needed: idem_domain::Role,
+) -> Result<crate::auth::CurrentUser, AppError> {
+    let user = require(needed)?;
+    let state = state()?;
+    let Err(other) = user.rights.check(&state.catalogue, consumer, needed) else {
+        return Ok(user);
+    };
+    let reason = match &other.team {
+        Some(team) => format!("forbidden: {needed} on team {team}"),
+        None => format!("forbidden: {needed} on a consumer of no team"),
+    };
+    let path = use_context::<http::request::Parts>().map(|p| p.uri.path().to_owned());
+    let addr = client_addr();
+    let refusal = idem_store::Refusal {
+        actor: &user.username,
+        actor_role: user.role.as_str(),
+        reason: &reason,
+        target: path.as_deref().unwrap_or(consumer),
+        client_addr: addr.as_deref(),
+    };
+    // The refusal stands whether or not it could be counted.
+    if let Err(err) = state
+        .store
+        .count_refusal(&refusal, idem_store::Ts::now())
+        .await
+    {
+        tracing::warn!(error = %crate::error::cause_chain(&err), "could not count a refusal");
+    }
+    Err(AppError::OtherTeam(other.to_string()))
+}
+
 /// Sets this page's Content-Security-Policy: scripts only from Idem itself
 /// and the inline hydration scripts that carry this response's nonce, WASM
 /// allowed to compile, nothing framed, no base or plugin tricks.

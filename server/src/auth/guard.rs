@@ -108,6 +108,7 @@ async fn authenticate(
                 id: u.id,
                 username: u.username.clone(),
                 role: u.role,
+                rights: u.rights.clone(),
                 provider_sign_out,
                 recheck_pending: false,
             },
@@ -145,11 +146,11 @@ async fn from_proxy(
                  Idem. Ask an Idem administrator.",
             )
         }
-        Asserted::User { username, role } => {
+        Asserted::User { username, rights } => {
             if ctx.database.down_since().is_some() {
-                return remembered_proxy_user(ctx, username, role);
+                return remembered_proxy_user(ctx, username, &rights);
             }
-            proxy_user(ctx, username, role, client).await
+            proxy_user(ctx, username, rights, client).await
         }
     }
 }
@@ -164,16 +165,29 @@ fn refuse<T>(status: StatusCode, title: &str, text: &str) -> Option<Result<T, Re
 fn remembered_proxy_user(
     ctx: &AuthContext,
     username: String,
-    role: idem_domain::Role,
+    rights: &idem_domain::Rights,
 ) -> Option<Result<(CurrentUser, Source), Response>> {
     match ctx.known_proxy_users.recall(&username) {
-        Some(user) => Some(Ok((
-            CurrentUser {
-                role: user.role.min(role),
-                ..user
-            },
-            Source::Remembered,
-        ))),
+        Some(user) if user.rights == *rights => Some(Ok((user, Source::Remembered))),
+        // Unlimited before and now: no more than the role the groups give now.
+        Some(user) if !user.rights.is_limited() && !rights.is_limited() => {
+            let role = user.role.min(rights.highest().unwrap_or(user.role));
+            Some(Ok((
+                CurrentUser {
+                    role,
+                    rights: idem_domain::Rights::everywhere(role),
+                    ..user
+                },
+                Source::Remembered,
+            )))
+        }
+        // Their teams changed since: nothing is assumed.
+        Some(_) => refuse(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "Sign-in is temporarily unavailable",
+            "Your groups changed and Idem cannot reach its database to record it. Try again \
+             in a few seconds.",
+        ),
         None => refuse(
             StatusCode::SERVICE_UNAVAILABLE,
             "Sign-in is temporarily unavailable",
@@ -187,10 +201,10 @@ fn remembered_proxy_user(
 async fn proxy_user(
     ctx: &AuthContext,
     username: String,
-    role: idem_domain::Role,
+    rights: idem_domain::Rights,
     client: &str,
 ) -> Option<Result<(CurrentUser, Source), Response>> {
-    match proxy::account(&ctx.store, &username, role, client).await {
+    match proxy::account(&ctx.store, &username, rights, client).await {
         Ok(user) => {
             ctx.known_proxy_users.confirm(username, user.clone());
             Some(Ok((user, Source::Database)))

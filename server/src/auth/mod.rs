@@ -85,16 +85,17 @@ async fn audit_account_change(
     username: &str,
     action: &str,
     before: &str,
-    role: idem_domain::Role,
+    after: &idem_domain::Rights,
     client: &str,
 ) {
+    let after = after.to_string();
     let entry = idem_store::NewAuditEntry {
         actor,
         actor_role: "admin",
         action,
         target: Some(username),
         state_before: Some(before),
-        state_after: Some(role.as_str()),
+        state_after: Some(&after),
         result: "ok",
         client_addr: Some(client),
         ..Default::default()

@@ -14,7 +14,7 @@ use std::collections::HashMap;
 
 use axum::http::HeaderMap;
 use idem_app::auth::CurrentUser;
-use idem_domain::{AccountOrigin, Role};
+use idem_domain::{AccountOrigin, Rights, Role};
 use idem_store::{Store, StoreError, UserRecord};
 
 /// How the proxy says who is asking.
@@ -28,8 +28,9 @@ pub struct ProxyAuth {
     pub user_header: String,
     /// A header carrying the user's groups, comma-separated.
     pub groups_header: Option<String>,
-    /// Group → role; a person in several groups gets the highest role.
-    pub roles: HashMap<String, Role>,
+    /// Group → role (maybe limited to teams: `operator@payments`); a
+    /// person in several groups gets each group's rights together.
+    pub roles: HashMap<String, Rights>,
     /// The role of a person in no mapped group; `None` refuses them.
     pub default_role: Option<Role>,
 }
@@ -41,8 +42,8 @@ pub enum Asserted {
     Nobody,
     /// A user the mapping gives no role to.
     NoRole { username: String },
-    /// A user and the role their groups map to.
-    User { username: String, role: Role },
+    /// A user and the rights their groups map to.
+    User { username: String, rights: Rights },
     /// A user header that is not a valid name, or a user or groups header
     /// sent more than once (which one would the proxy have meant?). The
     /// text says which.
@@ -50,22 +51,37 @@ pub enum Asserted {
 }
 
 impl ProxyAuth {
-    /// `group=role, group=role`.
-    pub fn parse_roles(text: &str) -> Result<HashMap<String, Role>, String> {
-        text.split(',')
-            .map(str::trim)
-            .filter(|pair| !pair.is_empty())
-            .map(|pair| {
-                let (group, role) = pair
-                    .split_once('=')
-                    .ok_or_else(|| format!("{pair:?} is not group=role"))?;
-                let role = role
-                    .trim()
-                    .parse::<Role>()
-                    .map_err(|e| format!("{pair:?}: {e}"))?;
-                Ok((group.trim().to_owned(), role))
-            })
-            .collect()
+    /// `group=role, group=role@team`: a role everywhere, or on one team.
+    pub fn parse_roles(text: &str) -> Result<HashMap<String, Rights>, String> {
+        let mut roles: HashMap<String, Rights> = HashMap::new();
+        for pair in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            let (group, grant) = pair
+                .split_once('=')
+                .ok_or_else(|| format!("{pair:?} is not group=role or group=role@team"))?;
+            let rights: Rights = grant.trim().parse().map_err(|e| format!("{pair:?}: {e}"))?;
+            // A group named twice holds both grants.
+            roles
+                .entry(group.trim().to_owned())
+                .or_default()
+                .merge(&rights);
+        }
+        Ok(roles)
+    }
+
+    /// The rights `groups` map to together; the default role for a person
+    /// in no mapped group; `None` when nothing grants one.
+    pub fn rights_of<'a>(
+        roles: &HashMap<String, Rights>,
+        default_role: Option<Role>,
+        groups: impl IntoIterator<Item = &'a str>,
+    ) -> Option<Rights> {
+        let mut rights: Option<Rights> = None;
+        for group in groups {
+            if let Some(granted) = roles.get(group) {
+                rights.get_or_insert_with(Rights::default).merge(granted);
+            }
+        }
+        rights.or_else(|| default_role.map(Rights::everywhere))
     }
 
     /// Reads the headers (the caller has checked that they come from a
@@ -99,13 +115,8 @@ impl ProxyAuth {
             .and_then(|v| v.to_str().ok())
             .map(|v| v.split(',').map(str::trim).collect())
             .unwrap_or_default();
-        let role = groups
-            .iter()
-            .filter_map(|group| self.roles.get(*group).copied())
-            .max()
-            .or(self.default_role);
-        match role {
-            Some(role) => Asserted::User { username, role },
+        match Self::rights_of(&self.roles, self.default_role, groups) {
+            Some(rights) => Asserted::User { username, rights },
             None => Asserted::NoRole { username },
         }
     }
@@ -123,12 +134,12 @@ pub enum Refused {
     Store(StoreError),
 }
 
-/// The account for `username` with `role`: created on first sight, its role
-/// brought in line with the groups otherwise; both audited.
+/// The account for `username` with `rights`: created on first sight, its
+/// rights brought in line with the groups otherwise; both audited.
 pub async fn account(
     store: &Store,
     username: &str,
-    role: Role,
+    rights: Rights,
     client: &str,
 ) -> Result<CurrentUser, Refused> {
     let existing = store.user_by_name(username).await.map_err(Refused::Store)?;
@@ -137,27 +148,33 @@ pub async fn account(
             return Err(Refused::PasswordAccount);
         }
         Some(user) if user.disabled => return Err(Refused::Disabled),
-        Some(user) if user.role == role => user,
+        Some(user) if user.rights == rights => user,
         Some(user) => {
             store
-                .set_role(username, role)
+                .set_rights(username, &rights)
                 .await
                 .map_err(Refused::Store)?;
             audit(
                 store,
                 username,
                 "role changed by identity proxy",
-                user.role.as_str(),
-                role,
+                &user.rights.to_string(),
+                &rights,
                 client,
             )
             .await;
-            UserRecord { role, ..user }
+            store
+                .user_by_name(username)
+                .await
+                .map_err(Refused::Store)?
+                .ok_or(Refused::Store(StoreError::Contract(
+                    "an account changed a moment ago is gone".into(),
+                )))?
         }
         None => {
             // A concurrent first request may have created it: either way it exists now.
             if store
-                .create_account(username, role, None, AccountOrigin::Proxy)
+                .create_account_with(username, &rights, None, AccountOrigin::Proxy)
                 .await
                 .map_err(Refused::Store)?
                 .is_some()
@@ -167,7 +184,7 @@ pub async fn account(
                     username,
                     "user created by identity proxy",
                     "none",
-                    role,
+                    &rights,
                     client,
                 )
                 .await;
@@ -190,6 +207,7 @@ pub async fn account(
         id: user.id,
         username: user.username,
         role: user.role,
+        rights: user.rights,
         provider_sign_out: false,
         recheck_pending: false,
     })
@@ -200,7 +218,7 @@ async fn audit(
     username: &str,
     action: &str,
     before: &str,
-    role: Role,
+    after: &Rights,
     client: &str,
 ) {
     crate::auth::audit_account_change(
@@ -209,7 +227,7 @@ async fn audit(
         username,
         action,
         before,
-        role,
+        after,
         client,
     )
     .await;
@@ -244,7 +262,7 @@ mod tests {
         let user = |groups| p.asserted(&headers("alice@example.com", groups));
         let as_role = |role| Asserted::User {
             username: "alice@example.com".into(),
-            role,
+            rights: Rights::everywhere(role),
         };
         assert_eq!(user("sre, idem-admins"), as_role(Role::Admin));
         assert_eq!(user("payments,sre"), as_role(Role::Operator));
@@ -259,6 +277,29 @@ mod tests {
                 username: "bob".into()
             }
         );
+    }
+
+    #[test]
+    fn team_groups_limit_a_role_to_their_teams_and_add_up() {
+        let p = ProxyAuth {
+            roles: ProxyAuth::parse_roles(
+                "payments-oncall=operator@payments, growth-oncall=operator@growth, staff=viewer",
+            )
+            .unwrap(),
+            default_role: None,
+            ..proxy()
+        };
+        let rights = |groups| match p.asserted(&headers("bob", groups)) {
+            Asserted::User { rights, .. } => rights.to_string(),
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(rights("payments-oncall"), "operator@payments");
+        assert_eq!(
+            rights("growth-oncall, payments-oncall"),
+            "operator@growth operator@payments"
+        );
+        assert_eq!(rights("staff,payments-oncall"), "viewer operator@payments");
+        assert!(ProxyAuth::parse_roles("admins=admin@payments").is_err());
     }
 
     #[test]

@@ -71,19 +71,27 @@ fn demo_may_listen(config: &Config) -> Result<(), StartError> {
     Ok(())
 }
 
-/// In demo mode (only then), `viewer`, `operator` and `admin` exist, each
+/// In demo mode (only then), `viewer`, `operator`, `admin` and
+/// `payments-oncall` (an operator of the payments team only) exist, each
 /// with its own name as password.
 async fn ensure_demo_accounts(auth: &AuthContext) -> Result<(), StartError> {
-    for role in idem_domain::Role::ALL {
-        let name = role.as_str();
+    for (name, rights) in idem_app::auth::DEMO_ACCOUNTS {
+        let rights: idem_domain::Rights = rights.parse().map_err(StartError::DemoAccounts)?;
         match auth.store.user_by_name(name).await? {
             None => {
                 let hash = auth
                     .passwords
-                    .hash(name.to_owned())
+                    .hash((*name).to_owned())
                     .await
                     .map_err(|e| StartError::DemoAccounts(e.to_string()))?;
-                auth.store.create_user(name, *role, Some(&hash)).await?;
+                auth.store
+                    .create_account_with(
+                        name,
+                        &rights,
+                        Some(&hash),
+                        idem_domain::AccountOrigin::Password,
+                    )
+                    .await?;
             }
             // Retired when Idem last ran without the demo: back again.
             Some(user) if user.disabled && has_demo_password(auth, &user).await => {
@@ -92,15 +100,18 @@ async fn ensure_demo_accounts(auth: &AuthContext) -> Result<(), StartError> {
             Some(_) => {}
         }
     }
-    println!("\n  Demo accounts (password = name): viewer, operator, admin");
+    println!(
+        "\n  Demo accounts (password = name): viewer, operator, admin, payments-oncall \
+         (operator of the payments team)"
+    );
     Ok(())
 }
 
 /// Whether `user` is one of the demo's accounts, its password still its name.
 async fn has_demo_password(auth: &AuthContext, user: &idem_store::UserRecord) -> bool {
-    idem_domain::Role::ALL
+    idem_app::auth::DEMO_ACCOUNTS
         .iter()
-        .any(|role| role.as_str() == user.username)
+        .any(|(name, _)| *name == user.username)
         && auth
             .passwords
             .verify(user.username.clone(), user.password_hash.clone())
@@ -112,8 +123,7 @@ async fn has_demo_password(auth: &AuthContext, user: &idem_store::UserRecord) ->
 /// accounts (each name its own password) are disabled: they would let
 /// anyone in as admin.
 async fn retire_demo_accounts(auth: &AuthContext) -> Result<(), StartError> {
-    for role in idem_domain::Role::ALL {
-        let name = role.as_str();
+    for (name, _) in idem_app::auth::DEMO_ACCOUNTS {
         if let Some(user) = auth.store.user_by_name(name).await?
             && !user.disabled
             && has_demo_password(auth, &user).await

@@ -355,15 +355,14 @@ async fn a_day_of_demo_history_ending_at(store: &Store, end: chrono::DateTime<Ut
 
     // The incident still open: unknown outcomes nobody has settled yet.
     let (from, _) = timeline.span(Incident::EmailProviderDegraded);
+    let incident = Window {
+        from: Some(Ts(from)),
+        to: Some(Ts(end)),
+        consumer: Some(idem_store::testing::consumer("reminders")),
+        ..Window::default()
+    };
     let open = store
-        .unknown_claims_in(
-            &PageRequest::first(100),
-            &Window {
-                from: Some(Ts(from)),
-                to: Some(Ts(end)),
-                consumer: Some(idem_store::testing::consumer("reminders")),
-            },
-        )
+        .unknown_claims_in(&PageRequest::first(100), &incident)
         .await
         .unwrap();
     assert!(
@@ -377,11 +376,7 @@ async fn a_day_of_demo_history_ending_at(store: &Store, end: chrono::DateTime<Ut
         .count_dead_letters_in(
             idem_domain::DeadLetterState::Open,
             &idem_store::DeadLetterFilter {
-                window: Window {
-                    from: Some(Ts(from)),
-                    to: Some(Ts(end)),
-                    consumer: Some(idem_store::testing::consumer("reminders")),
-                },
+                window: incident,
                 error: Some("429".into()),
             },
             100,
@@ -400,7 +395,7 @@ async fn a_day_of_demo_history_ending_at(store: &Store, end: chrono::DateTime<Ut
             &Window {
                 from: Some(Ts(end - TimeDelta::hours(10))),
                 to: Some(Ts(from - TimeDelta::minutes(30))),
-                consumer: None,
+                ..Window::default()
             },
         )
         .await

@@ -32,3 +32,4 @@ mod rules;
 mod sign_in;
 mod slo;
 mod slow;
+mod team_rights;

@@ -269,3 +269,60 @@ async fn a_repeated_identity_header_is_refused_and_a_proxy_name_never_takes_a_pa
         "a proxy account has no password to set"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_group_mapped_to_a_team_limits_its_role_to_that_team_s_consumers() {
+    let dir = tempfile::tempdir().unwrap();
+    let catalogue = dir.path().join("consumers.toml");
+    std::fs::write(
+        &catalogue,
+        "[[consumer]]\nname = \"orders\"\nteam = \"growth\"\nprovider_contract = \"neither\"\n\n\
+         [[consumer]]\nname = \"ledger\"\nteam = \"payments\"\nprovider_contract = \"neither\"\n",
+    )
+    .unwrap();
+    let app = spawn_bare(
+        |config| {
+            // alice's groups, `payments` and `sre`: operator of payments,
+            // viewer of everything else.
+            config.auth.proxy = Some(ProxyAuth {
+                roles: ProxyAuth::parse_roles("payments=operator@payments, sre=viewer").unwrap(),
+                default_role: None,
+                ..proxy_settings()
+            });
+            config.auth.password_login = false;
+            config.consumers_file = Some(catalogue);
+        },
+        TestDatabase::sqlite().await,
+    )
+    .await;
+    let proxy = proxy_to(&app.base).await;
+    let growth_letter = dead_letter(&app.store, "refund:EU/2026/Ø-1842").await;
+    let browser = new_client();
+
+    let (status, html) = common::get(&browser, &format!("{proxy}/")).await;
+    assert_eq!(status, 200);
+    let page = visible(&html);
+    assert!(
+        page.contains("Signed in as alice@example.com ( viewer; operator of payments )"),
+        "{page:.400}"
+    );
+    // She reads growth's dead letter (a viewer everywhere) and may not replay it.
+    let (status, _) = common::get(&browser, &format!("{proxy}/dead-letters/{growth_letter}")).await;
+    assert_eq!(status, 200);
+    let refused = common::replay_at(&browser, &proxy, growth_letter, "proxy-team-replay-1")
+        .await
+        .unwrap();
+    assert_eq!(refused.status().as_u16(), 403);
+    let said = refused.text().await.unwrap();
+    assert!(said.contains("belongs to the team “growth”"), "{said}");
+    let letter = app.store.dead_letter(growth_letter).await.unwrap().unwrap();
+    assert_eq!(letter.state, idem_domain::DeadLetterState::Open);
+    let audit = app.store.latest_audit(20).await.unwrap();
+    assert!(
+        audit
+            .iter()
+            .any(|e| e.action == "user created by identity proxy"
+                && e.state_after.as_deref() == Some("viewer operator@payments")),
+        "{audit:?}"
+    );
+}

@@ -31,6 +31,8 @@ pub struct CheckLimits {
     pub unknown_objective: TimeDelta,
     /// How long consumers keep claims.
     pub claim_retention: ClaimRetention,
+    /// The consumers whose findings count (rights limited to teams).
+    pub within: idem_domain::Within,
 }
 
 /// The rows a check finds and the order its list takes: a `FROM … WHERE …`
@@ -57,7 +59,21 @@ const NO_HASHES: &str =
 const NO_LEASE: &str = "CAST(NULL AS TIMESTAMPTZ) AS lease_until";
 const CLAIM_ORDER: &[&str] = &["c.consumer", "c.idempotency_key"];
 
+/// What `check` finds among the consumers `limits.within` allows.
 fn shape(check: Check, limits: &CheckLimits, sql: &mut Sql) -> Shape {
+    let mut shape = every_consumer_shape(check, limits, sql);
+    let column = match check {
+        Check::SharedProviderRef => "f.consumer",
+        _ if check.lists_dead_letters() => "d.consumer",
+        _ => "c.consumer",
+    };
+    if let Some(within) = sql.within(&limits.within, column) {
+        shape.from += &format!(" AND {within}");
+    }
+    shape
+}
+
+fn every_consumer_shape(check: Check, limits: &CheckLimits, sql: &mut Sql) -> Shape {
     let claim = |from: String, at: &'static str, extra: String| Shape {
         columns: claim_columns(at, &extra),
         from,

@@ -1,7 +1,9 @@
 //! The console's work lists — unknown outcomes, dead letters, unpublished
 //! outbox rows — a page at a time, and the [`Window`] that narrows them.
 
-use idem_domain::{CappedCount, Claim, ConsumerName, DeadLetter, DeadLetterState, OutboxRow, Page};
+use idem_domain::{
+    CappedCount, Claim, ConsumerName, DeadLetter, DeadLetterState, OutboxRow, Page, Within,
+};
 
 use crate::{
     StoreResult,
@@ -239,6 +241,8 @@ pub(super) fn outbox_page(page: &PageRequest, filter: &OutboxFilter) -> StoreRes
 pub struct OutboxFilter {
     pub consumer: Option<ConsumerName>,
     pub topic: Option<String>,
+    /// The consumers the reader may see (rights limited to teams).
+    pub within: Within,
 }
 
 impl OutboxFilter {
@@ -256,6 +260,7 @@ impl OutboxFilter {
             let p = sql.param(topic.as_str());
             sql.push(&format!(" AND topic = {p}"));
         }
+        sql.and_within(&self.within, "consumer");
     }
 }
 
@@ -280,6 +285,8 @@ pub struct Window {
     pub from: Option<Ts>,
     pub to: Option<Ts>,
     pub consumer: Option<ConsumerName>,
+    /// The consumers the reader may see (rights limited to teams).
+    pub within: Within,
 }
 
 impl Window {
@@ -301,6 +308,7 @@ impl Window {
             let p = sql.param(consumer.as_str());
             sql.push(&format!(" AND consumer = {p}"));
         }
+        sql.and_within(&self.within, "consumer");
     }
 }
 

@@ -3,7 +3,7 @@
 //! pool costs a round trip when the connection goes back (sqlx pings it);
 //! the landing page pays that once.
 
-use idem_domain::{CappedCount, Claim, DeadLetter, DeadLetterState, Metric, OutboxRow};
+use idem_domain::{CappedCount, Claim, DeadLetter, DeadLetterState, Metric, OutboxRow, Within};
 
 use super::{
     Window,
@@ -50,14 +50,36 @@ pub struct OverviewRecords {
 
 impl Store {
     /// The overview's reads: counts up to `cap`, `rows` of each list, what
-    /// the hour before `now` brought.
-    pub async fn overview(&self, rows: u32, cap: u64, now: Ts) -> StoreResult<OverviewRecords> {
-        let counts = counts(cap, now);
+    /// the hour before `now` brought, of the consumers `within` allows.
+    pub async fn overview(
+        &self,
+        rows: u32,
+        cap: u64,
+        now: Ts,
+        within: &Within,
+    ) -> StoreResult<OverviewRecords> {
+        let counts = counts(cap, now, within);
         let page = PageRequest::first(rows);
-        let all = Window::default();
+        let all = Window {
+            within: within.clone(),
+            ..Window::default()
+        };
         let unknown = unknown_page(&page, &all)?;
-        let dead = dead_letter_page(DeadLetterState::Open, &page, &Default::default())?;
-        let outbox = outbox_page(&page, &super::OutboxFilter::default())?;
+        let dead = dead_letter_page(
+            DeadLetterState::Open,
+            &page,
+            &super::DeadLetterFilter {
+                window: all.clone(),
+                ..Default::default()
+            },
+        )?;
+        let outbox = outbox_page(
+            &page,
+            &super::OutboxFilter {
+                within: within.clone(),
+                ..Default::default()
+            },
+        )?;
         let (counted, unknown, dead, outbox): (
             Counts,
             Vec<ClaimRow>,
@@ -104,14 +126,18 @@ type Counts = (i64, i64, i64, i64, i64, f64);
 /// Every count of the overview in one statement: each capped count stops
 /// after `cap + 1` entries of its partial index (pending and failed read
 /// only the last hour of theirs); the sends are at most 60 per-minute rows
-/// per consumer.
-fn counts(cap: u64, now: Ts) -> Sql {
+/// per consumer. Each only of the consumers `within` allows.
+fn counts(cap: u64, now: Ts, within: &Within) -> Sql {
     let mut sql = Sql::default();
     let since = sql.param(now - chrono::TimeDelta::hours(1));
+    let only = sql
+        .within(within, "consumer")
+        .map(|c| format!(" AND {c}"))
+        .unwrap_or_default();
     let limit = i64::try_from(cap.saturating_add(1)).unwrap_or(i64::MAX);
     let mut capped = |rows: &str| {
         let limit = sql.param(limit);
-        format!("(SELECT COUNT(*) FROM ({rows} LIMIT {limit}) AS capped)")
+        format!("(SELECT COUNT(*) FROM ({rows}{only} LIMIT {limit}) AS capped)")
     };
     let columns = [
         capped(&format!(
@@ -130,7 +156,7 @@ fn counts(cap: u64, now: Ts) -> Sql {
     let metric = sql.param(Metric::Sends.name());
     sql.push(&format!(
         "SELECT {}, (SELECT COALESCE(SUM(value), 0.0) FROM consumer_metrics \
-         WHERE metric = {metric} AND minute >= {since}) AS sends",
+         WHERE metric = {metric} AND minute >= {since}{only}) AS sends",
         columns.join(", ")
     ));
     sql

@@ -269,7 +269,7 @@ impl Reads<'_> {
         Ok(Row {
             name: "overview (all its reads)",
             idem: time_idem(self.options.runs, || {
-                idem_app::api::overview::read_overview(store)
+                idem_app::api::overview::read_overview(store, &idem_domain::Within::Every)
             })
             .await?,
             naive: self

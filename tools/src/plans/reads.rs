@@ -26,14 +26,33 @@ pub(super) struct Reads<'a> {
 impl Reads<'_> {
     pub(super) async fn overview(&self) -> StoreResult<Vec<Measured>> {
         let (store, notices) = (self.store, self.notices);
+        let every = idem_domain::Within::Every;
+        let team = self.a_team().await?;
         Ok(vec![
             measure(
                 notices,
                 "overview: every count and list (one connection)",
-                || store.overview(5, 10_000, Ts::now()),
+                || store.overview(5, 10_000, Ts::now(), &every),
+            )
+            .await?,
+            measure(
+                notices,
+                "overview of a team's ten consumers (rights limited to a team)",
+                || store.overview(5, 10_000, Ts::now(), &team),
             )
             .await?,
         ])
+    }
+
+    /// Ten consumers, as a team a person's rights are limited to.
+    async fn a_team(&self) -> StoreResult<idem_domain::Within> {
+        let names = self.store.consumers(10).await?;
+        Ok(idem_domain::Within::Only(
+            names
+                .into_iter()
+                .filter_map(|n| idem_domain::ConsumerName::parse(n).ok())
+                .collect(),
+        ))
     }
 
     /// The consumer table's reads: every consumer's open work, last hour
@@ -328,9 +347,20 @@ impl Reads<'_> {
             unknown_objective: chrono::TimeDelta::minutes(15),
             claim_retention: idem_domain::ClaimRetention::days(30)
                 .with("payments", chrono::TimeDelta::days(90)),
+            within: idem_domain::Within::Every,
+        };
+        let for_a_team = idem_store::CheckLimits {
+            within: self.a_team().await?,
+            ..limits.clone()
         };
         let first = PageRequest::first(PageRequest::DEFAULT_LIMIT);
         let mut rows = vec![
+            measure(
+                notices,
+                "/checks of a team's ten consumers: every count",
+                || store.count_check_findings(&for_a_team, 10_000),
+            )
+            .await?,
             measure(notices, "/checks: every count", || {
                 store.count_check_findings(&limits, 10_000)
             })

@@ -60,8 +60,36 @@ pub async fn get_charts(
     crate::serving::serve(async move {
         crate::serving::require(idem_domain::Role::Viewer)?;
         let span = ssr::ChartSpan::parse(range, from, to, chrono::Utc::now())?;
-        let consumer = crate::api::ssr::consumer_filter(consumer.as_deref())?;
-        ssr::charts(&crate::serving::state()?, span, consumer).await
+        let (consumer, readable) = crate::api::ssr::scoped_consumer(consumer.as_deref()).await?;
+        // The fleet's sums count every team: rights limited to teams chart
+        // one of their consumers at a time.
+        let (consumer, first) = match (consumer, &readable) {
+            (Some(consumer), _) => (Some(consumer), None),
+            (None, idem_domain::Within::Every) => (None, None),
+            (None, idem_domain::Within::Only(names)) => match names.first() {
+                Some(first) => (Some(first.clone()), Some(first.clone())),
+                None => {
+                    return Err(AppError::OtherTeam(
+                        "None of your teams has a consumer in the catalogue: there is nothing \
+                         to chart."
+                            .into(),
+                    ));
+                }
+            },
+        };
+        let mut set = ssr::charts(&crate::serving::state()?, span, consumer).await?;
+        if let idem_domain::Within::Only(names) = &readable {
+            set.consumers
+                .retain(|c| names.iter().any(|n| n.as_str() == c));
+        }
+        if let Some(first) = first {
+            set.span = format!(
+                "{} Your rights are limited to teams, so the charts show one consumer at a \
+                 time: {first}; choose another of yours below.",
+                set.span
+            );
+        }
+        Ok(set)
     })
     .await
 }
@@ -149,6 +177,9 @@ pub(crate) mod ssr {
                 "There is no SLO named “{name}”."
             )));
         };
+        if let Some(consumer) = &consumer {
+            crate::serving::require_on(consumer.as_str(), idem_domain::Role::Viewer).await?;
+        }
         let Some(instance) = slo.instance(&state.catalogue, consumer.as_ref().map(|c| c.as_str()))
         else {
             return Err(AppError::NotFound(match consumer {
@@ -159,6 +190,12 @@ pub(crate) mod ssr {
                 None => format!("The SLO “{name}” is per consumer: choose one of its consumers."),
             }));
         };
+        let user = crate::serving::require(idem_domain::Role::Viewer)?;
+        if !user.rights.reads_scope(&state.catalogue, &instance.scope) {
+            return Err(AppError::OtherTeam(format!(
+                "The SLO “{name}” counts consumers of teams your rights do not cover."
+            )));
+        }
         // Selecting every consumer, any name makes an instance: only the
         // consumers /slo shows have charts.
         if let Some(consumer) = &consumer

@@ -2,7 +2,7 @@
 //! its role brought in line with the claims at every sign-in, never a
 //! password or proxy account of the same name.
 
-use idem_domain::{AccountOrigin, Role};
+use idem_domain::{AccountOrigin, Rights};
 use idem_store::{Store, StoreError, UserRecord};
 
 /// The name the provider's changes are audited under.
@@ -32,7 +32,7 @@ pub async fn account(
     store: &Store,
     username: &str,
     subject: &str,
-    role: Role,
+    rights: Rights,
     client: &str,
 ) -> Result<UserRecord, Refused> {
     let user = match store
@@ -41,7 +41,7 @@ pub async fn account(
         .map_err(Refused::Store)?
     {
         Some(user) => user,
-        None => named(store, username, subject, role, client).await?,
+        None => named(store, username, subject, &rights, client).await?,
     };
     if user.origin != AccountOrigin::Oidc {
         return Err(Refused::OtherOrigin(user.origin));
@@ -52,12 +52,12 @@ pub async fn account(
     if user.disabled {
         return Err(Refused::Disabled);
     }
-    if user.role == role {
+    if user.rights == rights {
         return Ok(user);
     }
-    // Two sign-ins at once change the role once (and end sessions once).
+    // Two sign-ins at once change the rights once (and end sessions once).
     let changed = store
-        .change_role(&user.username, user.role, role)
+        .change_rights(&user.username, &user.rights, &rights)
         .await
         .map_err(Refused::Store)?;
     if changed {
@@ -66,8 +66,8 @@ pub async fn account(
             store,
             &user.username,
             action,
-            user.role.as_str(),
-            role,
+            &user.rights.to_string(),
+            &rights,
             client,
         )
         .await;
@@ -84,14 +84,14 @@ async fn named(
     store: &Store,
     username: &str,
     subject: &str,
-    role: Role,
+    rights: &Rights,
     client: &str,
 ) -> Result<UserRecord, Refused> {
     if let Some(user) = store.user_by_name(username).await.map_err(Refused::Store)? {
         return Ok(user);
     }
     let created = store
-        .create_oidc_account(username, role, subject)
+        .create_oidc_account(username, rights, subject)
         .await
         .map_err(Refused::Store)?;
     if created.is_some() {
@@ -100,7 +100,7 @@ async fn named(
             username,
             "user created by OpenID Connect",
             "none",
-            role,
+            rights,
             client,
         )
         .await;
@@ -137,8 +137,8 @@ async fn audit(
     username: &str,
     action: &str,
     before: &str,
-    role: Role,
+    after: &Rights,
     client: &str,
 ) {
-    crate::auth::audit_account_change(store, ACTOR, username, action, before, role, client).await;
+    crate::auth::audit_account_change(store, ACTOR, username, action, before, after, client).await;
 }

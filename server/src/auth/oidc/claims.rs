@@ -1,7 +1,7 @@
 //! What an ID token's claims say about a person: their name in Idem and
 //! their role.
 
-use idem_domain::Role;
+use idem_domain::Rights;
 use openidconnect::{AdditionalClaims, IdTokenClaims, core::CoreGenderClaim};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -19,13 +19,15 @@ impl AdditionalClaims for OtherClaims {}
 
 pub type Claims = IdTokenClaims<OtherClaims, CoreGenderClaim>;
 
-/// The role the claims map to; `None` when nothing grants one.
-pub fn role(settings: &OidcSettings, claims: &Claims) -> Option<Role> {
-    values(claims.additional_claims().claims.get(&settings.roles_claim))
-        .iter()
-        .filter_map(|group| settings.roles.get(group.as_str()).copied())
-        .max()
-        .or(settings.default_role)
+/// The rights the claims map to (each mapped group's together); `None`
+/// when nothing grants one.
+pub fn rights(settings: &OidcSettings, claims: &Claims) -> Option<Rights> {
+    let groups = values(claims.additional_claims().claims.get(&settings.roles_claim));
+    crate::auth::proxy::ProxyAuth::rights_of(
+        &settings.roles,
+        settings.default_role,
+        groups.iter().map(String::as_str),
+    )
 }
 
 /// A claim's values: an array of strings, one string, or a
@@ -77,7 +79,7 @@ pub fn subject(claims: &Claims) -> String {
 
 #[cfg(test)]
 mod tests {
-    use std::collections::HashMap;
+    use idem_domain::Role;
 
     use super::*;
 
@@ -90,10 +92,10 @@ mod tests {
             name: "Example".into(),
             username_claim: "email".into(),
             roles_claim: "groups".into(),
-            roles: HashMap::from([
-                ("sre".to_owned(), Role::Operator),
-                ("idem-admins".to_owned(), Role::Admin),
-            ]),
+            roles: crate::auth::proxy::ProxyAuth::parse_roles(
+                "sre=operator, idem-admins=admin, payments-oncall=operator@payments",
+            )
+            .unwrap(),
             default_role: Some(Role::Viewer),
             clock_skew: std::time::Duration::from_secs(60),
             sign_in_ttl: std::time::Duration::from_secs(600),
@@ -122,6 +124,7 @@ mod tests {
     #[test]
     fn the_highest_mapped_group_wins_and_others_get_the_default_role() {
         let s = settings();
+        let role = |s: &OidcSettings, c: &Claims| rights(s, c).and_then(|r| r.highest());
         let with = |groups: Value| role(&s, &claims(serde_json::json!({ "groups": groups })));
         assert_eq!(
             with(serde_json::json!(["payments", "sre"])),
@@ -136,6 +139,11 @@ mod tests {
             Some(Role::Admin)
         );
         assert_eq!(with(serde_json::json!(["payments"])), Some(Role::Viewer));
+        let on_payments = rights(
+            &s,
+            &claims(serde_json::json!({ "groups": ["payments-oncall"] })),
+        );
+        assert_eq!(on_payments.unwrap().to_string(), "operator@payments");
         assert_eq!(role(&s, &claims(serde_json::json!({}))), Some(Role::Viewer));
         let strict = OidcSettings {
             default_role: None,

@@ -382,7 +382,7 @@ async fn sign_in(
     let settings = &provider.settings;
     let username = claims::username(settings, &claims).ok_or(Failure::NoName)?;
     let subject = claims::subject(&claims);
-    let Some(role) = claims::role(settings, &claims) else {
+    let Some(rights) = claims::rights(settings, &claims) else {
         let ended = account::no_role(&ctx.store, &username, &subject)
             .await
             .map_err(|_| Failure::Unavailable)?;
@@ -392,7 +392,7 @@ async fn sign_in(
         }
         return Err(Failure::NoRole(username));
     };
-    let user = account::account(&ctx.store, &username, &subject, role, client)
+    let user = account::account(&ctx.store, &username, &subject, rights, client)
         .await
         .map_err(|refused| match refused {
             Refused::Store(err) => {

@@ -103,8 +103,9 @@ pub struct OidcSettings {
     pub username_claim: String,
     /// The claim that carries groups or roles (`groups` by default).
     pub roles_claim: String,
-    /// Group (or role value) → role; a person in several gets the highest.
-    pub roles: HashMap<String, Role>,
+    /// Group (or role value) → role, maybe limited to teams
+    /// (`operator@payments`); a person in several gets each one's rights.
+    pub roles: HashMap<String, idem_domain::Rights>,
     /// The role of a person in no mapped group; `None` refuses them.
     pub default_role: Option<Role>,
     /// How far the provider's clock may be from Idem's.

@@ -223,10 +223,44 @@ async fn the_command_line_manages_accounts_and_never_takes_a_password_as_an_argu
     let response = sign_in_with(&app, &new_client(), "alice", "a brand new secret!", "/").await;
     assert_eq!(location(&response), "/");
     ok(&idem(&url, &["user", "disable", "alice"], ""));
+    // A role on some teams only, said back as it is kept.
+    ok(&idem(
+        &url,
+        &[
+            "user",
+            "role",
+            "alice",
+            "operator",
+            "--teams",
+            "payments,growth",
+        ],
+        "",
+    ));
+    let admin_of_a_team = idem(
+        &url,
+        &["user", "role", "alice", "admin", "--teams", "payments"],
+        "",
+    );
+    assert!(
+        !admin_of_a_team.status.success()
+            && String::from_utf8_lossy(&admin_of_a_team.stderr).contains("admin cannot be limited"),
+        "{}",
+        String::from_utf8_lossy(&admin_of_a_team.stderr)
+    );
+    let bad_team = idem(
+        &url,
+        &["user", "role", "alice", "viewer", "--teams", "Pay Ments"],
+        "",
+    );
+    assert!(!bad_team.status.success());
     let list = idem(&url, &["user", "list"], "");
     let listed = String::from_utf8_lossy(&list.stdout).to_string();
     assert!(
         listed.contains("alice") && listed.contains("operator") && listed.contains("disabled"),
+        "{listed}"
+    );
+    assert!(
+        listed.contains("operator@growth operator@payments"),
         "{listed}"
     );
     assert!(!listed.contains("argon2"), "hashes are never printed");

@@ -82,7 +82,7 @@ async fn the_overview_s_reads_cost_at_most_five_round_trips_to_postgres() {
     let store = Store::connect(&StoreConfig::new(&through_tap)).unwrap();
 
     let read = || async {
-        let overview = idem_app::api::overview::read_overview(&store)
+        let overview = idem_app::api::overview::read_overview(&store, &idem_domain::Within::Every)
             .await
             .unwrap();
         assert_eq!(overview.unknown_count.to_string(), "1");

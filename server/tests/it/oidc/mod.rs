@@ -38,10 +38,10 @@ fn settings(issuer: &str) -> OidcSettings {
         name: "Example SSO".into(),
         username_claim: "email".into(),
         roles_claim: "groups".into(),
-        roles: HashMap::from([
-            ("sre".to_owned(), Role::Operator),
-            ("idem-admins".to_owned(), Role::Admin),
-        ]),
+        roles: idem::auth::proxy::ProxyAuth::parse_roles(
+            "sre=operator, idem-admins=admin, payments-oncall=operator@payments",
+        )
+        .unwrap(),
         default_role: Some(Role::Viewer),
         clock_skew: Duration::from_secs(60),
         sign_in_ttl: Duration::from_secs(600),

@@ -25,6 +25,7 @@ fn limits() -> CheckLimits {
         unknown_objective: TimeDelta::minutes(15),
         // The fleet below is a day old: its claims are past a one-hour retention.
         claim_retention: ClaimRetention::new(TimeDelta::hours(1)),
+        within: idem_domain::Within::Every,
     }
 }
 

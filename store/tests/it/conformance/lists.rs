@@ -111,12 +111,12 @@ async fn the_outbox_backlog_narrows_to_a_consumer_and_a_topic(store: &Store) {
     let consumer = |name: &str| Some(testing::consumer(name));
     let orders = idem_store::OutboxFilter {
         consumer: consumer("orders"),
-        topic: None,
+        ..Default::default()
     };
     assert_eq!(shown(orders.clone()).await, [ids[&0], ids[&1], ids[&3]]);
     let refunded = idem_store::OutboxFilter {
-        consumer: None,
         topic: Some("order.refunded".into()),
+        ..Default::default()
     };
     assert_eq!(shown(refunded).await, [ids[&1], ids[&2]]);
     let both = idem_store::OutboxFilter {
@@ -360,6 +360,7 @@ async fn a_window_narrows_unknown_outcomes_and_dead_letters_by_time_and_consumer
         from: Some(at(150)),
         to: Some(at(301)),
         consumer: Some(testing::consumer("payments")),
+        ..Window::default()
     };
     let page = store
         .unknown_claims_in(&PageRequest::first(1), &window)
@@ -408,6 +409,7 @@ async fn a_window_narrows_unknown_outcomes_and_dead_letters_by_time_and_consumer
         from: Some(at(150)),
         to: None,
         consumer: Some(testing::consumer("orders")),
+        ..Window::default()
     };
     let letters = store
         .dead_letters_in(DeadLetterState::Open, &PageRequest::first(10), &of(&window))

@@ -82,7 +82,10 @@ async fn the_overview_counts_what_needs_a_person_and_what_the_last_hour_brought(
         .await
         .unwrap();
 
-    let overview = store.overview(2, 2, now).await.unwrap();
+    let overview = store
+        .overview(2, 2, now, &idem_domain::Within::Every)
+        .await
+        .unwrap();
     let counts = [
         overview.pending_last_hour,
         overview.failed_last_hour,

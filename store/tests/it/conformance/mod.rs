@@ -13,6 +13,7 @@ mod leases;
 mod lists;
 mod metrics;
 mod search;
+mod within;
 
 use chrono::{TimeDelta, Utc};
 use idem_domain::OutboxOrigin;
