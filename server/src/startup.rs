@@ -74,10 +74,40 @@ fn catalogue_in_force(
         slos = crate::slo_config::demo();
     }
     crate::slo_config::check_against(&slos, &catalogue)?;
+    warn_of_unknown_teams(config, &catalogue);
     config.claim_retention =
         crate::consumers_config::retention(&catalogue, config.claim_retention.clone())
             .map_err(StartError::Retention)?;
     Ok((slos, catalogue))
+}
+
+/// Says, once at start-up, which team a proxy or OpenID group is mapped to
+/// that the catalogue does not name: a role on it reaches no consumer. Not
+/// refused, as the directory and the catalogue change on their own days.
+fn warn_of_unknown_teams(config: &Config, catalogue: &idem_domain::Catalogue) {
+    let known = catalogue.teams();
+    let proxy = config
+        .auth
+        .proxy
+        .iter()
+        .map(|p| ("IDEM_AUTH_PROXY_ROLES", &p.roles));
+    let oidc = config
+        .auth
+        .oidc
+        .iter()
+        .map(|o| ("IDEM_OIDC_ROLES", &o.roles));
+    for (setting, roles) in proxy.chain(oidc) {
+        for (group, rights) in roles {
+            for (team, _) in rights.teams().filter(|(t, _)| !known.contains(t)) {
+                tracing::warn!(
+                    setting,
+                    group = group.as_str(),
+                    team,
+                    "a group is mapped to a team the consumer catalogue does not name: its role reaches no consumer"
+                );
+            }
+        }
+    }
 }
 
 /// A built server, bound to its port, not yet serving.

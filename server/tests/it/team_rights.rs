@@ -407,3 +407,48 @@ fn filled<'a>(form: &'a common::Form, changes: &[(&'a str, &'a str)]) -> Vec<(&'
     fields.extend_from_slice(changes);
     fields
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_page_shows_a_person_limited_to_payments_only_payments() {
+    for db in [TestDatabase::sqlite().await, TestDatabase::postgres().await] {
+        let (app, fixture, ours, _dir) = app_of_two_teams(db).await;
+        let pam = app.sign_in("pam").await;
+        let our_key = idem_app::links::key_href("ledger", OURS);
+        for path in [
+            "/",
+            "/keys?q=key",
+            "/unknown",
+            "/dead-letters",
+            "/outbox",
+            "/consumers",
+            "/slo",
+            "/audit",
+            "/checks",
+            "/checks/dead-letter-already-sent",
+            &format!("/dead-letters/{ours}"),
+            &our_key,
+        ] {
+            let (status, html) = common::get(&pam, &app.url(path)).await;
+            assert_eq!(status, 200, "{path}");
+            assert_eq!(growth_in(&html), Vec::<&str>::new(), "{path}");
+        }
+        let (_, unknown) = common::get(&pam, &app.url("/unknown")).await;
+        assert!(text(&visible(&unknown)).contains(OURS), "payments' own key");
+
+        for path in [
+            idem_app::links::key_href("orders", &fixture.key),
+            "/consumers/orders".to_owned(),
+            format!("/dead-letters/{}", fixture.dead_letter),
+            format!("/redrives/{}", fixture.redrive),
+            "/slo/duplicate-claim-rate".to_owned(),
+        ] {
+            let (status, html) = common::get(&pam, &app.url(&path)).await;
+            assert_eq!(status, 403, "{path}");
+            // The address pam typed may be repeated (the key page's
+            // heading); nothing that was read is.
+            let read = html.replace(&fixture.key, "");
+            assert_eq!(growth_in(&read), Vec::<&str>::new(), "{path}");
+            assert!(!html.contains("503 from the provider"), "{path}");
+        }
+    }
+}
