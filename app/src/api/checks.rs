@@ -42,6 +42,7 @@ pub async fn get_checks(check: Option<String>, cursor: Option<String>) -> Result
             })
             .transpose()?;
         let within = crate::serving::within(idem_domain::Role::Viewer)?;
+        let retention = ssr::retention_words(&state.claim_retention, &within);
         let (clock, counts) = ssr::load_counts(&state, within.clone()).await?;
         let findings = match check {
             Some(check) => Some((
@@ -55,7 +56,7 @@ pub async fn get_checks(check: Option<String>, cursor: Option<String>) -> Result
             counts,
             findings,
             objective_seconds: crate::api::ssr::unknown_objective_seconds(&state.slos),
-            retention: ssr::retention_words(&state.claim_retention),
+            retention,
         })
     })
     .await
@@ -75,13 +76,15 @@ pub(crate) mod ssr {
         api::COUNT_CAP, cache::ReadKey, error::AppError, format::Clock, serving::AppState,
     };
 
-    /// `30 days; payments 90 days`: the horizon, then each consumer's own.
-    pub fn retention_words(retention: &idem_domain::ClaimRetention) -> String {
+    /// `30 days; payments 90 days`: the horizon, then each consumer's own
+    /// (of the consumers `within` allows).
+    pub fn retention_words(retention: &idem_domain::ClaimRetention, within: &Within) -> String {
         let days = |d: TimeDelta| format!("{} days", d.num_days());
         std::iter::once(days(retention.default_horizon()))
             .chain(
                 retention
                     .overrides()
+                    .filter(|(c, _)| within.allows(c))
                     .map(|(c, d)| format!("{c} {}", days(d))),
             )
             .collect::<Vec<_>>()

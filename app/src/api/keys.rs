@@ -102,8 +102,14 @@ pub(crate) mod ssr {
         consumer: &str,
     ) -> Result<(idem_domain::Role, bool, idem_domain::Within), AppError> {
         let user = crate::serving::current_user();
-        let role = user.as_ref().map_or(idem_domain::Role::Viewer, |u| u.role);
         let catalogue = crate::serving::state()?.catalogue;
+        // The role held on this consumer (a viewer of it who operates
+        // another team reads its audit rows as a viewer).
+        let team = catalogue.get(consumer).map(|e| e.team.as_str());
+        let role = user
+            .as_ref()
+            .and_then(|u| u.rights.role_on(team))
+            .unwrap_or(idem_domain::Role::Viewer);
         let can_act = user.is_some_and(|u| {
             u.rights
                 .check(&catalogue, consumer, idem_domain::Role::Operator)

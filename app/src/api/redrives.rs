@@ -65,13 +65,19 @@ mod ssr {
     }
 
     /// Every consumer the selection may reach can be acted on: its own
-    /// consumer, or — without one — every consumer, so none may be read-only.
-    pub fn writable(consumer: Option<&idem_domain::ConsumerName>) -> Result<(), AppError> {
-        if let Some(consumer) = consumer {
+    /// consumer, or — without one — every consumer it may take (`within`),
+    /// so none of those may be read-only.
+    pub fn writable(selection: &idem_store::DeadLetterFilter) -> Result<(), AppError> {
+        if let Some(consumer) = &selection.window.consumer {
             return crate::api::actions::ssr::writable(consumer.as_str());
         }
         let state = crate::serving::state()?;
-        let read_only: Vec<&str> = state.read_only.names().collect();
+        let within = &selection.window.within;
+        let read_only: Vec<&str> = state
+            .read_only
+            .names()
+            .filter(|c| within.allows(c))
+            .collect();
         if read_only.is_empty() {
             return Ok(());
         }
@@ -87,12 +93,23 @@ mod ssr {
         (run, items): (idem_domain::Redrive, Vec<idem_domain::RedriveItem>),
         clock: crate::format::Clock,
     ) -> RedriveDetail {
+        // Stop is offered to whoever may stop it: an operator of every
+        // consumer its items belong to.
+        let can_act = crate::serving::current_user().is_some_and(|u| {
+            let catalogue = crate::serving::state()
+                .map(|s| s.catalogue)
+                .unwrap_or_default();
+            items.iter().all(|i| {
+                u.rights
+                    .check(&catalogue, &i.consumer, idem_domain::Role::Operator)
+                    .is_ok()
+            })
+        });
         RedriveDetail {
             clock,
             run,
             items,
-            can_act: crate::serving::current_user()
-                .is_some_and(|u| u.role.includes(idem_domain::Role::Operator)),
+            can_act,
             action_id: crate::serving::new_action_id(),
         }
     }
@@ -137,7 +154,7 @@ pub async fn start_redrive(
         let selection =
             crate::api::lists::ssr::dead_letter_filter(from, to, consumer, error).await?;
         let selection = crate::api::lists::ssr::to_act_on(selection).await?;
-        ssr::writable(selection.window.consumer.as_ref())?;
+        ssr::writable(&selection)?;
         let offered = idem_domain::RedriveOffer::parse(&offer)
             .map_err(|e| AppError::BadRequest(e.to_string()))?;
         let state = crate::serving::state()?;
@@ -148,6 +165,7 @@ pub async fn start_redrive(
                 offer: &offered,
                 action_id: &crate::api::actions::ssr::action_id(&action_id)?,
                 actor: acting.actor(),
+                rights: Some(&acting.user.rights),
             })
             .await?;
         use idem_store::RedriveStart;

@@ -85,14 +85,17 @@ pub async fn get_slo(name: String, consumer: Option<String>) -> Result<SloBoard,
         }
         let state = crate::serving::state()?;
         let mut board = ssr::load_slo_board(&state).await?;
-        let before = board.statuses.iter().filter(|s| s.slo.name == name).count();
+        let scope = board
+            .statuses
+            .iter()
+            .find(|s| s.slo.name == name)
+            .map(|s| s.scope.clone());
         let user = crate::serving::require(idem_domain::Role::Viewer)?;
         ssr::keep_readable(&mut board, &user, &state.catalogue);
-        let after = board.statuses.iter().filter(|s| s.slo.name == name).count();
-        if before > 0 && after == 0 {
-            return Err(AppError::OtherTeam(format!(
-                "The SLO “{name}” counts consumers of teams your rights do not cover."
-            )));
+        if let Some(scope) = scope
+            && !board.statuses.iter().any(|s| s.slo.name == name)
+        {
+            return Err(ssr::scope_refused(&user, &name, &scope).await);
         }
         board.clock = crate::serving::clock(board.clock.as_of);
         board.statuses.retain(|s| {
@@ -148,6 +151,28 @@ pub(crate) mod ssr {
             Some(segment) => Ok(Some(ConsumerName::from_segment(segment)?)),
             None => Ok(None),
         }
+    }
+
+    /// The 403 for an objective over consumers the person may not read,
+    /// naming the team it belongs to (or saying it counts every team's).
+    pub async fn scope_refused(
+        user: &crate::auth::CurrentUser,
+        name: &str,
+        scope: &idem_domain::slo::Scope,
+    ) -> AppError {
+        let (reason, message) = match scope.team() {
+            Some(team) => (
+                format!("forbidden: viewer on team {team}"),
+                format!(
+                    "The SLO “{name}” belongs to the team “{team}”, which your rights do not cover."
+                ),
+            ),
+            None => (
+                "forbidden: viewer on every team".to_owned(),
+                format!("The SLO “{name}” counts the consumers of teams your rights do not cover."),
+            ),
+        };
+        crate::serving::refused_elsewhere(user, &reason, message).await
     }
 
     /// Keeps the objectives `user` may read (all of them unless their

@@ -14,7 +14,7 @@ pub use answered::{RETRY_AFTER_SECONDS, serve, set_status};
 pub use answers::{ANSWER_IN_PLACE_HEADER, ANSWER_PARAM, answer_form, answer_on, take_answer};
 pub use reader::{READ_PRIMARY_COOKIE, READ_PRIMARY_SECONDS, primary, reader};
 pub use request::{
-    client_addr, clock, content_security_policy, cookie, current_user, new_action_id, require,
-    require_on, state, viewer_zone, within,
+    client_addr, clock, content_security_policy, cookie, current_user, new_action_id,
+    refused_elsewhere, require, require_on, state, viewer_zone, within,
 };
 pub use state::{AppState, CHART_CACHE_TTL, DatabaseStatus, READ_CACHE_TTL};

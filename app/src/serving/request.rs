@@ -53,24 +53,40 @@ pub async fn require_on(
         Some(team) => format!("forbidden: {needed} on team {team}"),
         None => format!("forbidden: {needed} on a consumer of no team"),
     };
+    Err(refused_elsewhere(&user, &reason, other.to_string()).await)
+}
+
+/// A 403 for something outside the person's teams (`message` says whose
+/// it is), counted for the audit log like every refusal; `reason` is the
+/// count's ("forbidden: viewer on team growth").
+pub async fn refused_elsewhere(
+    user: &crate::auth::CurrentUser,
+    reason: &str,
+    message: String,
+) -> AppError {
     let path = use_context::<http::request::Parts>().map(|p| p.uri.path().to_owned());
     let addr = client_addr();
     let refusal = idem_store::Refusal {
         actor: &user.username,
         actor_role: user.role.as_str(),
-        reason: &reason,
-        target: path.as_deref().unwrap_or(consumer),
+        reason,
+        target: path.as_deref().unwrap_or(""),
         client_addr: addr.as_deref(),
     };
     // The refusal stands whether or not it could be counted.
-    if let Err(err) = state
-        .store
-        .count_refusal(&refusal, idem_store::Ts::now())
-        .await
-    {
-        tracing::warn!(error = %crate::error::cause_chain(&err), "could not count a refusal");
+    match state() {
+        Ok(state) => {
+            if let Err(err) = state
+                .store
+                .count_refusal(&refusal, idem_store::Ts::now())
+                .await
+            {
+                tracing::warn!(error = %crate::error::cause_chain(&err), "could not count a refusal");
+            }
+        }
+        Err(err) => tracing::warn!(error = %err, "could not count a refusal"),
     }
-    Err(AppError::OtherTeam(other.to_string()))
+    AppError::OtherTeam(message)
 }
 
 /// Sets this page's Content-Security-Policy: scripts only from Idem itself

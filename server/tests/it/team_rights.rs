@@ -26,6 +26,28 @@ description = "Applies payments to the ledger."
 provider_contract = "honours-key"
 "#;
 
+/// The built-in objectives over the fleet, and one objective of each team.
+const SLOS: &str = r#"
+[builtins]
+per_consumer = false
+
+[[slo]]
+name = "growth-orders-delivered"
+description = "Growth's deliveries that are not dead-lettered."
+team = "growth"
+objective = 0.99
+min_events = 1
+sli = { kind = "counters", valid = "deliveries", bad = "dead_letters" }
+
+[[slo]]
+name = "payments-ledger-delivered"
+description = "Payments' deliveries that are not dead-lettered."
+team = "payments"
+objective = 0.99
+min_events = 1
+sli = { kind = "counters", valid = "deliveries", bad = "dead_letters" }
+"#;
+
 /// The payments team's own key: `:`, `/`, a space, an emoji, `#`.
 const OURS: &str = "pay:EU/2026 💶 #1";
 /// Payments' key whose claim failed and was dead-lettered.
@@ -43,7 +65,16 @@ async fn app_of_two_teams(db: TestDatabase) -> (TestApp, Fixture, i64, tempfile:
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("consumers.toml");
     std::fs::write(&path, CATALOGUE).unwrap();
-    let app = spawn_with(|config| config.consumers_file = Some(path), db).await;
+    let slos = dir.path().join("slo.toml");
+    std::fs::write(&slos, SLOS).unwrap();
+    let app = spawn_with(
+        |config| {
+            config.consumers_file = Some(path);
+            config.slo_file = Some(slos);
+        },
+        db,
+    )
+    .await;
     let fixture = Fixture::write(&app.store).await;
     let mut tx = app.store.begin().await.unwrap();
     tx.enqueue(&idem_store::NewOutboxRow {
@@ -154,6 +185,7 @@ fn growth_in(body: &str) -> Vec<&'static str> {
         "5555",
         "5,555",
         "\"orders\"",
+        "growth-orders-delivered",
     ]
     .into_iter()
     .filter(|needle| body.contains(needle))
@@ -190,9 +222,14 @@ async fn an_operator_of_payments_never_receives_growth_s_keys_counts_or_chart_po
             let fleet_slo = matches!(name, "get_slo" | "get_slo_charts");
             if names_growth || fleet_slo {
                 assert_eq!(status, 403, "{name}: {body:.400}");
+                let whose = if fleet_slo {
+                    "counts the consumers of teams your rights do not cover"
+                } else {
+                    "belongs to the team “growth”"
+                };
                 assert!(
-                    body.contains("growth") || fleet_slo,
-                    "the refusal names the owning team: {name}: {body:.400}"
+                    body.contains(whose),
+                    "the refusal says whose it is: {name}: {body:.400}"
                 );
             } else if name == "lookup_key" {
                 assert_eq!(status, 404, "{name}: {body:.400}");
@@ -252,14 +289,14 @@ async fn an_operator_of_payments_never_receives_growth_s_keys_counts_or_chart_po
             assert_eq!(growth_in(&mine), Vec::<&str>::new(), "{name}: {mine:.600}");
             // Olga, whose rights are not limited, sees growth's rows: the
             // assertion above could fail.
-            if name != "get_slos" {
-                let everyone = read(&olga, name, fields).await;
-                assert!(
-                    !growth_in(&everyone).is_empty(),
-                    "{name} as olga shows growth's rows: {everyone:.600}"
-                );
-            }
+            let everyone = read(&olga, name, fields).await;
+            assert!(
+                !growth_in(&everyone).is_empty(),
+                "{name} as olga shows growth's rows: {everyone:.600}"
+            );
         }
+        let board = read(&pam, "get_slos", vec![]).await;
+        assert!(board.contains("payments-ledger-delivered"), "{board:.600}");
         let unknown = read(&pam, "list_unknown", vec![]).await;
         assert!(
             unknown.contains("\"ledger\""),

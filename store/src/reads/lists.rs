@@ -343,6 +343,9 @@ impl DeadLetterFilter {
         let mut parts = vec!["open dead letters".to_owned()];
         if let Some(c) = &self.window.consumer {
             parts.push(format!("of {c}"));
+        } else if let Within::Only(names) = &self.window.within {
+            let names: Vec<&str> = names.iter().map(ConsumerName::as_str).collect();
+            parts.push(format!("of {}", names.join(", ")));
         }
         if let Some(e) = &self.error {
             parts.push(format!("whose last error contains “{e}”"));

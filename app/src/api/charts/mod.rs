@@ -192,9 +192,7 @@ pub(crate) mod ssr {
         };
         let user = crate::serving::require(idem_domain::Role::Viewer)?;
         if !user.rights.reads_scope(&state.catalogue, &instance.scope) {
-            return Err(AppError::OtherTeam(format!(
-                "The SLO “{name}” counts consumers of teams your rights do not cover."
-            )));
+            return Err(crate::api::slo::ssr::scope_refused(&user, name, &instance.scope).await);
         }
         // Selecting every consumer, any name makes an instance: only the
         // consumers /slo shows have charts.

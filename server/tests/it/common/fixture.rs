@@ -107,6 +107,7 @@ impl Fixture {
                     role: "operator",
                     client_addr: None,
                 },
+                rights: None,
             })
             .await
             .unwrap();

@@ -52,6 +52,10 @@ pub struct RedriveRequest<'a> {
     /// The form's action id.
     pub action_id: &'a ActionId,
     pub actor: Actor<'a>,
+    /// The rights the selection was narrowed under (a person limited to
+    /// teams): the start is refused if the account's rights are others by
+    /// the time its transaction runs. `None`: not checked (tools, tests).
+    pub rights: Option<&'a idem_domain::Rights>,
 }
 
 /// What starting a redrive did.
@@ -182,11 +186,15 @@ fn cannot_act(name: &str, role: &str, disabled: bool) -> Option<String> {
 }
 
 impl Tx {
-    /// The role, disabled flag and session epoch of the account `name`,
-    /// locked until this transaction ends (a change to it waits).
-    async fn account_standing(&mut self, name: &str) -> StoreResult<Option<(String, bool, i64)>> {
-        let sql =
-            self.locking("SELECT role, disabled, session_epoch FROM users WHERE username = $1");
+    /// The role, disabled flag, session epoch and rights (`NULL`: the role
+    /// on every team) of the account `name`, locked until this transaction
+    /// ends (a change to it waits).
+    async fn account_standing(
+        &mut self,
+        name: &str,
+    ) -> StoreResult<Option<(String, bool, i64, Option<String>)>> {
+        let sql = self
+            .locking("SELECT role, disabled, session_epoch, rights FROM users WHERE username = $1");
         let found = dispatch!(&mut self.inner, tx => {
             sqlx::query_as(&sql).bind(name).fetch_optional(&mut **tx).await?
         });
@@ -309,17 +317,33 @@ impl Store {
     }
 }
 
+/// Whether an account's stored role and rights are `expected`.
+fn same_rights(expected: &idem_domain::Rights, role: &str, rights: Option<&str>) -> bool {
+    let stored = match rights {
+        Some(text) => text.parse().ok(),
+        None => role.parse().ok().map(idem_domain::Rights::everywhere),
+    };
+    stored.as_ref() == Some(expected)
+}
+
 /// [`Store::start_redrive`] inside `tx`: the starter's standing, then the
 /// letters, compared with the offer, then the run.
 async fn start_in(tx: &mut Tx, req: &RedriveRequest<'_>) -> StoreResult<RedriveStart> {
     let name = req.actor.name;
-    let Some((role, disabled, epoch)) = tx.account_standing(name).await? else {
+    let Some((role, disabled, epoch, rights)) = tx.account_standing(name).await? else {
         return Ok(RedriveStart::NotAllowed(format!(
             "there is no account {name}"
         )));
     };
     if let Some(why) = cannot_act(name, &role, disabled) {
         return Ok(RedriveStart::NotAllowed(why));
+    }
+    if let Some(expected) = req.rights
+        && !same_rights(expected, &role, rights.as_deref())
+    {
+        return Ok(RedriveStart::NotAllowed(format!(
+            "{name}'s rights changed after the page was drawn"
+        )));
     }
     let last = req.offer.last.map(|(at, id)| (Ts::from(at), id));
     let letters = match last {

@@ -84,7 +84,7 @@ impl Tx {
         let name = &run.actor;
         Ok(match self.account_standing(name).await? {
             None => Some(format!("{name}'s account no longer exists")),
-            Some((role, disabled, epoch)) => cannot_act(name, &role, disabled).or_else(|| {
+            Some((role, disabled, epoch, _)) => cannot_act(name, &role, disabled).or_else(|| {
                 (run.starter_epoch.is_some_and(|e| e != epoch))
                     .then(|| format!("{name}'s sessions were ended (signed out everywhere, or a password or role change)"))
             }),

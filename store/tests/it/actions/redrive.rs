@@ -96,6 +96,7 @@ pub(super) fn request<'a>(
         offer,
         action_id,
         actor,
+        rights: None,
     }
 }
 

@@ -20,7 +20,45 @@ idem_store::on_both_backends!(
     a_stop_sent_twice_answers_what_the_first_stop_did,
     a_redrive_stops_at_once_when_its_starter_is_disabled,
     a_redrive_stops_when_its_starter_is_demoted_or_signed_out_everywhere,
+    a_redrive_whose_starter_s_rights_narrowed_after_the_page_was_drawn_starts_nothing,
 );
+
+async fn a_redrive_whose_starter_s_rights_narrowed_after_the_page_was_drawn_starts_nothing(
+    store: &Store,
+) {
+    operators(store).await;
+    dead_letter(store, "orders", "order:narrowed", FAILED, "429").await;
+    let selection = by_error("429");
+    let offer = store.redrive_offer(&selection).await.unwrap();
+    // The page was drawn for olga the operator of every team; before her
+    // start's transaction runs she becomes an operator of payments only.
+    let drawn_for = idem_domain::Rights::everywhere(Role::Operator);
+    let narrowed: idem_domain::Rights = "operator@payments".parse().unwrap();
+    assert!(store.set_rights("olga", &narrowed).await.unwrap());
+    let form = testing::action_id("redrive-narrowed-1");
+    let answer = store
+        .start_redrive(&idem_store::RedriveRequest {
+            rights: Some(&drawn_for),
+            ..request(&selection, &offer, &form, OLGA)
+        })
+        .await
+        .unwrap();
+    assert_eq!(
+        answer,
+        RedriveStart::NotAllowed("olga's rights changed after the page was drawn".into())
+    );
+    assert_eq!(open_letters(store).await, 1, "nothing was replayed");
+    // Asked under the rights she holds now, the same letters start.
+    let form = testing::action_id("redrive-narrowed-2");
+    let answer = store
+        .start_redrive(&idem_store::RedriveRequest {
+            rights: Some(&narrowed),
+            ..request(&selection, &offer, &form, OLGA)
+        })
+        .await
+        .unwrap();
+    assert!(matches!(answer, RedriveStart::Started { .. }), "{answer:?}");
+}
 
 async fn open_letters(store: &Store) -> i64 {
     testing::count_rows(store, "dead_letters WHERE state = 'open'").await

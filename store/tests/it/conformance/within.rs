@@ -68,6 +68,18 @@ async fn two_teams(store: &Store) {
             })
             .await
             .unwrap();
+        // What each confirmed in the last hour: ledger 5, orders 7.
+        let sends = if consumer == "ledger" { 5.0 } else { 7.0 };
+        store
+            .record_metrics(&[idem_store::MetricSample {
+                consumer: consumer.into(),
+                metric: idem_domain::Metric::Sends,
+                at: Ts::now() - chrono::TimeDelta::minutes(3),
+                bucket: String::new(),
+                value: sends,
+            }])
+            .await
+            .unwrap();
     }
     // An entry about no consumer (a sign-in).
     store
@@ -100,10 +112,10 @@ fn owners<'a>(keys: impl IntoIterator<Item = &'a str>) -> Vec<String> {
 async fn every_read_keeps_to_the_consumers_a_reader_may_see(store: &Store) {
     two_teams(store).await;
     let page = PageRequest::first(50);
-    for (within, expected) in [
-        (Within::Every, vec!["ledger", "orders"]),
-        (only(&["ledger"]), vec!["ledger"]),
-        (only(&["orders", "not-a-consumer"]), vec!["orders"]),
+    for (within, expected, sends) in [
+        (Within::Every, vec!["ledger", "orders"], 12),
+        (only(&["ledger"]), vec!["ledger"], 5),
+        (only(&["orders", "not-a-consumer"]), vec!["orders"], 7),
     ] {
         let window = Window {
             within: within.clone(),
@@ -196,6 +208,7 @@ async fn every_read_keeps_to_the_consumers_a_reader_may_see(store: &Store) {
 
         let overview = store.overview(5, 100, Ts::now(), &within).await.unwrap();
         assert_eq!(overview.unknown.value as usize, expected.len());
+        assert_eq!(overview.sends_last_hour, sends, "sends of {within:?}");
         assert_eq!(overview.open_dead_letters.value as usize, expected.len());
         assert_eq!(overview.unpublished_outbox.value as usize, expected.len());
         assert_eq!(
