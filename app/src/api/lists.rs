@@ -39,6 +39,10 @@ pub struct RedriveForm {
     pub offer: String,
     /// A fresh id for the form.
     pub action_id: String,
+    /// When it takes fewer consumers than the list shows (the person reads
+    /// more teams than they operate): the consumers it takes.
+    #[serde(default)]
+    pub only_of: Option<Vec<String>>,
 }
 
 /// One dead letter and the claim of its key.
@@ -288,15 +292,23 @@ pub async fn list_dead_letters(
         let redrive = match may_redrive && state == DeadLetterState::Open {
             // The primary: the offer is what starting compares with.
             true => {
+                let listed = filter.window.within.clone();
                 let selection = ssr::to_act_on(filter).await?;
                 let offer = crate::serving::state()?
                     .store
                     .redrive_offer(&selection)
                     .await?;
+                let only_of = match &selection.window.within {
+                    idem_domain::Within::Only(names) if selection.window.within != listed => {
+                        Some(names.iter().map(ToString::to_string).collect())
+                    }
+                    _ => None,
+                };
                 (offer.count > 0).then(|| RedriveForm {
                     count: offer.count,
                     offer: offer.token(),
                     action_id: crate::serving::new_action_id(),
+                    only_of,
                 })
             }
             false => None,

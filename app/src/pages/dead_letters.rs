@@ -159,11 +159,22 @@ fn RedriveForm(
     form: crate::api::RedriveForm,
 ) -> impl IntoView {
     let max = idem_domain::REDRIVE_MAX;
-    let how_many = match form.count {
-        1 => "this one".to_owned(),
-        n if n >= max => format!("the oldest {n} of these"),
-        n => format!("these {n}"),
+    let how_many = match (form.count, &form.only_of) {
+        (1, None) => "this one".to_owned(),
+        (n, None) if n >= max => format!("the oldest {n} of these"),
+        (n, None) => format!("these {n}"),
+        (1, Some(_)) => "the one of your consumers".to_owned(),
+        (n, Some(_)) if n >= max => format!("the oldest {n} of your consumers'"),
+        (n, Some(_)) => format!("the {n} of your consumers"),
     };
+    // The person reads more teams than they operate: say which letters go.
+    let only_of = form.only_of.map(|names| {
+        view! {
+            <p class="only-of">
+                "Only the dead letters of the consumers you operate are taken: " {names.join(", ")} "."
+            </p>
+        }
+    });
     let hidden = [
         ("consumer", window.consumer),
         ("error", error),
@@ -183,6 +194,7 @@ fn RedriveForm(
                 "or whose claim is beyond retention are skipped and listed with why. Letters that arrive "
                 "after this page was drawn are not taken. You can stop it between two items."
             </p>
+            {only_of}
             <form method="post" action=start_path>
                 <input type="hidden" name="action_id" value=crate::components::actions::form_id(&form.action_id, "redrive")/>
                 <input type="hidden" name="offer" value=form.offer/>
