@@ -237,19 +237,9 @@ impl std::str::FromStr for Rights {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{CatalogueEntry, ProviderContract};
+    use crate::catalogue::tests::entry;
 
     fn catalogue() -> Catalogue {
-        let entry = |name: &str, team: &str| CatalogueEntry {
-            name: ConsumerName::parse(name).unwrap(),
-            team: team.into(),
-            description: String::new(),
-            runbook: None,
-            contract: ProviderContract::Neither,
-            claim_retention_days: None,
-            queue: None,
-            dead_letters: None,
-        };
         Catalogue::new(
             vec![
                 entry("payment-webhooks", "payments"),

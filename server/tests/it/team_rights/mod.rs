@@ -125,46 +125,24 @@ pub(super) async fn app_of_two_teams(
 async fn payments_rows(store: &Store) -> i64 {
     let now = Ts::now();
     let mut tx = store.begin().await.unwrap();
-    for (key, outcome) in [
-        (OURS, Outcome::Unknown { error: "timeout" }),
-        (
-            OURS_FAILED,
-            Outcome::Permanent {
-                error: "502 from the bank",
-            },
-        ),
-    ] {
-        tx.claim(&Delivery {
-            consumer: "ledger",
-            key,
-            payload_hash: None,
-            at: now,
-        })
-        .await
-        .unwrap();
-        tx.lease("ledger", key, now, now).await.unwrap();
-        tx.record("ledger", key, outcome, now).await.unwrap();
-    }
-    let id = tx
-        .dead_letter(&NewDeadLetter {
-            consumer: "ledger",
-            queue: "ledger.fifo",
-            key: OURS_FAILED,
-            message_id: "m-ledger-1",
-            payload: "{}",
-            delivery_count: 3,
-            first_failure_at: now,
-            last_error: Some("502 from the bank"),
-            at: now,
-        })
+    tx.claim(&Delivery {
+        consumer: "ledger",
+        key: OURS,
+        payload_hash: None,
+        at: now,
+    })
+    .await
+    .unwrap();
+    tx.lease("ledger", OURS, now, now).await.unwrap();
+    tx.record("ledger", OURS, Outcome::Unknown { error: "timeout" }, now)
         .await
         .unwrap();
     tx.commit().await.unwrap();
-    id
+    payments_letter(store, OURS_FAILED).await
 }
 
-/// Another open dead letter of payments, for a key whose claim failed.
-pub(super) async fn payments_letter(store: &Store, key: &str) {
+/// An open dead letter of payments for `key`, whose claim failed; its id.
+pub(super) async fn payments_letter(store: &Store, key: &str) -> i64 {
     let now = Ts::now();
     let mut tx = store.begin().await.unwrap();
     tx.claim(&Delivery {
@@ -179,20 +157,23 @@ pub(super) async fn payments_letter(store: &Store, key: &str) {
     tx.record("ledger", key, Outcome::Permanent { error: "502" }, now)
         .await
         .unwrap();
-    tx.dead_letter(&NewDeadLetter {
-        consumer: "ledger",
-        queue: "ledger.fifo",
-        key,
-        message_id: "m-ledger-2",
-        payload: "{}",
-        delivery_count: 3,
-        first_failure_at: now,
-        last_error: Some("502 from the bank"),
-        at: now,
-    })
-    .await
-    .unwrap();
+    let message_id = format!("m-{key}");
+    let id = tx
+        .dead_letter(&NewDeadLetter {
+            consumer: "ledger",
+            queue: "ledger.fifo",
+            key,
+            message_id: &message_id,
+            payload: "{}",
+            delivery_count: 3,
+            first_failure_at: now,
+            last_error: Some("502 from the bank"),
+            at: now,
+        })
+        .await
+        .unwrap();
     tx.commit().await.unwrap();
+    id
 }
 
 /// A password account `name` (password `{name}-password`) with `rights`.
