@@ -19,7 +19,7 @@ mod zones_and_audit;
 use common::spawn_app;
 use idem_store::{Delivery, Outcome, Store, Ts, testing::TestDatabase};
 
-async fn claim(store: &Store, consumer: &str, key: &str, outcome: Option<Outcome<'_>>) {
+pub(crate) async fn claim(store: &Store, consumer: &str, key: &str, outcome: Option<Outcome<'_>>) {
     let now = Ts::now();
     let mut tx = store.begin().await.unwrap();
     tx.claim(&Delivery {

@@ -61,13 +61,7 @@ async fn an_operator_of_payments_replays_payments_dead_letter_and_is_refused_gro
             status => format!("{status}: {}", response.text().await.unwrap()),
         };
         assert!(shown.contains("belongs to the team “growth”"), "{shown}");
-        let letter = app
-            .store
-            .dead_letter(fixture.dead_letter)
-            .await
-            .unwrap()
-            .unwrap();
-        assert_eq!(letter.state, idem_domain::DeadLetterState::Open);
+        super::still_open(&app.store, fixture.dead_letter).await;
 
         // Vera reads every team and operates payments: growth's letters are
         // listed, and the redrive takes only payments' (the form says so).

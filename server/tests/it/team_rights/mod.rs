@@ -6,9 +6,7 @@
 
 use chrono::TimeDelta;
 use idem_domain::{AccountOrigin, Metric, Rights};
-use idem_store::{
-    Delivery, MetricSample, NewDeadLetter, Outcome, Store, Ts, testing::TestDatabase,
-};
+use idem_store::{MetricSample, NewDeadLetter, Outcome, Store, Ts, testing::TestDatabase};
 
 use crate::common::{self, Fixture, TestApp, spawn_with};
 
@@ -123,40 +121,17 @@ pub(super) async fn app_of_two_teams(
 /// Payments' keys: an unknown outcome (`OURS`), and a claim that failed
 /// with an open dead letter (safe to replay); the dead letter's id.
 async fn payments_rows(store: &Store) -> i64 {
-    let now = Ts::now();
-    let mut tx = store.begin().await.unwrap();
-    tx.claim(&Delivery {
-        consumer: "ledger",
-        key: OURS,
-        payload_hash: None,
-        at: now,
-    })
-    .await
-    .unwrap();
-    tx.lease("ledger", OURS, now, now).await.unwrap();
-    tx.record("ledger", OURS, Outcome::Unknown { error: "timeout" }, now)
-        .await
-        .unwrap();
-    tx.commit().await.unwrap();
+    let unknown = Outcome::Unknown { error: "timeout" };
+    crate::http::claim(store, "ledger", OURS, Some(unknown)).await;
     payments_letter(store, OURS_FAILED).await
 }
 
 /// An open dead letter of payments for `key`, whose claim failed; its id.
 pub(super) async fn payments_letter(store: &Store, key: &str) -> i64 {
+    let failed = Outcome::Permanent { error: "502" };
+    crate::http::claim(store, "ledger", key, Some(failed)).await;
     let now = Ts::now();
     let mut tx = store.begin().await.unwrap();
-    tx.claim(&Delivery {
-        consumer: "ledger",
-        key,
-        payload_hash: None,
-        at: now,
-    })
-    .await
-    .unwrap();
-    tx.lease("ledger", key, now, now).await.unwrap();
-    tx.record("ledger", key, Outcome::Permanent { error: "502" }, now)
-        .await
-        .unwrap();
     let message_id = format!("m-{key}");
     let id = tx
         .dead_letter(&NewDeadLetter {
@@ -223,4 +198,10 @@ pub(super) fn filled<'a>(
         .collect();
     fields.extend_from_slice(changes);
     fields
+}
+
+/// Growth's dead letter `id` is still open: nothing pam did reached it.
+pub(super) async fn still_open(store: &Store, id: i64) {
+    let letter = store.dead_letter(id).await.unwrap().unwrap();
+    assert_eq!(letter.state, idem_domain::DeadLetterState::Open);
 }

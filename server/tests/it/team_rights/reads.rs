@@ -135,13 +135,7 @@ async fn an_operator_of_payments_never_receives_growth_s_keys_counts_or_chart_po
             .unwrap()
             .unwrap();
         assert_eq!(claim.status, idem_domain::ClaimStatus::Unknown);
-        let letter = app
-            .store
-            .dead_letter(fixture.dead_letter)
-            .await
-            .unwrap()
-            .unwrap();
-        assert_eq!(letter.state, idem_domain::DeadLetterState::Open);
+        super::still_open(&app.store, fixture.dead_letter).await;
 
         // The refusals are audited: one row per reason once its window ends.
         app.store
