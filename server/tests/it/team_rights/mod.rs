@@ -167,16 +167,21 @@ pub(super) async fn with_rights(store: &Store, name: &str, rights: &str) {
 
 /// What in an answer would be growth's: its keys, its figures.
 pub(super) fn growth_in(body: &str) -> Vec<&'static str> {
-    // 7789: growth's deliveries with payments' 12, a sum over both teams.
+    // 7789: growth's deliveries with payments' 12, a sum over both teams;
+    // 5566: growth's sends with payments' 11. Each figure as text or JSON
+    // shows it ("7789 deliveries", `"sent":5566`), never bare: bare digits
+    // turn up in a timestamp's microseconds.
     [
         "key-1",
         "sent-1",
-        "7777",
+        "7777 ",
         "7,777",
-        "7789",
+        "7789 ",
         "7,789",
-        "5555",
+        ":5555",
+        ":5566",
         "5,555",
+        "5,566",
         "\"orders\"",
         "growth-orders-delivered",
     ]
