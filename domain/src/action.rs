@@ -195,6 +195,7 @@ impl Resolution {
 
 /// What an action did. Resubmitting the same action id returns the same outcome.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub enum ActionOutcome {
     /// Done (now or by an earlier submission of the same action id).
     Done {

@@ -11,6 +11,7 @@ use crate::{ClaimStatus, DeadLetterState, OutboxOrigin};
 
 /// One (consumer, idempotency key) claim.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Claim {
     pub consumer: String,
     pub key: String,
@@ -59,6 +60,7 @@ impl Claim {
 
 /// One intent to publish.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct OutboxRow {
     pub id: i64,
     pub consumer: String,
@@ -76,6 +78,7 @@ pub struct OutboxRow {
 
 /// One message given up on.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct DeadLetter {
     pub id: i64,
     pub consumer: String,
@@ -100,6 +103,7 @@ pub struct DeadLetter {
 /// `x-death` header): where the message was first published, why it died,
 /// how often, and when.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct BrokerDeath {
     /// The broker's kind: `rabbitmq`.
     pub broker: String,
@@ -141,6 +145,7 @@ impl BrokerDeath {
 /// One page of a list, and the opaque cursor of the next one (`None` on the
 /// last page). Lists are keyset-paginated: there are no page numbers.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Page<T> {
     pub items: Vec<T>,
     pub next: Option<String>,
@@ -148,6 +153,7 @@ pub struct Page<T> {
 
 /// One row of the audit log.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct AuditEntry {
     pub id: i64,
     pub action_id: Option<String>,

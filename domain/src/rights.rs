@@ -128,6 +128,23 @@ impl Rights {
         }
     }
 
+    /// What both rights hold: on each consumer the lower of the two roles
+    /// (a token acts with no more than its owner holds now). `None` when
+    /// they share no role anywhere.
+    pub fn meet(&self, other: &Rights) -> Option<Rights> {
+        let mut met = Rights {
+            everywhere: self.everywhere.min(other.everywhere),
+            teams: BTreeMap::new(),
+        };
+        for team in self.teams.keys().chain(other.teams.keys()) {
+            let (mine, theirs) = (self.role_on(Some(team)), other.role_on(Some(team)));
+            if let Some(role) = mine.min(theirs) {
+                let _ = met.grant(role, Some(team));
+            }
+        }
+        met.highest().is_some().then_some(met)
+    }
+
     /// The highest role held anywhere (what the pages' prefixes need).
     pub fn highest(&self) -> Option<Role> {
         self.teams.values().copied().max().max(self.everywhere)
@@ -236,6 +253,33 @@ impl std::str::FromStr for Rights {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn what_two_rights_both_hold_is_the_lower_role_on_each_team() {
+        let rights = |text: &str| text.parse::<Rights>().unwrap();
+        let token = rights("operator");
+        assert_eq!(
+            token.meet(&rights("viewer operator@payments")),
+            Some(rights("viewer operator@payments"))
+        );
+        assert_eq!(
+            rights("operator@payments").meet(&rights("admin")),
+            Some(rights("operator@payments"))
+        );
+        assert_eq!(
+            rights("operator@payments").meet(&rights("operator@growth")),
+            None
+        );
+        assert_eq!(
+            rights("viewer operator@payments").meet(&rights("viewer@payments operator@growth")),
+            Some(rights("viewer@growth viewer@payments")),
+            "the lower role on each team either names"
+        );
+        assert_eq!(
+            rights("admin").meet(&rights("admin")),
+            Some(rights("admin"))
+        );
+    }
+
     use super::*;
     use crate::catalogue::tests::entry;
 

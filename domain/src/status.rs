@@ -36,6 +36,7 @@ macro_rules! text_enum {
         $(#[$meta])*
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
         #[serde(rename_all = "lowercase")]
+        #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
         pub enum $name { $( $(#[$vmeta])* $variant ),+ }
 
         impl $name {

@@ -18,6 +18,7 @@ mod cursor;
 mod dialect;
 mod error;
 mod fingerprints;
+mod idempotency;
 mod lease;
 mod meta;
 mod metrics;
@@ -31,6 +32,7 @@ mod sql;
 mod store;
 #[cfg(feature = "testing")]
 pub mod testing;
+mod tokens;
 mod ts;
 mod users;
 mod write_backs;
@@ -46,6 +48,7 @@ pub use consumer::{Claimed, Delivery, NewDeadLetter, NewOutboxRow, Outcome};
 pub use cursor::PageRequest;
 pub use error::{StoreError, StoreResult};
 pub use fingerprints::{FINGERPRINT_KEEP_DAYS, LOG_FINGERPRINT_SECRET};
+pub use idempotency::{Begun, IDEMPOTENCY_KEEP};
 pub use lease::BACKGROUND_LEASE;
 pub use meta::DEMO_DATA;
 pub use metrics::MetricSample;
@@ -60,6 +63,7 @@ pub use sign_in::{SignInResult, SignInSubject};
 pub use store::{DEFAULT_DATABASE_URL, HealthProbe, Store, StoreConfig, Tx};
 #[cfg(feature = "testing")]
 pub use testing::MetricRow;
+pub use tokens::{NewToken, TOKEN_USE_RESOLUTION_SECONDS, TokenCreated, TokenRecord};
 pub use ts::Ts;
 pub use users::{PasswordHash, UserRecord};
 

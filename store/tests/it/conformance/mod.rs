@@ -13,6 +13,7 @@ mod leases;
 mod lists;
 mod metrics;
 mod search;
+mod tokens;
 mod within;
 
 use chrono::{TimeDelta, Utc};
