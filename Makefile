@@ -22,7 +22,7 @@ E2E_OIDC = IDEM_OIDC_ISSUER=http://$(E2E_OIDC_ADDR) IDEM_OIDC_CLIENT_ID=idem \
   IDEM_OIDC_CLIENT_SECRET=idem-e2e-secret IDEM_OIDC_NAME="Example SSO" \
   IDEM_OIDC_SCOPES="openid email profile groups" IDEM_OIDC_ROLES="sre=operator,idem-admins=admin"
 
-.PHONY: run build site server test test-build front tools tools-run tools-release fmt-check sizes unit lint lint-server lint-front e2e e2e-run embedded release-check release bench clean-test-dbs fuzz screenshots
+.PHONY: run build site server test test-build front tools tools-run tools-release fmt-check sizes unit lint lint-server lint-front e2e e2e-run embedded release-check release bench clean-test-dbs fuzz screenshots api-fuzz
 
 ## Build and start Idem on the embedded SQLite database (./idem.db) with the demo.
 run: build
@@ -49,7 +49,7 @@ site:
 # server is built once for both.
 test: tools fmt-check sizes
 	$(MAKE) --no-print-directory -j2 test-build front
-	$(MAKE) --no-print-directory unit lint-server release-check e2e-run
+	$(MAKE) --no-print-directory unit lint-server release-check api-fuzz e2e-run
 
 # Every test binary of the server-side crates, compiled, not run.
 test-build:
@@ -111,6 +111,11 @@ release-check:
 	  echo "the shipped binary depends on test or tool code" >&2; exit 1; fi
 	IDEM_EMBED_SITE=$(CURDIR)/target/site cargo build -p idem
 	scripts/check-release.sh target/debug/idem
+
+## The API's schema-driven fuzz run (Schemathesis) against the binary
+## release-check built, on a throwaway demo database; scripts/api-fuzz.sh.
+api-fuzz:
+	scripts/api-fuzz.sh target/debug/idem
 
 ## Fuzz the key/consumer segment and cursor parsers, FUZZ_SECONDS each (not part of `make test`).
 # `-s none`: no sanitizer, so stable Rust builds it (safe Rust needs none).

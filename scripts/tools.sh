@@ -85,6 +85,19 @@ if [ ! -x "$promtool" ]; then
   cp "$scratch/root/usr/bin/promtool" "$promtool"
 fi
 
+# Schemathesis, for the API's schema-driven fuzz run (scripts/api-fuzz.sh),
+# from PyPI into a virtual environment of its own in .tools/.
+schemathesis="$here/.tools/schemathesis"
+if [ ! -x "$schemathesis/bin/st" ]; then
+  say "installing Schemathesis (PyPI) into .tools/schemathesis"
+  command -v python3 >/dev/null || apt_install python3
+  python3 -c 'import venv, ensurepip' 2>/dev/null || apt_install python3-venv
+  rm -rf "$schemathesis"
+  python3 -m venv "$schemathesis"
+  "$schemathesis/bin/pip" install --quiet --disable-pip-version-check "schemathesis==4.32.5"
+fi
+command -v curl >/dev/null || apt_install curl
+
 lock="$here/end2end/package-lock.json"
 stamp="$here/end2end/node_modules/.package-lock.json"
 if [ ! -f "$stamp" ] || [ "$lock" -nt "$stamp" ]; then

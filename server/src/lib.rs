@@ -3,6 +3,7 @@
 //! so tests build the same [`Application`] on port 0.
 
 pub mod accounts;
+pub mod api;
 pub mod assets;
 pub mod auth;
 pub mod brokers;
@@ -23,6 +24,7 @@ pub mod serve;
 pub mod slo_config;
 pub mod startup;
 pub mod telemetry;
+pub mod tokens;
 
 pub use config::Config;
 pub use startup::{Application, StartError};

@@ -1,4 +1,4 @@
-//! The `idem` command line: `serve` (the default), `rules` and `user …`.
+//! The `idem` command line: `serve` (the default), `rules`, `user …` and `token …`.
 //! It reads the settings file and the environment and calls the library
 //! (`Application`, `accounts`, `rules`), so tests run the same server on
 //! port 0. The team's tooling (`seed`, `plans`, `bench`) is not here: it is
@@ -58,6 +58,35 @@ enum Command {
         #[command(subcommand)]
         command: UserCommand,
     },
+    /// Manage tokens for the API (/api/v1); a new token's secret is shown once.
+    Token {
+        #[command(subcommand)]
+        command: TokenCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum TokenCommand {
+    /// Create a token and print its secret (shown this once).
+    Create {
+        name: String,
+        /// The account answerable for it: the token never holds more than
+        /// this account does, and stops when it is disabled.
+        #[arg(long)]
+        owner: String,
+        #[arg(long, value_parser = parse_role)]
+        role: Role,
+        /// Limit the role to these teams' consumers (comma-separated).
+        #[arg(long, value_delimiter = ',')]
+        teams: Vec<String>,
+        /// Expire after this long: 30d, 12h (default: never).
+        #[arg(long)]
+        expires: Option<String>,
+    },
+    /// Revoke a token: refused at once on every replica.
+    Revoke { name: String },
+    /// List tokens (never their secrets).
+    List,
 }
 
 #[derive(Subcommand)]
@@ -146,6 +175,12 @@ async fn run(cli: Cli) -> Result<(), CliError> {
             println!("{}", message.trim_end());
             Ok(())
         }
+        Command::Token { command } => {
+            let store = connect(&config.database).await?;
+            let message = token(&store, command).await?;
+            println!("{}", message.trim_end());
+            Ok(())
+        }
         Command::Rules { runbook_url } => {
             let slos = idem::slo_config::load(config.slo_file.as_deref())?;
             let links = idem::rules::RuleLinks {
@@ -191,6 +226,39 @@ async fn user(store: &Store, command: UserCommand) -> Result<String, AccountErro
             format!("{name} is enabled")
         }
         UserCommand::List => accounts::list(store).await?,
+    })
+}
+
+/// Runs one `idem token` command; `Ok` is what to tell the person.
+async fn token(store: &Store, command: TokenCommand) -> Result<String, AccountError> {
+    Ok(match command {
+        TokenCommand::Create {
+            name,
+            owner,
+            role,
+            teams,
+            expires,
+        } => {
+            let rights = accounts::rights(role, &teams)?;
+            let expires = expires.as_deref().map(idem::tokens::lifetime).transpose()?;
+            let request = idem::tokens::Request {
+                name: &name,
+                owner: &owner,
+                rights: &rights,
+                expires,
+            };
+            let secret = idem::tokens::create(store, &request).await?;
+            format!(
+                "created token {name} ({rights}, owned by {owner})\n{secret}\n\
+                 This secret is shown once; Idem keeps only its hash. Send it as \
+                 `Authorization: Bearer {secret}`."
+            )
+        }
+        TokenCommand::Revoke { name } => {
+            idem::tokens::revoke(store, &name).await?;
+            format!("token {name} is revoked")
+        }
+        TokenCommand::List => idem::tokens::list(store).await?,
     })
 }
 

@@ -385,7 +385,9 @@ fn oidc_for_pages(auth: &crate::auth::AuthSettings) -> (Option<String>, Option<S
 /// gzip, `compression`) → the body limit → security headers → the
 /// cross-site check → (the health probes) → the body read whole within its
 /// deadline → admission (in-flight limits, overall and per address, and
-/// the request timeout) → the session → the guard → the routes.
+/// the request timeout) → the session → the guard → the routes. The API
+/// (`/api/v1`, `crate::api`) joins after admission, with its own token
+/// check instead of the session and the guard.
 pub fn router(
     state: AppState,
     auth: Arc<AuthContext>,
@@ -423,6 +425,9 @@ pub fn router(
             auth::guard,
         ))
         .layer(auth.session_layer())
+        // The API: outside the session and the guard (a token, never a
+        // cookie), inside admission and the body's deadline.
+        .merge(crate::api::router(&state, auth.clone()))
         .layer(axum::middleware::from_fn_with_state(
             crate::limits::Admission::new(
                 limits,

@@ -289,7 +289,8 @@ async fn sweep_shared_provider_refs(store: Store, mut stop: watch::Receiver<bool
 /// Every minute: closes ended sign-in windows (one audit row for each pair
 /// that saw failures) and forgets known-good clients not seen for months;
 /// audits the refusal windows that ended (one row per person, reason and
-/// window); deletes the key fingerprints not logged for a month.
+/// window); deletes the key fingerprints not logged for a month and the
+/// API's Idempotency-Keys past their keeping (`idem_store::IDEMPOTENCY_KEEP`).
 async fn housekeeping(auth: Arc<AuthContext>, mut stop: watch::Receiver<bool>) {
     loop {
         let (store, now) = (&auth.store, idem_store::Ts::now());
@@ -310,6 +311,14 @@ async fn housekeeping(auth: Arc<AuthContext>, mut stop: watch::Receiver<bool>) {
             Ok(0) => {}
             Ok(pruned) => tracing::debug!(pruned, "old key fingerprints deleted"),
             Err(err) => tracing::warn!(error = %err, "could not delete old key fingerprints"),
+        }
+        match store
+            .sweep_idempotency(now - idem_store::IDEMPOTENCY_KEEP)
+            .await
+        {
+            Ok(0) => {}
+            Ok(swept) => tracing::debug!(swept, "old Idempotency-Keys of the API deleted"),
+            Err(err) => tracing::warn!(error = %err, "could not delete old Idempotency-Keys"),
         }
         tokio::select! {
             () = tokio::time::sleep(Duration::from_secs(60)) => {}

@@ -15,6 +15,7 @@ mod common;
 mod actions;
 mod adapters;
 mod anonymous;
+mod api;
 mod auth;
 mod brokers;
 mod charts;

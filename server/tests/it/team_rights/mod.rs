@@ -62,7 +62,7 @@ pub(super) const GROWTH_SENDS: f64 = 5555.0;
 /// outcome, dead letters, a redrive), payments' own unknown outcome and dead
 /// letter, metrics of both, and `pam` (operator of payments only) and
 /// `olga` (operator everywhere).
-pub(super) async fn app_of_two_teams(
+pub(crate) async fn app_of_two_teams(
     db: TestDatabase,
 ) -> (TestApp, Fixture, i64, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();

@@ -1,0 +1,99 @@
+//! `idem token …`: tokens for the API (`crate::api`), from the command
+//! line of the server's own binary. A new token's secret is printed once;
+//! only its hash is kept. Creating and revoking are audited.
+
+use idem_domain::Rights;
+use idem_store::{Store, TokenCreated, Ts};
+
+use crate::accounts::AccountError;
+
+/// Who the audit log says created or revoked a token from the command line.
+pub const COMMAND_LINE: &str = "idem token (command line)";
+
+/// An expiry as typed: a number of days (`30d`) or hours (`12h`).
+pub fn lifetime(text: &str) -> Result<chrono::TimeDelta, AccountError> {
+    let invalid = || {
+        AccountError::Invalid(format!(
+            "--expires {text:?}: write a number of days or hours, such as 30d or 12h"
+        ))
+    };
+    let (number, unit) = text.split_at(text.len().saturating_sub(1));
+    let number: i64 = number.parse().map_err(|_| invalid())?;
+    if !(1..=3650).contains(&number) {
+        return Err(invalid());
+    }
+    match unit {
+        "d" => Ok(chrono::TimeDelta::days(number)),
+        "h" => Ok(chrono::TimeDelta::hours(number)),
+        _ => Err(invalid()),
+    }
+}
+
+/// What to create.
+pub struct Request<'a> {
+    pub name: &'a str,
+    pub owner: &'a str,
+    pub rights: &'a Rights,
+    pub expires: Option<chrono::TimeDelta>,
+}
+
+/// Creates a token; the secret, to be shown once.
+pub async fn create(store: &Store, req: &Request<'_>) -> Result<String, AccountError> {
+    let name = idem_domain::account_name(req.name)
+        .map_err(|e| AccountError::Invalid(format!("invalid token name: {e}")))?;
+    let secret = crate::api::new_secret();
+    let hash = crate::api::secret_hash(&secret);
+    let created = store
+        .create_token(&idem_store::NewToken {
+            name: &name,
+            owner: req.owner,
+            rights: req.rights,
+            secret_sha256: &hash,
+            expires_at: req.expires.map(|after| Ts::now() + after),
+            created_by: COMMAND_LINE,
+            client_addr: None,
+        })
+        .await?;
+    match created {
+        TokenCreated::Created { .. } => Ok(secret),
+        TokenCreated::NameTaken => Err(AccountError::Invalid(format!(
+            "a token named {name:?} exists or existed; names are never reused"
+        ))),
+        TokenCreated::NoSuchOwner => Err(AccountError::NoSuchUser(req.owner.to_owned())),
+    }
+}
+
+/// Revokes a live token.
+pub async fn revoke(store: &Store, name: &str) -> Result<(), AccountError> {
+    store
+        .revoke_token(name, COMMAND_LINE, None)
+        .await?
+        .then_some(())
+        .ok_or_else(|| AccountError::Invalid(format!("no live token named {name:?}")))
+}
+
+/// `name  owner  rights  state  expires  last used`, one token a line.
+pub async fn list(store: &Store) -> Result<String, AccountError> {
+    let tokens = store.tokens().await?;
+    let now = chrono::Utc::now();
+    let day = |t: Option<chrono::DateTime<chrono::Utc>>, none: &str| {
+        t.map_or(none.to_owned(), |t| t.format("%Y-%m-%d %H:%M").to_string())
+    };
+    let mut out = String::from("name\towner\trights\tstate\texpires\tlast used\n");
+    for t in tokens {
+        let state = match (t.revoked_at, t.is_live(now)) {
+            (Some(_), _) => "revoked",
+            (None, false) => "expired",
+            (None, true) => "live",
+        };
+        out.push_str(&format!(
+            "{}\t{}\t{}\t{state}\t{}\t{}\n",
+            t.name,
+            t.owner,
+            t.rights,
+            day(t.expires_at, "never"),
+            day(t.last_used_at, "never"),
+        ));
+    }
+    Ok(out)
+}
