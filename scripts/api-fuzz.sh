@@ -18,7 +18,7 @@ idem=${1:-$here/target/debug/idem}
 st="$here/.tools/schemathesis/bin/st"
 addr=${API_FUZZ_ADDR:-127.0.0.1:3963}
 examples=${API_FUZZ_EXAMPLES:-40}
-seconds=${API_FUZZ_SECONDS:-240}
+seconds=${API_FUZZ_SECONDS:-180}
 
 dir=$(mktemp -d /tmp/idem-api-fuzz.XXXXXX)
 pid=
@@ -49,7 +49,7 @@ cd "$dir"
   --checks all --exclude-checks positive_data_acceptance \
   --phases examples,coverage,fuzzing,stateful \
   --max-examples "$examples" --max-time "$seconds" \
-  --workers 2 --seed 1842 --generation-database none || status=$?
+  --workers 1 --seed 1842 --generation-database none || status=$?
 if grep -q "panicked" "$dir/idem.log"; then
   grep -B2 -A5 "panicked" "$dir/idem.log" >&2
   exit 1

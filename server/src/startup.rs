@@ -399,6 +399,8 @@ pub fn router(
     let router = Router::new()
         .route("/metrics", get(crate::metrics::export).with_state(metrics))
         .route("/preferences/zone", post(preferences::set_zone))
+        // A list as CSV or JSON, for a signed-in person (the guard's session).
+        .route("/exports/{file}", get(crate::api::export))
         .route("/login", post(auth::login).with_state(auth.clone()))
         .route("/logout", post(auth::logout).with_state(auth.clone()))
         .route(

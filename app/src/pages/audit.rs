@@ -3,7 +3,7 @@ use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::hooks::use_location;
 
-use super::lists::Pager;
+use super::lists::{ExportLinks, Pager};
 use crate::{
     api::{AUDIT_ACTIONS, AuditLog, AuditQuery, list_audit},
     components::{KeyLink, Loaded, Time, provide_clock},
@@ -50,6 +50,7 @@ pub fn AuditPage() -> impl IntoView {
         };
         view! {
             {list}
+            <ExportLinks list="audit" keep=keep.clone()/>
             <Pager path="/audit" next=log.page.next on_first_page=current.cursor.is_empty() keep/>
         }
     };

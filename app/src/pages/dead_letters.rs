@@ -3,7 +3,7 @@ use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::hooks::use_location;
 
-use super::lists::{Pager, WindowNote, use_cursor, use_window};
+use super::lists::{ExportLinks, Pager, WindowNote, use_cursor, use_window};
 use idem_domain::action::Verdict;
 
 use crate::{
@@ -69,6 +69,7 @@ pub fn DeadLettersPage() -> impl IntoView {
                 <thead><tr><th>"Letter"</th><th>"Key"</th><th>"Consumer"</th><th>"Dead-lettered"</th><th class="num">"Dead for"</th><th class="num">"Deliveries"</th><th>"Last error"</th></tr></thead>
                 <tbody>{rows}</tbody>
             </table>
+            <ExportLinks list="dead-letters" keep=keep.clone()/>
             <Pager path="/dead-letters" next=p.page.next on_first_page keep/>
             {redrive}
         }

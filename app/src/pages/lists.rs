@@ -33,6 +33,24 @@ pub fn Pager(
     view! { <nav class="pager" aria-label="Pages">{first} {next}</nav> }
 }
 
+/// Links to this whole list (every page, as filtered by `keep`) as CSV and
+/// as JSON: `/exports/{list}.csv`, read with the person's own rights.
+#[component]
+pub fn ExportLinks(list: &'static str, keep: Vec<(&'static str, String)>) -> impl IntoView {
+    let href = |ext: &str| {
+        let pairs: Vec<(&str, &str)> = keep.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        links::with_query(&format!("/exports/{list}.{ext}"), &pairs)
+    };
+    view! {
+        <p class="exports">
+            "Export this list, every page of it (up to 100,000 rows): "
+            <a href=href("csv") rel="external" download="">"CSV"</a>
+            " · "
+            <a href=href("json") rel="external" download="">"JSON"</a>
+        </p>
+    }
+}
+
 /// The raw `cursor` query parameter of the current location.
 pub fn use_cursor() -> Memo<Option<String>> {
     let location = use_location();
@@ -157,6 +175,7 @@ pub fn UnknownPage() -> impl IntoView {
                 <tbody>{rows}</tbody>
             </table>
             <Pager path="/unknown" next=p.page.next on_first_page keep=window.keep()/>
+            <ExportLinks list="unknown" keep=window.keep()/>
         }
     };
     view! {
@@ -226,6 +245,7 @@ pub fn OutboxPage() -> impl IntoView {
                 <thead><tr><th>"Key"</th><th>"Consumer"</th><th>"Topic"</th><th>"Origin"</th><th>"Written"</th><th class="num">"Waiting"</th><th class="num">"Attempts"</th><th>"Last error"</th></tr></thead>
                 <tbody>{rows}</tbody>
             </table>
+            <ExportLinks list="outbox" keep=keep.clone()/>
             <Pager path="/outbox" next=p.page.next on_first_page keep/>
         }
     };

@@ -14,10 +14,11 @@
 //!   word them.
 //!
 //! Rooms, each importing only those before it: `problem` → `token`, `call`
-//! → `types`, `idempotency` → `reads` → `actions`.
+//! → `types`, `idempotency` → `reads` → `actions`, `exports`.
 
 mod actions;
 mod call;
+mod exports;
 mod idempotency;
 mod problem;
 mod reads;
@@ -39,6 +40,7 @@ use utoipa::{
     openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme},
 };
 
+pub use exports::{EXPORT_MAX_ROWS, csv_cell, export};
 pub use idempotency::{HEADER as IDEMPOTENCY_KEY, REPLAYED as IDEMPOTENT_REPLAYED};
 pub use problem::{PROBLEM_JSON, Problem};
 pub use token::{SECRET_PREFIX, actor_name, new_secret, secret_hash};
@@ -97,7 +99,7 @@ struct IdempotencyKeyHeader {
     paths(
         reads::key, reads::search, reads::unknown, reads::dead_letters, reads::dead_letter,
         reads::outbox, reads::audit, reads::checks, reads::findings, reads::slos,
-        actions::replay, actions::discard, actions::resolve,
+        actions::replay, actions::discard, actions::resolve, exports::export,
     ),
     components(schemas(Problem)),
     modifiers(&BearerToken),
@@ -170,6 +172,7 @@ pub fn router(state: &AppState, auth: Arc<AuthContext>) -> Router<AppState> {
         .route("/api/v1/checks", get(reads::checks))
         .route("/api/v1/checks/{check}", get(reads::findings))
         .route("/api/v1/slo", get(reads::slos))
+        .route("/api/v1/exports/{file}", get(exports::export))
         .route(
             "/api/v1/dead-letters/{id}/replay",
             post(actions::replay).route_layer(once.clone()),

@@ -244,7 +244,24 @@ pub struct AuditParams {
     pub key: Option<String>,
     pub from: Option<String>,
     pub to: Option<String>,
+    /// `1`: only recoveries (replays and resolutions, with the time they took).
+    pub recoveries: Option<String>,
     pub cursor: Option<String>,
+}
+
+impl AuditParams {
+    /// The page's filter, reading from `cursor`.
+    pub fn as_query(&self, cursor: Option<String>) -> api::AuditQuery {
+        api::AuditQuery {
+            actor: self.actor.clone().unwrap_or_default(),
+            action: self.action.clone().unwrap_or_default(),
+            key: self.key.clone().unwrap_or_default(),
+            from: self.from.clone().unwrap_or_default(),
+            to: self.to.clone().unwrap_or_default(),
+            recoveries: self.recoveries.clone().unwrap_or_default(),
+            cursor: cursor.unwrap_or_default(),
+        }
+    }
 }
 
 /// The audit log, newest first (operators and admins).
@@ -252,15 +269,7 @@ pub struct AuditParams {
     responses((status = 200, body = AuditList), super::Problems))]
 pub async fn audit(State(state): State<AppState>, req: Request) -> Response {
     let q: AuditParams = try_or_answer!(query(&req));
-    let filter = api::AuditQuery {
-        actor: q.actor.unwrap_or_default(),
-        action: q.action.unwrap_or_default(),
-        key: q.key.unwrap_or_default(),
-        from: q.from.unwrap_or_default(),
-        to: q.to.unwrap_or_default(),
-        recoveries: String::new(),
-        cursor: q.cursor.unwrap_or_default(),
-    };
+    let filter = q.as_query(q.cursor.clone());
     let (parts, _) = req.into_parts();
     let log = call(&state, parts, api::list_audit(filter)).await;
     answer(log.map(|l| AuditList {

@@ -27,6 +27,7 @@ async fn the_document_is_openapi_3_1_and_names_every_operation() {
         "/api/v1/dead-letters/{id}/replay",
         "/api/v1/dead-letters/{id}/discard",
         "/api/v1/keys/{consumer}/{key}/resolve",
+        "/api/v1/exports/{file}",
     ] {
         assert!(paths.contains_key(path), "{path} is documented");
     }

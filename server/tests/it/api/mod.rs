@@ -10,6 +10,7 @@ use serde_json::Value;
 use crate::common::{self, Fixture, TestApp, spawn_app};
 
 mod document;
+mod exports;
 mod idempotency;
 mod reads;
 mod tokens;
