@@ -19,6 +19,11 @@ pub struct CurrentUser {
     /// teams (`serving::require_on` and `serving::within` read it).
     #[serde(default)]
     pub rights: idem_domain::Rights,
+    /// Calling the API with a token (`None`: a person's session). Its
+    /// owner's account is the one whose standing long work (a redrive)
+    /// reads again.
+    #[serde(default)]
+    pub via_token: Option<ViaToken>,
     /// Signed in through an OpenID provider that offers to sign out there
     /// too (RP-initiated logout).
     #[serde(default)]
@@ -38,6 +43,16 @@ pub const DEMO_ACCOUNTS: &[(&str, &str)] = &[
     ("admin", "admin"),
     ("payments-oncall", "operator@payments"),
 ];
+
+/// The token an API request came with.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ViaToken {
+    pub id: i64,
+    /// The account answerable for it.
+    pub owner: String,
+    /// What the owner's account holds (the token holds no more).
+    pub owner_rights: idem_domain::Rights,
+}
 
 /// The client's address (after trusted proxies), put in the request by the guard.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -42,6 +42,8 @@ use leptos_router::{
 
 use crate::{components::Layout, pages::*};
 
+pub use pages::CREATE_TOKEN_PATH;
+
 /// The HTML document around the app (server only renders it).
 pub fn shell(options: LeptosOptions) -> impl IntoView {
     #[cfg(feature = "ssr")]
@@ -104,6 +106,7 @@ pub fn App() -> impl IntoView {
                     <Route path=(StaticSegment("slo"), ParamSegment("name")) view=SloDetailPage ssr=data.clone()/>
                     <Route path=(StaticSegment("slo"), ParamSegment("name"), ParamSegment("consumer")) view=SloDetailPage ssr=data.clone()/>
                     <Route path=StaticSegment("audit") view=AuditPage/>
+                    <Route path=StaticSegment("tokens") view=TokensPage ssr=data.clone()/>
                     <Route path=StaticSegment("checks") view=ChecksPage ssr=data.clone()/>
                     <Route path=(StaticSegment("checks"), ParamSegment("check")) view=ChecksPage ssr=data.clone()/>
                 </Routes>

@@ -10,6 +10,9 @@
 
 use idem_domain::encode_segment;
 
+/// The admins' page of the API's tokens.
+pub const TOKENS: &str = "/tokens";
+
 /// `/keys/{consumer}/{key}`
 pub fn key_href(consumer: &str, key: &str) -> String {
     format!("/keys/{}/{}", encode_segment(consumer), encode_segment(key))

@@ -77,6 +77,30 @@ pub fn account_name(text: &str) -> Result<String, KeyError> {
     Ok(name.to_string())
 }
 
+/// A name the rules of [`token_name`] refuse; the text says them.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "“{0}” is not a token name: use 1 to 64 lower-case letters, digits, '-', '_' and '.', starting with a letter or digit."
+)]
+pub struct BadTokenName(pub String);
+
+/// An API token's name: 1 to 64 lower-case ASCII letters, digits, `-`,
+/// `_` and `.`, starting with a letter or digit (it names the token in the
+/// audit log's actor, `owner (token name)`, and on the command line).
+pub fn token_name(text: &str) -> Result<&str, BadTokenName> {
+    let valid = (1..=64).contains(&text.len())
+        && text.starts_with(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit())
+        && text
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"-_.".contains(&b));
+    if valid {
+        Ok(text)
+    } else {
+        let shown: String = text.chars().take(80).filter(|c| !c.is_control()).collect();
+        Err(BadTokenName(shown))
+    }
+}
+
 fn validate(value: &str, what: &'static str, limit: usize) -> Result<(), KeyError> {
     if value.is_empty() {
         return Err(KeyError::Empty { what });

@@ -27,8 +27,8 @@ pub use check::{Check, Finding};
 pub use count::CappedCount;
 pub use histogram::{Histogram, le_bound, le_label};
 pub use key::{
-    ConsumerName, IdempotencyKey, KeyError, account_name, decode_segment, encode_segment,
-    is_invisible_or_bidi,
+    BadTokenName, ConsumerName, IdempotencyKey, KeyError, account_name, decode_segment,
+    encode_segment, is_invisible_or_bidi, token_name,
 };
 pub use metric::{FIFO_DEDUPE_WINDOW_SECONDS, Metric, MetricKind};
 pub use read_only::ReadOnlyConsumers;

@@ -14,6 +14,7 @@ pub const REDRIVE_MAX: i64 = 500;
 
 /// One run: who started it, what it took, where it stands.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Redrive {
     pub id: i64,
     pub actor: String,
@@ -34,6 +35,7 @@ pub struct Redrive {
 
 /// One dead letter of a run, and what became of it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct RedriveItem {
     pub position: i64,
     pub dead_letter_id: i64,

@@ -20,7 +20,7 @@ test("a filtered dead-letter list downloads as CSV with the person's rights", as
   );
   // The key's comma and quotes are quoted as CSV quotes them.
   expect(text).toContain(',order-events,');
-  expect(text).toContain('"e2e-export, ""payments"":1"');
+  expect(text).toContain('"e2e-export, ""payments"":2"');
   expect(text).not.toContain("e2e-export-growth");
   expect(text).not.toContain("reminders");
 });

@@ -401,6 +401,11 @@ pub fn router(
         .route("/preferences/zone", post(preferences::set_zone))
         // A list as CSV or JSON, for a signed-in person (the guard's session).
         .route("/exports/{file}", get(crate::api::export))
+        // The /tokens page's form: answered with a page showing the secret once.
+        .route(
+            idem_app::CREATE_TOKEN_PATH,
+            post(crate::tokens::create_from_page),
+        )
         .route("/login", post(auth::login).with_state(auth.clone()))
         .route("/logout", post(auth::logout).with_state(auth.clone()))
         .route(

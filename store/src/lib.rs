@@ -39,7 +39,7 @@ mod write_backs;
 
 pub use actions::{
     Actor, DiscardRequest, REDRIVE_MAX, RedriveRequest, RedriveStart, RedriveStep, ReplayRequest,
-    ResolveRequest,
+    ResolveRequest, ViaToken,
 };
 pub use audit::{AuditFilter, NewAuditEntry};
 pub use brokers::{BrokerReplay, NewBrokerDeadLetter, PUBLISH_LEASE};

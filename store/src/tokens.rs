@@ -169,14 +169,15 @@ impl Store {
         rows.into_iter().map(TokenRecord::try_from).collect()
     }
 
-    /// Revokes a live token, audited in the same transaction; `false` when
-    /// no token of that name is live (unknown, or revoked already).
+    /// Revokes a live token, audited in the same transaction: the audit
+    /// row's id; `None` when no token of that name is live (unknown, or
+    /// revoked already).
     pub async fn revoke_token(
         &self,
         name: &str,
         by: &str,
         client_addr: Option<&str>,
-    ) -> StoreResult<bool> {
+    ) -> StoreResult<Option<i64>> {
         const REVOKE: &str =
             "UPDATE api_tokens SET revoked_at = $2 WHERE name = $1 AND revoked_at IS NULL";
         let now = Ts::now();
@@ -185,20 +186,21 @@ impl Store {
             sqlx::query(REVOKE).bind(name).bind(now).execute(&mut **t).await?.rows_affected()
         });
         if done == 0 {
-            return Ok(false);
+            return Ok(None);
         }
-        tx.append_audit(&NewAuditEntry {
-            actor: by,
-            actor_role: Role::Admin.as_str(),
-            action: "token revoked",
-            target: Some(name),
-            result: "revoked",
-            client_addr,
-            ..NewAuditEntry::default()
-        })
-        .await?;
+        let audit_id = tx
+            .append_audit(&NewAuditEntry {
+                actor: by,
+                actor_role: Role::Admin.as_str(),
+                action: "token revoked",
+                target: Some(name),
+                result: "revoked",
+                client_addr,
+                ..NewAuditEntry::default()
+            })
+            .await?;
         tx.commit().await?;
-        Ok(true)
+        Ok(Some(audit_id))
     }
 
     /// The live token whose secret hashes to `secret_sha256`, if its owner's

@@ -20,6 +20,7 @@ mod lists;
 pub mod overview;
 mod redrives;
 mod slo;
+mod tokens;
 
 use idem_domain::CappedCount;
 
@@ -56,6 +57,7 @@ pub use slo::load_slo_board;
 #[cfg(feature = "ssr")]
 pub use slo::ssr::evaluate as evaluate_slos;
 pub use slo::{SloBoard, blind_spots as slo_blind_spots, get_slo, get_slos};
+pub use tokens::{RevokeToken, TokenList, TokenRow, list_tokens, revoke_token};
 
 /// Server-only code shared by the api modules.
 #[cfg(feature = "ssr")]

@@ -165,7 +165,19 @@ pub async fn start_redrive(
                 offer: &offered,
                 action_id: &crate::api::actions::ssr::action_id(&action_id)?,
                 actor: acting.actor(),
-                rights: Some(&acting.user.rights),
+                // A token's run reads its owner's account again.
+                rights: Some(match &acting.user.via_token {
+                    Some(token) => &token.owner_rights,
+                    None => &acting.user.rights,
+                }),
+                via_token: acting
+                    .user
+                    .via_token
+                    .as_ref()
+                    .map(|t| idem_store::ViaToken {
+                        id: t.id,
+                        owner: &t.owner,
+                    }),
             })
             .await?;
         use idem_store::RedriveStart;

@@ -43,11 +43,13 @@ pub fn Layout(children: Children) -> impl IntoView {
                     {nav_link("/checks", "Checks")}
                     {nav_link("/slo", "SLOs")}
                     // Only what the person's role opens: the audit log is
-                    // for operators and admins.
+                    // for operators and admins, the tokens for admins.
                     <Suspense fallback=|| ()>
                         {move || Suspend::new(async move {
-                            let operator = info.await.ok()?.user?.role.includes(idem_domain::Role::Operator);
-                            operator.then(|| nav_link("/audit", "Audit"))
+                            let role = info.await.ok()?.user?.role;
+                            let audit = role.includes(idem_domain::Role::Operator).then(|| nav_link("/audit", "Audit"));
+                            let tokens = (role == idem_domain::Role::Admin).then(|| nav_link("/tokens", "Tokens"));
+                            Some((audit, tokens))
                         })}
                     </Suspense>
                 </ul>

@@ -13,6 +13,7 @@ mod overview;
 mod redrives;
 mod search;
 mod slo;
+mod tokens;
 
 pub use audit::AuditPage;
 pub use checks::ChecksPage;
@@ -26,3 +27,4 @@ pub use overview::OverviewPage;
 pub use redrives::RedrivePage;
 pub use search::SearchPage;
 pub use slo::{SloDetailPage, SloPage};
+pub use tokens::{CREATE_TOKEN_PATH, TokensPage};

@@ -74,14 +74,14 @@ pub struct ResolveBody {
 }
 
 /// The body as `T`; anything else is a 400 problem.
-fn body<T: DeserializeOwned>(bytes: &Bytes) -> Result<T, Problem> {
+pub fn body<T: DeserializeOwned>(bytes: &Bytes) -> Result<T, Problem> {
     let bytes: &[u8] = if bytes.is_empty() { b"{}" } else { bytes };
     serde_json::from_slice(bytes)
         .map_err(|err| Problem::bad_request(format!("The body is not this action's JSON: {err}.")))
 }
 
 /// An action's outcome as the API answers it.
-fn acted(result: Result<ActionOutcome, AppError>) -> Response {
+pub fn acted(result: Result<ActionOutcome, AppError>) -> Response {
     match result {
         Ok(ActionOutcome::Done {
             audit_id,

@@ -14,7 +14,7 @@
 //!   word them.
 //!
 //! Rooms, each importing only those before it: `problem` → `token`, `call`
-//! → `types`, `idempotency` → `reads` → `actions`, `exports`.
+//! → `types`, `idempotency` → `reads` → `actions`, `exports` → `redrives`.
 
 mod actions;
 mod call;
@@ -22,6 +22,7 @@ mod exports;
 mod idempotency;
 mod problem;
 mod reads;
+mod redrives;
 mod token;
 mod types;
 
@@ -100,6 +101,7 @@ struct IdempotencyKeyHeader {
         reads::key, reads::search, reads::unknown, reads::dead_letters, reads::dead_letter,
         reads::outbox, reads::audit, reads::checks, reads::findings, reads::slos,
         actions::replay, actions::discard, actions::resolve, exports::export,
+        redrives::redrive, redrives::start, redrives::stop,
     ),
     components(schemas(Problem)),
     modifiers(&BearerToken),
@@ -172,6 +174,15 @@ pub fn router(state: &AppState, auth: Arc<AuthContext>) -> Router<AppState> {
         .route("/api/v1/checks", get(reads::checks))
         .route("/api/v1/checks/{check}", get(reads::findings))
         .route("/api/v1/slo", get(reads::slos))
+        .route("/api/v1/redrives/{id}", get(redrives::redrive))
+        .route(
+            "/api/v1/redrives",
+            post(redrives::start).route_layer(once.clone()),
+        )
+        .route(
+            "/api/v1/redrives/{id}/stop",
+            post(redrives::stop).route_layer(once.clone()),
+        )
         .route("/api/v1/exports/{file}", get(exports::export))
         .route(
             "/api/v1/dead-letters/{id}/replay",

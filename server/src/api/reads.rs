@@ -183,6 +183,11 @@ pub async fn dead_letters(State(state): State<AppState>, req: Request) -> Respon
         items: d.list.page.items,
         next: d.list.page.next,
         total: Some(d.list.total),
+        redrive: d.redrive.map(|form| super::types::RedriveOffer {
+            count: form.count,
+            offer: form.offer,
+            only_of: form.only_of,
+        }),
     }))
 }
 

@@ -15,7 +15,7 @@ use axum::{
     middleware::Next,
     response::Response,
 };
-use idem_app::auth::{ClientAddr, CurrentUser};
+use idem_app::auth::{ClientAddr, CurrentUser, ViaToken};
 use sha2::{Digest, Sha256};
 
 use super::problem::Problem;
@@ -116,6 +116,11 @@ pub async fn authenticate(
         username: actor_name(&token.owner, &token.name),
         role: rights.highest().unwrap_or(idem_domain::Role::Viewer),
         rights,
+        via_token: Some(ViaToken {
+            id: token.id,
+            owner: token.owner.clone(),
+            owner_rights: owner.rights.clone(),
+        }),
         provider_sign_out: false,
         recheck_pending: false,
     };

@@ -50,10 +50,31 @@ list!(
     /// Claims: unknown outcomes, or a search's matches.
     ClaimList of Claim
 );
-list!(
-    /// Dead letters, oldest first.
-    DeadLetterList of DeadLetter
-);
+/// Dead letters, oldest first, and the redrive this list offers.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct DeadLetterList {
+    pub as_of: DateTime<Utc>,
+    pub items: Vec<DeadLetter>,
+    /// The cursor of the next page: send it back as `cursor`.
+    pub next: Option<String>,
+    /// How many match, counted to a cap.
+    pub total: Option<CappedCount>,
+    /// For an operator, on open letters: what a redrive of this filter
+    /// would take now (`POST /api/v1/redrives` with its `offer`).
+    pub redrive: Option<RedriveOffer>,
+}
+
+/// What a redrive of a list's filter takes: exactly these, or nothing.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct RedriveOffer {
+    /// How many letters (the oldest 500 at most that match).
+    pub count: i64,
+    /// Sent back to start the redrive of exactly these.
+    pub offer: String,
+    /// When it takes fewer consumers than the list shows (the token reads
+    /// more teams than it operates): the consumers it takes.
+    pub only_of: Option<Vec<String>>,
+}
 list!(
     /// Outbox rows not yet published, oldest first.
     OutboxList of OutboxRow

@@ -109,6 +109,7 @@ async fn authenticate(
                 username: u.username.clone(),
                 role: u.role,
                 rights: u.rights.clone(),
+                via_token: None,
                 provider_sign_out,
                 recheck_pending: false,
             },

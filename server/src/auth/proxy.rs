@@ -208,6 +208,7 @@ pub async fn account(
         username: user.username,
         role: user.role,
         rights: user.rights,
+        via_token: None,
         provider_sign_out: false,
         recheck_pending: false,
     })

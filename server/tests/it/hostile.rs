@@ -4,7 +4,7 @@
 //! of a key stay two keys. Every server function is called with all its
 //! arguments valid but one, so each hostile value reaches the code that
 //! reads that argument (not a "missing field" refusal in front of it), as
-//! an operator, who may call them all.
+//! an admin, who may call them all.
 
 use crate::common;
 use crate::common::spawn_app;
@@ -187,7 +187,7 @@ async fn hostile_arguments(db: TestDatabase) {
         db,
     )
     .await;
-    app.create_user("olga", idem_domain::Role::Operator).await;
+    app.create_user("olga", idem_domain::Role::Admin).await;
     let operator = app.sign_in("olga").await;
     let fixture = common::Fixture::write(&app.store).await;
 

@@ -28,6 +28,9 @@ async fn the_document_is_openapi_3_1_and_names_every_operation() {
         "/api/v1/dead-letters/{id}/discard",
         "/api/v1/keys/{consumer}/{key}/resolve",
         "/api/v1/exports/{file}",
+        "/api/v1/redrives",
+        "/api/v1/redrives/{id}",
+        "/api/v1/redrives/{id}/stop",
     ] {
         assert!(paths.contains_key(path), "{path} is documented");
     }
@@ -69,8 +72,13 @@ async fn every_write_the_document_lists_is_refused_without_a_token(
             continue;
         }
         writes += 1;
+        let id = if path.starts_with("/api/v1/redrives") {
+            fixture.redrive
+        } else {
+            fixture.dead_letter
+        };
         let path = path
-            .replace("{id}", &fixture.dead_letter.to_string())
+            .replace("{id}", &id.to_string())
             .replace("{consumer}", "orders")
             .replace("{key}", "key-1");
         for client in [bare(), app.client.clone()] {
@@ -85,7 +93,7 @@ async fn every_write_the_document_lists_is_refused_without_a_token(
             assert_eq!(response.status().as_u16(), 401, "{path}");
         }
     }
-    assert_eq!(writes, 3);
+    assert_eq!(writes, 5);
     let letter = app
         .store
         .dead_letter(fixture.dead_letter)

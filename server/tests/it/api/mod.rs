@@ -12,7 +12,9 @@ use crate::common::{self, Fixture, TestApp, spawn_app};
 mod document;
 mod exports;
 mod idempotency;
+mod page;
 mod reads;
+mod redrives;
 mod tokens;
 
 /// Each listed `async fn name(db: TestDatabase)`, once on SQLite and once

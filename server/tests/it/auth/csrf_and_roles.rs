@@ -216,11 +216,25 @@ async fn every_server_function_called_properly_answers_its_role_and_refuses_the_
     let later = idem_store::Ts::from(chrono::Utc::now() + idem_store::REFUSAL_WINDOW);
     app.store.close_refusal_windows(later).await.unwrap();
     let audit = app.store.latest_audit(10).await.unwrap();
+    // One row per reason: the operators' functions, and the admins'.
     let denied: Vec<_> = audit
         .iter()
         .filter(|e| e.action == "denied" && e.actor == "viewer")
+        .filter(|e| {
+            e.reason
+                .as_deref()
+                .is_some_and(|r| r.contains("needs operator"))
+        })
         .collect();
     assert_eq!(denied.len(), 1, "one row for all of them: {audit:?}");
+    assert!(
+        audit.iter().any(|e| e.action == "denied"
+            && e.actor == "viewer"
+            && e.reason
+                .as_deref()
+                .is_some_and(|r| r.contains("(forbidden: needs admin)"))),
+        "{audit:?}"
+    );
     let reason = denied[0].reason.as_deref().unwrap();
     let (refused, rest) = reason.split_once(' ').unwrap();
     assert!(refused.parse::<u32>().unwrap() >= 100, "{reason}");

@@ -108,6 +108,7 @@ impl Fixture {
                     client_addr: None,
                 },
                 rights: None,
+                via_token: None,
             })
             .await
             .unwrap();
@@ -249,6 +250,14 @@ impl Fixture {
             (
                 "stop_redrive",
                 vec![("id", self.redrive.to_string()), ("action_id", id("stop"))],
+            ),
+            ("list_tokens", vec![]),
+            (
+                "revoke_token",
+                vec![
+                    ("name", "no-such-token".into()),
+                    ("action_id", id("revoke")),
+                ],
             ),
         ]
     }

@@ -9,7 +9,7 @@ mod process;
 mod wiretap;
 
 pub use calls::{call, replay, replay_at, server_fn};
-pub use fixture::{Fixture, dead_letter};
+pub use fixture::{Fixture, dead_letter, dead_letter_with};
 pub use forms::{Form, answer_shown, forms, location, post_as_browser};
 pub use gate::Gate;
 pub use process::{Process, lease_holder};

@@ -24,7 +24,9 @@
 //! - **the starter loses their rights midway**: before each item the
 //!   starter's account is read again, locked; disabled, demoted below
 //!   operator or signed out everywhere (a new session epoch), the run stops
-//!   with that reason, audited;
+//!   with that reason, audited. A run started through the API reads its
+//!   token's owner's account, and stops too once the token is revoked or
+//!   expired;
 //! - **a Stop is sent twice**: it is bound to its action id, so the second
 //!   answers the first Stop's outcome;
 //! - **an anonymous client sends any of it a thousand times**: the guard
@@ -56,6 +58,17 @@ pub struct RedriveRequest<'a> {
     /// teams): the start is refused if the account's rights are others by
     /// the time its transaction runs. `None`: not checked (tools, tests).
     pub rights: Option<&'a idem_domain::Rights>,
+    /// Started through the API with a token: its owner's account is the one
+    /// read again (for the start and each step), and each step needs the
+    /// token still live. `rights` are then the owner's.
+    pub via_token: Option<ViaToken<'a>>,
+}
+
+/// The token a redrive was started with, and its owner.
+#[derive(Debug, Clone, Copy)]
+pub struct ViaToken<'a> {
+    pub id: i64,
+    pub owner: &'a str,
 }
 
 /// What starting a redrive did.
@@ -307,6 +320,15 @@ impl Store {
         Ok(Some((run.try_into()?, crate::rows::convert(items)?)))
     }
 
+    /// The run whose start `audit_id` records, if any.
+    pub async fn redrive_of_audit(&self, audit_id: i64) -> StoreResult<Option<i64>> {
+        const SQL: &str = "SELECT id FROM redrives WHERE audit_id = $1";
+        let id = dispatch!(&self.pools, pool => {
+            sqlx::query_scalar(SQL).bind(audit_id).fetch_optional(pool).await?
+        });
+        Ok(id)
+    }
+
     /// The runs still running, oldest first (what a runner paces).
     pub async fn running_redrives(&self) -> StoreResult<Vec<i64>> {
         const SQL: &str = "SELECT id FROM redrives WHERE state = 'running' ORDER BY id";
@@ -329,7 +351,7 @@ fn same_rights(expected: &idem_domain::Rights, role: &str, rights: Option<&str>)
 /// [`Store::start_redrive`] inside `tx`: the starter's standing, then the
 /// letters, compared with the offer, then the run.
 async fn start_in(tx: &mut Tx, req: &RedriveRequest<'_>) -> StoreResult<RedriveStart> {
-    let name = req.actor.name;
+    let name = req.via_token.map_or(req.actor.name, |t| t.owner);
     let Some((role, disabled, epoch, rights)) = tx.account_standing(name).await? else {
         return Ok(RedriveStart::NotAllowed(format!(
             "there is no account {name}"
@@ -383,8 +405,8 @@ async fn insert_run(
     letters: &[(Ts, i64)],
 ) -> StoreResult<(i64, i64)> {
     const RUN: &str = "INSERT INTO redrives (action_id, actor, actor_role, selection, offer, \
-         starter_epoch, state, started_at, audit_id) \
-         VALUES ($1, $2, $3, $4, $5, $6, 'running', $7, $8) RETURNING id";
+         starter_epoch, state, started_at, audit_id, account, token_id) \
+         VALUES ($1, $2, $3, $4, $5, $6, 'running', $7, $8, $9, $10) RETURNING id";
     const ITEM: &str = "INSERT INTO redrive_items (redrive_id, position, dead_letter_id) \
          VALUES ($1, $2, $3)";
     let now = Ts::now();
@@ -411,6 +433,7 @@ async fn insert_run(
         sqlx::query_scalar(RUN).bind(req.action_id.as_str()).bind(req.actor.name)
             .bind(req.actor.role).bind(&selection).bind(req.offer.token())
             .bind(starter_epoch).bind(now).bind(audit_id)
+            .bind(req.via_token.map(|t| t.owner)).bind(req.via_token.map(|t| t.id))
             .fetch_one(&mut **tx).await?
     });
     for (position, (_, dead_letter)) in letters.iter().enumerate() {

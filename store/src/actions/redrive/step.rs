@@ -41,6 +41,10 @@ struct Running {
     actor: String,
     actor_role: String,
     starter_epoch: Option<i64>,
+    /// The account read again (`None`: the one named `actor`).
+    account: Option<String>,
+    /// The token it was started with, which must stay live.
+    token_id: Option<i64>,
 }
 
 /// Who ends a run.
@@ -72,7 +76,7 @@ impl Tx {
     /// The run `id`, locked until this transaction ends.
     async fn lock_run(&mut self, id: i64) -> StoreResult<Option<Running>> {
         let sql = self
-            .locking("SELECT state, actor, actor_role, starter_epoch FROM redrives WHERE id = $1");
+            .locking("SELECT state, actor, actor_role, starter_epoch, account, token_id FROM redrives WHERE id = $1");
         let run = dispatch!(&mut self.inner, tx => {
             sqlx::query_as(&sql).bind(id).fetch_optional(&mut **tx).await?
         });
@@ -81,13 +85,35 @@ impl Tx {
 
     /// Why the starter of `run` may no longer drive it, if so.
     async fn starter_cannot_act(&mut self, run: &Running) -> StoreResult<Option<String>> {
-        let name = &run.actor;
+        if let Some(id) = run.token_id
+            && let Some(why) = self.token_gone(id).await?
+        {
+            return Ok(Some(why));
+        }
+        let name = run.account.as_ref().unwrap_or(&run.actor);
         Ok(match self.account_standing(name).await? {
             None => Some(format!("{name}'s account no longer exists")),
             Some((role, disabled, epoch, _)) => cannot_act(name, &role, disabled).or_else(|| {
                 (run.starter_epoch.is_some_and(|e| e != epoch))
                     .then(|| format!("{name}'s sessions were ended (signed out everywhere, or a password or role change)"))
             }),
+        })
+    }
+
+    /// Why the token `id` no longer drives anything (revoked, expired,
+    /// gone), if so.
+    async fn token_gone(&mut self, id: i64) -> StoreResult<Option<String>> {
+        const SQL: &str = "SELECT name, revoked_at, expires_at FROM api_tokens WHERE id = $1";
+        let token: Option<(String, Option<Ts>, Option<Ts>)> = dispatch!(&mut self.inner, tx => {
+            sqlx::query_as(SQL).bind(id).fetch_optional(&mut **tx).await?
+        });
+        Ok(match token {
+            None => Some("its token no longer exists".to_owned()),
+            Some((name, Some(_), _)) => Some(format!("its token {name} was revoked")),
+            Some((name, None, Some(until))) if until.0 <= Ts::now().0 => {
+                Some(format!("its token {name} expired"))
+            }
+            Some(_) => None,
         })
     }
 

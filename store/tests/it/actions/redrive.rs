@@ -97,6 +97,7 @@ pub(super) fn request<'a>(
         action_id,
         actor,
         rights: None,
+        via_token: None,
     }
 }
 

@@ -21,7 +21,75 @@ idem_store::on_both_backends!(
     a_redrive_stops_at_once_when_its_starter_is_disabled,
     a_redrive_stops_when_its_starter_is_demoted_or_signed_out_everywhere,
     a_redrive_whose_starter_s_rights_narrowed_after_the_page_was_drawn_starts_nothing,
+    a_redrive_a_token_started_reads_its_owner_and_stops_once_the_token_is_revoked,
 );
+
+async fn a_redrive_a_token_started_reads_its_owner_and_stops_once_the_token_is_revoked(
+    store: &Store,
+) {
+    operators(store).await;
+    let rights = idem_domain::Rights::everywhere(Role::Operator);
+    let idem_store::TokenCreated::Created { id: token } = store
+        .create_token(&idem_store::NewToken {
+            name: "nightly",
+            owner: "olga",
+            rights: &rights,
+            secret_sha256: "hash",
+            expires_at: None,
+            created_by: "admin",
+            client_addr: None,
+        })
+        .await
+        .unwrap()
+    else {
+        panic!("the token is made");
+    };
+    for n in 0..3 {
+        dead_letter(store, "orders", &format!("order:token-{n}"), FAILED, "429").await;
+    }
+    let selection = by_error("429");
+    let offer = store.redrive_offer(&selection).await.unwrap();
+    let form = testing::action_id("redrive-token-1");
+    let by_token = idem_store::Actor {
+        name: "olga (token nightly)",
+        role: "operator",
+        client_addr: None,
+    };
+    let answer = store
+        .start_redrive(&idem_store::RedriveRequest {
+            rights: Some(&rights),
+            via_token: Some(idem_store::ViaToken {
+                id: token,
+                owner: "olga",
+            }),
+            ..request(&selection, &offer, &form, by_token)
+        })
+        .await
+        .unwrap();
+    let RedriveStart::Started { id, .. } = answer else {
+        panic!("a token's redrive reads its owner's account, who may: {answer:?}");
+    };
+    assert!(
+        matches!(step(store, id).await, RedriveStep::Item(_)),
+        "one letter taken"
+    );
+    assert!(
+        store
+            .revoke_token("nightly", "admin", None)
+            .await
+            .unwrap()
+            .is_some()
+    );
+    assert_eq!(step(store, id).await, RedriveStep::Ended);
+    let (run, items) = store.redrive(id).await.unwrap().unwrap();
+    assert_eq!(run.state, RedriveState::Stopped);
+    assert_eq!(
+        run.end_reason.as_deref(),
+        Some("its token nightly was revoked")
+    );
+    assert_eq!(items.iter().filter(|i| i.outcome.is_some()).count(), 1);
+    assert_eq!(open_letters(store).await, 2, "the rest stay open");
+}
 
 async fn a_redrive_whose_starter_s_rights_narrowed_after_the_page_was_drawn_starts_nothing(
     store: &Store,
@@ -39,6 +107,7 @@ async fn a_redrive_whose_starter_s_rights_narrowed_after_the_page_was_drawn_star
     let answer = store
         .start_redrive(&idem_store::RedriveRequest {
             rights: Some(&drawn_for),
+            via_token: None,
             ..request(&selection, &offer, &form, OLGA)
         })
         .await
@@ -53,6 +122,7 @@ async fn a_redrive_whose_starter_s_rights_narrowed_after_the_page_was_drawn_star
     let answer = store
         .start_redrive(&idem_store::RedriveRequest {
             rights: Some(&narrowed),
+            via_token: None,
             ..request(&selection, &offer, &form, OLGA)
         })
         .await

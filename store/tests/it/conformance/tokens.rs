@@ -82,12 +82,11 @@ async fn a_token_opens_by_its_secret_until_it_is_revoked(store: &Store) {
     assert_eq!(created.target.as_deref(), Some("deploy-bot"));
     assert!(created.state_after.unwrap().contains("of olga"));
 
-    assert!(
-        store
-            .revoke_token("deploy-bot", "admin", None)
-            .await
-            .unwrap()
-    );
+    let revoked_by = store
+        .revoke_token("deploy-bot", "admin", None)
+        .await
+        .unwrap()
+        .expect("revoked, audited");
     assert!(
         store
             .token_by_secret("hash-1", Ts::now())
@@ -96,14 +95,16 @@ async fn a_token_opens_by_its_secret_until_it_is_revoked(store: &Store) {
             .is_none(),
         "a revoked token opens nothing, at once"
     );
-    assert!(
-        !store
+    assert_eq!(
+        store
             .revoke_token("deploy-bot", "admin", None)
             .await
             .unwrap(),
+        None,
         "revoked twice: once"
     );
     let revoked = store.latest_audit(1).await.unwrap().pop().unwrap();
+    assert_eq!(revoked.id, revoked_by);
     assert_eq!(
         (revoked.action.as_str(), revoked.actor.as_str()),
         ("token revoked", "admin")

@@ -7,6 +7,10 @@ use idem_store::{Store, TokenCreated, Ts};
 
 use crate::accounts::AccountError;
 
+mod page;
+
+pub use page::create_from_page;
+
 /// Who the audit log says created or revoked a token from the command line.
 pub const COMMAND_LINE: &str = "idem token (command line)";
 
@@ -29,6 +33,13 @@ pub fn lifetime(text: &str) -> Result<chrono::TimeDelta, AccountError> {
     }
 }
 
+/// A token's name as typed (`idem_domain::token_name`).
+pub fn token_name(text: &str) -> Result<String, AccountError> {
+    idem_domain::token_name(text)
+        .map(str::to_owned)
+        .map_err(|e| AccountError::Invalid(e.to_string()))
+}
+
 /// What to create.
 pub struct Request<'a> {
     pub name: &'a str,
@@ -37,10 +48,19 @@ pub struct Request<'a> {
     pub expires: Option<chrono::TimeDelta>,
 }
 
-/// Creates a token; the secret, to be shown once.
+/// Creates a token from the command line; the secret, to be shown once.
 pub async fn create(store: &Store, req: &Request<'_>) -> Result<String, AccountError> {
-    let name = idem_domain::account_name(req.name)
-        .map_err(|e| AccountError::Invalid(format!("invalid token name: {e}")))?;
+    create_as(store, req, COMMAND_LINE, None).await
+}
+
+/// Creates a token as `created_by` (audited); the secret, to be shown once.
+pub async fn create_as(
+    store: &Store,
+    req: &Request<'_>,
+    created_by: &str,
+    client_addr: Option<&str>,
+) -> Result<String, AccountError> {
+    let name = token_name(req.name)?;
     let secret = crate::api::new_secret();
     let hash = crate::api::secret_hash(&secret);
     let created = store
@@ -50,8 +70,8 @@ pub async fn create(store: &Store, req: &Request<'_>) -> Result<String, AccountE
             rights: req.rights,
             secret_sha256: &hash,
             expires_at: req.expires.map(|after| Ts::now() + after),
-            created_by: COMMAND_LINE,
-            client_addr: None,
+            created_by,
+            client_addr,
         })
         .await?;
     match created {
@@ -68,7 +88,7 @@ pub async fn revoke(store: &Store, name: &str) -> Result<(), AccountError> {
     store
         .revoke_token(name, COMMAND_LINE, None)
         .await?
-        .then_some(())
+        .map(|_| ())
         .ok_or_else(|| AccountError::Invalid(format!("no live token named {name:?}")))
 }
 
@@ -96,4 +116,36 @@ pub async fn list(store: &Store) -> Result<String, AccountError> {
         ));
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{lifetime, token_name};
+
+    #[test]
+    fn a_token_name_is_short_plain_text() {
+        for good in ["deploy-bot", "nightly.reconcile", "ci_2"] {
+            assert_eq!(token_name(good).unwrap(), good);
+        }
+        for bad in [
+            "",
+            "Deploy",
+            "-bot",
+            "a b",
+            "<script>",
+            "bot/1",
+            &"x".repeat(65),
+        ] {
+            assert!(token_name(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn a_lifetime_is_days_or_hours() {
+        assert_eq!(lifetime("30d").unwrap(), chrono::TimeDelta::days(30));
+        assert_eq!(lifetime("12h").unwrap(), chrono::TimeDelta::hours(12));
+        for bad in ["", "d", "0d", "30", "30m", "-1d", "99999d"] {
+            assert!(lifetime(bad).is_err(), "{bad:?}");
+        }
+    }
 }
