@@ -80,13 +80,26 @@ impl Admission {
 /// cut-off action may have happened, and its answer says so.
 pub async fn admit(State(admission): State<Admission>, req: Request, next: Next) -> Response {
     let back = back_link(req.method(), req.headers());
+    // The API's callers get its problems, as JSON; people get a page.
+    let api = req.uri().path().starts_with("/api/v1/");
+    let refuse = |status, title: &str, text: &str| {
+        if api {
+            let slug = if status == StatusCode::TOO_MANY_REQUESTS {
+                "too-many"
+            } else {
+                "busy"
+            };
+            crate::api::Problem::new(status, slug, title, text).answer()
+        } else {
+            refusal_to(status, title, text, &back)
+        }
+    };
     let Ok(_client_slot) = admission.per_client(&req) else {
-        let mut refused = refusal_to(
+        let mut refused = refuse(
             StatusCode::TOO_MANY_REQUESTS,
             "Too many requests at once",
             "Your address already has many requests being served. Wait for them, then try \
              again in a moment.",
-            &back,
         );
         refused
             .headers_mut()
@@ -94,11 +107,10 @@ pub async fn admit(State(admission): State<Admission>, req: Request, next: Next)
         return refused;
     };
     let Ok(_permit) = admission.permits.clone().try_acquire_owned() else {
-        return refusal_to(
+        return refuse(
             StatusCode::SERVICE_UNAVAILABLE,
             "Idem is busy",
             "Too many requests are being served right now. Try again in a moment.",
-            &back,
         );
     };
     let changes_state = !is_read(req.method());
@@ -109,25 +121,16 @@ pub async fn admit(State(admission): State<Admission>, req: Request, next: Next)
                 timeout_seconds = admission.timeout.as_secs(),
                 "request cut off by the request timeout"
             );
-            if changes_state {
-                refusal_to(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    "This took too long",
-                    "The answer took too long, probably because the database is slow. Your \
-                     action may have happened: it is either done completely or not at all, and \
-                     the page you acted from shows which. Look there before sending it again \
-                     (a form sent again carries the same action id, so it cannot happen twice).",
-                    &back,
-                )
+            let text = if changes_state {
+                "The answer took too long, probably because the database is slow. Your \
+                 action may have happened: it is either done completely or not at all, and \
+                 the page you acted from shows which. Look there before sending it again \
+                 (a form sent again carries the same action id, so it cannot happen twice)."
             } else {
-                refusal_to(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    "This took too long",
-                    "The answer took too long, probably because the database is slow. Reading \
-                     a page changes nothing; try again in a moment.",
-                    &back,
-                )
-            }
+                "The answer took too long, probably because the database is slow. Reading \
+                 a page changes nothing; try again in a moment."
+            };
+            refuse(StatusCode::SERVICE_UNAVAILABLE, "This took too long", text)
         }
     }
 }

@@ -203,6 +203,18 @@ impl Store {
         Ok(Some(audit_id))
     }
 
+    /// Whether the token `id` still opens the API at `now`: live, and its
+    /// owner's account enabled (long work, such as an export, asks again).
+    pub async fn token_is_live(&self, id: i64, now: Ts) -> StoreResult<bool> {
+        const SQL: &str = "SELECT COUNT(*) FROM api_tokens t JOIN users u ON u.username = t.owner \
+             WHERE t.id = $1 AND t.revoked_at IS NULL AND NOT u.disabled \
+             AND (t.expires_at IS NULL OR t.expires_at > $2)";
+        let live: i64 = dispatch!(&self.pools, pool => {
+            sqlx::query_scalar(SQL).bind(id).bind(now).fetch_one(pool).await?
+        });
+        Ok(live == 1)
+    }
+
     /// The live token whose secret hashes to `secret_sha256`, if its owner's
     /// account is enabled; its last use is recorded (at most once a minute).
     /// `None` for anything else: unknown, revoked, expired, or an owner

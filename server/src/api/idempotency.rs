@@ -136,8 +136,40 @@ pub async fn once(State(store): State<Store>, req: Request, next: Next) -> Respo
     parts
         .extensions
         .insert(ActionKey(action_id(caller.token_id, &key)));
+    let mut unanswered = Unanswered {
+        store: store.clone(),
+        token_id: caller.token_id,
+        key: Some(key.clone()),
+    };
     let response = next.run(Request::from_parts(parts, Body::from(body))).await;
-    keep(&store, caller.token_id, &key, response).await
+    let answered = keep(&store, caller.token_id, &key, response).await;
+    unanswered.key = None;
+    answered
+}
+
+/// A key begun and not yet answered: if its request is dropped midway (the
+/// request timeout, a client gone), the key is forgotten, so a retry runs
+/// at once rather than waiting out [`STALE_AFTER`] (the action, if it
+/// committed, answers the retry with its first outcome).
+struct Unanswered {
+    store: Store,
+    token_id: i64,
+    key: Option<String>,
+}
+
+impl Drop for Unanswered {
+    fn drop(&mut self) {
+        let (Some(key), Ok(runtime)) = (self.key.take(), tokio::runtime::Handle::try_current())
+        else {
+            return;
+        };
+        let (store, token_id) = (self.store.clone(), self.token_id);
+        runtime.spawn(async move {
+            if let Err(err) = store.abandon_idempotent(token_id, &key).await {
+                tracing::warn!(error = %idem_app::error::cause_chain(&err), "could not forget an unanswered Idempotency-Key");
+            }
+        });
+    }
 }
 
 /// Keeps the answer for the key (a 5xx is forgotten instead, so the

@@ -198,5 +198,7 @@ pub fn router(state: &AppState, auth: Arc<AuthContext>) -> Router<AppState> {
         )
         .layer(from_fn_with_state(auth, token::authenticate))
         .route("/api/v1/openapi.json", get(openapi_json))
+        .route("/api/v1", any(no_such_operation))
+        .route("/api/v1/", any(no_such_operation))
         .route("/api/v1/{*rest}", any(no_such_operation))
 }

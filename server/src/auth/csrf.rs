@@ -18,6 +18,7 @@ use super::AuthContext;
 pub async fn csrf(State(ctx): State<Arc<AuthContext>>, req: Request, next: Next) -> Response {
     // The API reads no cookie (a token opens it, `crate::api`), so a
     // request another site makes a browser send carries nothing to abuse.
+    // Every path under `/api/v1/` is the API router's (its own 404 included).
     if matches!(*req.method(), Method::GET | Method::HEAD | Method::OPTIONS)
         || req.uri().path().starts_with("/api/v1/")
     {

@@ -21,16 +21,17 @@ pub fn lifetime(text: &str) -> Result<chrono::TimeDelta, AccountError> {
             "--expires {text:?}: write a number of days or hours, such as 30d or 12h"
         ))
     };
-    let (number, unit) = text.split_at(text.len().saturating_sub(1));
+    let (number, per): (&str, fn(i64) -> chrono::TimeDelta) =
+        match (text.strip_suffix('d'), text.strip_suffix('h')) {
+            (Some(days), _) => (days, chrono::TimeDelta::days),
+            (_, Some(hours)) => (hours, chrono::TimeDelta::hours),
+            _ => return Err(invalid()),
+        };
     let number: i64 = number.parse().map_err(|_| invalid())?;
     if !(1..=3650).contains(&number) {
         return Err(invalid());
     }
-    match unit {
-        "d" => Ok(chrono::TimeDelta::days(number)),
-        "h" => Ok(chrono::TimeDelta::hours(number)),
-        _ => Err(invalid()),
-    }
+    Ok(per(number))
 }
 
 /// A token's name as typed (`idem_domain::token_name`).
@@ -144,7 +145,7 @@ mod tests {
     fn a_lifetime_is_days_or_hours() {
         assert_eq!(lifetime("30d").unwrap(), chrono::TimeDelta::days(30));
         assert_eq!(lifetime("12h").unwrap(), chrono::TimeDelta::hours(12));
-        for bad in ["", "d", "0d", "30", "30m", "-1d", "99999d"] {
+        for bad in ["", "d", "0d", "30", "30m", "-1d", "99999d", "1é", "é"] {
             assert!(lifetime(bad).is_err(), "{bad:?}");
         }
     }

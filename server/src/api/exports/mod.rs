@@ -51,7 +51,10 @@ struct Progress<F> {
     state: AppState,
     parts: Parts,
     fetch: F,
+    /// The cursor of the next page.
     cursor: Option<String>,
+    /// The cursor the page being written was read from.
+    page_start: Option<String>,
     rows: usize,
     /// Nothing more to read (the list ended, the bound was reached, or a
     /// page failed).
@@ -74,7 +77,7 @@ where
     F: Fn(Option<String>) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Page<T>> + Send,
 {
-    let first = call(&state, parts.clone(), fetch(start)).await;
+    let first = call(&state, parts.clone(), fetch(start.clone())).await;
     let (rows, next) = match first {
         Ok(page) => page,
         Err(err) => return Problem::from(&err).answer(),
@@ -84,6 +87,7 @@ where
         parts,
         fetch,
         cursor: next,
+        page_start: start,
         rows: 0,
         done: false,
     };
@@ -92,6 +96,17 @@ where
         if progress.done {
             return None;
         }
+        // Each page is read for someone who may still read it: a token
+        // revoked, or a person disabled or demoted, mid-export ends it.
+        if let Err(why) = still_allowed(&progress.state, &progress.parts).await {
+            tracing::warn!(why, "an export stopped: its reader may no longer read");
+            progress.done = true;
+            return Some((
+                Err(std::io::Error::other("the reader may no longer read")),
+                progress,
+            ));
+        }
+        progress.page_start = progress.cursor.clone();
         let page = call(
             &progress.state,
             progress.parts.clone(),
@@ -136,6 +151,33 @@ where
 
 use futures_util::StreamExt as _;
 
+/// Whether the person or token an export is for may still read (the
+/// first page was read under the guard or the token check).
+async fn still_allowed(state: &AppState, parts: &Parts) -> Result<(), &'static str> {
+    let Some(user) = parts.extensions.get::<idem_app::auth::CurrentUser>() else {
+        return Err("nobody is signed in");
+    };
+    let now = idem_store::Ts::now();
+    match &user.via_token {
+        Some(token) => match state.store.token_is_live(token.id, now).await {
+            Ok(true) => Ok(()),
+            Ok(false) => Err("its token was revoked or expired, or its owner disabled"),
+            Err(_) => Err("the token could not be checked"),
+        },
+        None => match state.store.user_by_id(user.id).await {
+            Ok(Some(account))
+                if !account.disabled
+                    && account.role == user.role
+                    && account.rights == user.rights =>
+            {
+                Ok(())
+            }
+            Ok(_) => Err("the account was disabled, removed or given other rights"),
+            Err(_) => Err("the account could not be checked"),
+        },
+    }
+}
+
 /// A page's rows as text; the opening (`first`) and the ending too.
 fn render<T: Row, F>(
     format: Format,
@@ -170,12 +212,13 @@ fn render<T: Row, F>(
     if bounded || progress.cursor.is_none() {
         progress.done = true;
         if format == Format::Json {
-            // Where to go on from, when the bound stopped it (a cut page
-            // goes on from that page's start, so nothing is skipped).
-            let next = if bounded {
-                progress.cursor.clone()
-            } else {
-                None
+            // Where to go on from, when the bound stopped it: after this
+            // page, or, for a page the bound cut, from its start (its first
+            // rows come again rather than its last ones never).
+            let next = match (bounded, cut) {
+                (false, _) => None,
+                (true, false) => progress.cursor.clone(),
+                (true, true) => progress.page_start.clone(),
             };
             out.push_str(&format!(
                 "],\"next\":{},\"limit\":{EXPORT_MAX_ROWS}}}",

@@ -3,7 +3,7 @@
 
 use idem_store::{Delivery, Outcome, Ts};
 
-use super::{app_with_token, get, on_both_backends, problem};
+use super::{app_with_token, bare, get, on_both_backends, problem};
 
 on_both_backends!(
     a_keys_whole_story_is_read_back_with_every_character_it_has,
@@ -87,6 +87,7 @@ async fn bad_input_is_a_400_problem_and_an_unknown_address_a_404_problem(
         assert!(!json["detail"].as_str().unwrap().is_empty());
     }
     for path in [
+        "/api/v1/",
         "/api/v1/nothing-here",
         "/api/v1/keys/orders/no-such-key",
         "/api/v1/checks/no-such-check",
@@ -99,6 +100,14 @@ async fn bad_input_is_a_400_problem_and_an_unknown_address_a_404_problem(
             "{path}"
         );
     }
+    // A post to no operation is the API's 404, never a page's cross-site refusal.
+    let response = bare()
+        .post(app.url("/api/v1/"))
+        .bearer_auth(&secret)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 404);
     let (_, _, json) = get(&app, &secret, "/api/v1/keys/orders/no-such-key").await;
     assert_eq!(
         json["detail"],

@@ -102,10 +102,12 @@ impl Tx {
 
     /// Why the token `id` no longer drives anything (revoked, expired,
     /// gone), if so.
+    /// The row is locked, as the owner's account is: a revocation waits
+    /// for the item in flight, and no item is taken after it answered.
     async fn token_gone(&mut self, id: i64) -> StoreResult<Option<String>> {
-        const SQL: &str = "SELECT name, revoked_at, expires_at FROM api_tokens WHERE id = $1";
+        let sql = self.locking("SELECT name, revoked_at, expires_at FROM api_tokens WHERE id = $1");
         let token: Option<(String, Option<Ts>, Option<Ts>)> = dispatch!(&mut self.inner, tx => {
-            sqlx::query_as(SQL).bind(id).fetch_optional(&mut **tx).await?
+            sqlx::query_as(&sql).bind(id).fetch_optional(&mut **tx).await?
         });
         Ok(match token {
             None => Some("its token no longer exists".to_owned()),
