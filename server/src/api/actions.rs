@@ -7,7 +7,7 @@ use axum::{
     Extension,
     body::Bytes,
     extract::{Request, State},
-    http::StatusCode,
+    http::{StatusCode, request::Parts},
     response::{IntoResponse, Response},
 };
 use idem_app::{api, error::AppError, serving::AppState};
@@ -119,6 +119,18 @@ pub fn acted(result: Result<ActionOutcome, AppError>) -> Response {
     }
 }
 
+/// The dead letter an action under `/api/v1/dead-letters/{id}/…` names,
+/// the request's parts and its body as `T`; a malformed one is a 400.
+async fn dead_letter_action<T: DeserializeOwned>(req: Request) -> Result<(i64, Parts, T), Problem> {
+    let [id, _] = segments::<2>(&req, "/api/v1/dead-letters/")?;
+    let (parts, bytes) = super::idempotency::read(req).await?;
+    let b = body(&bytes)?;
+    let id = id.parse::<i64>().map_err(|_| {
+        Problem::bad_request(format!("“{id}” is not a dead letter id (a whole number)."))
+    })?;
+    Ok((id, parts, b))
+}
+
 /// Replays one dead letter through the outbox with the same key.
 #[utoipa::path(post, path = "/api/v1/dead-letters/{id}/replay", tag = "actions",
     params(("id" = i64, Path, minimum = 1, description = "The dead letter's id."), super::IdempotencyKeyHeader),
@@ -129,13 +141,7 @@ pub async fn replay(
     Extension(ActionKey(action_id)): Extension<ActionKey>,
     req: Request,
 ) -> Response {
-    let [id, _] = try_or_answer!(segments::<2>(&req, "/api/v1/dead-letters/"));
-    let (parts, bytes) = try_or_answer!(super::idempotency::read(req).await);
-    let b: ReplayBody = try_or_answer!(body(&bytes));
-    let Ok(id) = id.parse::<i64>() else {
-        return Problem::bad_request(format!("“{id}” is not a dead letter id (a whole number)."))
-            .answer();
-    };
+    let (id, parts, b): (i64, _, ReplayBody) = try_or_answer!(dead_letter_action(req).await);
     let override_verdict = b.override_verdict.then(|| "on".to_owned());
     acted(
         call(
@@ -157,13 +163,7 @@ pub async fn discard(
     Extension(ActionKey(action_id)): Extension<ActionKey>,
     req: Request,
 ) -> Response {
-    let [id, _] = try_or_answer!(segments::<2>(&req, "/api/v1/dead-letters/"));
-    let (parts, bytes) = try_or_answer!(super::idempotency::read(req).await);
-    let b: DiscardBody = try_or_answer!(body(&bytes));
-    let Ok(id) = id.parse::<i64>() else {
-        return Problem::bad_request(format!("“{id}” is not a dead letter id (a whole number)."))
-            .answer();
-    };
+    let (id, parts, b): (i64, _, DiscardBody) = try_or_answer!(dead_letter_action(req).await);
     acted(
         call(
             &state,

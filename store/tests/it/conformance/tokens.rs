@@ -216,12 +216,24 @@ async fn a_token_records_its_last_use_at_most_once_a_minute(store: &Store) {
 
 const STALE: TimeDelta = TimeDelta::seconds(60);
 
+/// Begins `key` for `token` with the request's fingerprint at `now`.
+async fn begin(
+    store: &Store,
+    token: i64,
+    key: &str,
+    fingerprint: &str,
+    now: Ts,
+    stale: TimeDelta,
+) -> Begun {
+    store
+        .begin_idempotent(token, key, fingerprint, now, stale)
+        .await
+        .unwrap()
+}
+
 async fn a_key_sent_again_with_the_same_request_answers_the_first_answer(store: &Store) {
     let token = a_token(store, "deploy-bot", "olga", "hash-1").await;
-    let begun = store
-        .begin_idempotent(token, "key-1", "fp-a", at(0), STALE)
-        .await
-        .unwrap();
+    let begun = begin(store, token, "key-1", "fp-a", at(0), STALE).await;
     assert_eq!(begun, Begun::New);
     store
         .finish_idempotent(token, "key-1", 200, r#"{"done":true}"#)
@@ -229,10 +241,7 @@ async fn a_key_sent_again_with_the_same_request_answers_the_first_answer(store: 
         .unwrap();
     for _ in 0..2 {
         assert_eq!(
-            store
-                .begin_idempotent(token, "key-1", "fp-a", at(5), STALE)
-                .await
-                .unwrap(),
+            begin(store, token, "key-1", "fp-a", at(5), STALE).await,
             Begun::Replay {
                 status: 200,
                 body: r#"{"done":true}"#.to_owned()
@@ -241,10 +250,7 @@ async fn a_key_sent_again_with_the_same_request_answers_the_first_answer(store: 
     }
     let other = a_token(store, "other-bot", "vera", "hash-2").await;
     assert_eq!(
-        store
-            .begin_idempotent(other, "key-1", "fp-b", at(5), STALE)
-            .await
-            .unwrap(),
+        begin(store, other, "key-1", "fp-b", at(5), STALE).await,
         Begun::New,
         "keys are per token"
     );
@@ -252,15 +258,9 @@ async fn a_key_sent_again_with_the_same_request_answers_the_first_answer(store: 
 
 async fn a_key_sent_again_with_another_request_is_a_mismatch(store: &Store) {
     let token = a_token(store, "deploy-bot", "olga", "hash-1").await;
-    store
-        .begin_idempotent(token, "key-1", "fp-a", at(0), STALE)
-        .await
-        .unwrap();
+    begin(store, token, "key-1", "fp-a", at(0), STALE).await;
     assert_eq!(
-        store
-            .begin_idempotent(token, "key-1", "fp-b", at(1), STALE)
-            .await
-            .unwrap(),
+        begin(store, token, "key-1", "fp-b", at(1), STALE).await,
         Begun::Mismatch,
         "while running"
     );
@@ -269,10 +269,7 @@ async fn a_key_sent_again_with_another_request_is_a_mismatch(store: &Store) {
         .await
         .unwrap();
     assert_eq!(
-        store
-            .begin_idempotent(token, "key-1", "fp-b", at(2), STALE)
-            .await
-            .unwrap(),
+        begin(store, token, "key-1", "fp-b", at(2), STALE).await,
         Begun::Mismatch,
         "once answered"
     );
@@ -280,30 +277,18 @@ async fn a_key_sent_again_with_another_request_is_a_mismatch(store: &Store) {
 
 async fn a_key_whose_first_request_is_running_is_in_progress_until_it_is_stale(store: &Store) {
     let token = a_token(store, "deploy-bot", "olga", "hash-1").await;
-    store
-        .begin_idempotent(token, "key-1", "fp-a", at(0), STALE)
-        .await
-        .unwrap();
+    begin(store, token, "key-1", "fp-a", at(0), STALE).await;
     assert_eq!(
-        store
-            .begin_idempotent(token, "key-1", "fp-a", at(30), STALE)
-            .await
-            .unwrap(),
+        begin(store, token, "key-1", "fp-a", at(30), STALE).await,
         Begun::InProgress
     );
     assert_eq!(
-        store
-            .begin_idempotent(token, "key-1", "fp-a", at(61), STALE)
-            .await
-            .unwrap(),
+        begin(store, token, "key-1", "fp-a", at(61), STALE).await,
         Begun::New,
         "its process died: taken over"
     );
     assert_eq!(
-        store
-            .begin_idempotent(token, "key-1", "fp-a", at(62), STALE)
-            .await
-            .unwrap(),
+        begin(store, token, "key-1", "fp-a", at(62), STALE).await,
         Begun::InProgress,
         "the takeover runs now"
     );
@@ -311,16 +296,10 @@ async fn a_key_whose_first_request_is_running_is_in_progress_until_it_is_stale(s
 
 async fn an_abandoned_key_can_be_sent_again(store: &Store) {
     let token = a_token(store, "deploy-bot", "olga", "hash-1").await;
-    store
-        .begin_idempotent(token, "key-1", "fp-a", at(0), STALE)
-        .await
-        .unwrap();
+    begin(store, token, "key-1", "fp-a", at(0), STALE).await;
     store.abandon_idempotent(token, "key-1").await.unwrap();
     assert_eq!(
-        store
-            .begin_idempotent(token, "key-1", "fp-a", at(1), STALE)
-            .await
-            .unwrap(),
+        begin(store, token, "key-1", "fp-a", at(1), STALE).await,
         Begun::New
     );
     store
@@ -330,10 +309,7 @@ async fn an_abandoned_key_can_be_sent_again(store: &Store) {
     store.abandon_idempotent(token, "key-1").await.unwrap();
     assert!(
         matches!(
-            store
-                .begin_idempotent(token, "key-1", "fp-a", at(2), STALE)
-                .await
-                .unwrap(),
+            begin(store, token, "key-1", "fp-a", at(2), STALE).await,
             Begun::Replay { .. }
         ),
         "an answered key is not abandoned"
@@ -348,10 +324,7 @@ async fn two_requests_racing_with_one_key_begin_it_once(store: &Store) {
             let (store, start) = (store.clone(), start.clone());
             tokio::spawn(async move {
                 start.wait().await;
-                store
-                    .begin_idempotent(token, "key-1", "fp-a", Ts::now(), STALE)
-                    .await
-                    .unwrap()
+                begin(&store, token, "key-1", "fp-a", Ts::now(), STALE).await
             })
         })
         .collect();
@@ -369,28 +342,16 @@ async fn two_requests_racing_with_one_key_begin_it_once(store: &Store) {
 
 async fn keys_are_swept_after_they_are_kept(store: &Store) {
     let token = a_token(store, "deploy-bot", "olga", "hash-1").await;
-    store
-        .begin_idempotent(token, "old", "fp", at(0), STALE)
-        .await
-        .unwrap();
-    store
-        .begin_idempotent(token, "new", "fp", at(100), STALE)
-        .await
-        .unwrap();
+    begin(store, token, "old", "fp", at(0), STALE).await;
+    begin(store, token, "new", "fp", at(100), STALE).await;
     assert_eq!(store.sweep_idempotency(at(50)).await.unwrap(), 1);
     assert_eq!(
-        store
-            .begin_idempotent(token, "old", "fp-other", at(101), STALE)
-            .await
-            .unwrap(),
+        begin(store, token, "old", "fp-other", at(101), STALE).await,
         Begun::New,
         "swept: the key is free"
     );
     assert_eq!(
-        store
-            .begin_idempotent(token, "new", "fp-other", at(101), STALE)
-            .await
-            .unwrap(),
+        begin(store, token, "new", "fp-other", at(101), STALE).await,
         Begun::Mismatch
     );
 }
