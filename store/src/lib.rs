@@ -63,7 +63,7 @@ pub use sign_in::{SignInResult, SignInSubject};
 pub use store::{DEFAULT_DATABASE_URL, HealthProbe, Store, StoreConfig, Tx};
 #[cfg(feature = "testing")]
 pub use testing::MetricRow;
-pub use tokens::{NewToken, TOKEN_USE_RESOLUTION_SECONDS, TokenCreated, TokenRecord};
+pub use tokens::{LiveToken, NewToken, TOKEN_USE_RESOLUTION_SECONDS, TokenCreated, TokenRecord};
 pub use ts::Ts;
 pub use users::{PasswordHash, UserRecord};
 

@@ -41,6 +41,15 @@ impl TokenRecord {
     }
 }
 
+/// A live token as the API checks it: the token, and what its owner's
+/// account holds now (read in the same statement).
+#[derive(Debug, Clone, PartialEq)]
+pub struct LiveToken {
+    pub token: TokenRecord,
+    pub owner_id: i64,
+    pub owner_rights: Rights,
+}
+
 /// A token to create.
 #[derive(Debug, Clone)]
 pub struct NewToken<'a> {
@@ -106,6 +115,36 @@ impl TryFrom<TokenRow> for TokenRecord {
             expires_at: row.expires_at.map(|t| t.0),
             last_used_at: row.last_used_at.map(|t| t.0),
             revoked_at: row.revoked_at.map(|t| t.0),
+        })
+    }
+}
+
+#[derive(sqlx::FromRow)]
+struct LiveRow {
+    #[sqlx(flatten)]
+    token: TokenRow,
+    owner_id: i64,
+    owner_role: String,
+    owner_rights: Option<String>,
+}
+
+impl TryFrom<LiveRow> for LiveToken {
+    type Error = StoreError;
+    fn try_from(row: LiveRow) -> Result<Self, StoreError> {
+        let role: Role = row
+            .owner_role
+            .parse()
+            .map_err(|e: idem_domain::UnknownValue| StoreError::Contract(e.to_string()))?;
+        let owner_rights = match row.owner_rights.as_deref() {
+            None => Rights::everywhere(role),
+            Some(text) => text
+                .parse()
+                .map_err(|e| StoreError::Contract(format!("rights of a token's owner: {e}")))?,
+        };
+        Ok(LiveToken {
+            token: row.token.try_into()?,
+            owner_id: row.owner_id,
+            owner_rights,
         })
     }
 }
@@ -216,33 +255,35 @@ impl Store {
     }
 
     /// The live token whose secret hashes to `secret_sha256`, if its owner's
-    /// account is enabled; its last use is recorded (at most once a minute).
-    /// `None` for anything else: unknown, revoked, expired, or an owner
-    /// disabled or gone.
+    /// account is enabled, with what that account holds, in one statement
+    /// (every API request asks); its last use is recorded (at most once a
+    /// minute). `None` for anything else: unknown, revoked, expired, or an
+    /// owner disabled or gone.
     pub async fn token_by_secret(
         &self,
         secret_sha256: &str,
         now: Ts,
-    ) -> StoreResult<Option<TokenRecord>> {
+    ) -> StoreResult<Option<LiveToken>> {
         const TOUCH: &str = "UPDATE api_tokens SET last_used_at = $2 WHERE id = $1 \
              AND (last_used_at IS NULL OR last_used_at < $3)";
         let sql = format!(
-            "SELECT {TOKEN_COLUMNS} FROM api_tokens t JOIN users u ON u.username = t.owner \
+            "SELECT {TOKEN_COLUMNS}, u.id AS owner_id, u.role AS owner_role, \
+             u.rights AS owner_rights FROM api_tokens t JOIN users u ON u.username = t.owner \
              WHERE t.secret_sha256 = $1 AND t.revoked_at IS NULL AND NOT u.disabled \
              AND (t.expires_at IS NULL OR t.expires_at > $2)"
         );
-        let row: Option<TokenRow> = dispatch!(&self.pools, pool => {
+        let row: Option<LiveRow> = dispatch!(&self.pools, pool => {
             sqlx::query_as(&sql).bind(secret_sha256).bind(now).fetch_optional(pool).await?
         });
-        let Some(token) = row.map(TokenRecord::try_from).transpose()? else {
+        let Some(live) = row.map(LiveToken::try_from).transpose()? else {
             return Ok(None);
         };
         let stale = now - chrono::TimeDelta::seconds(TOKEN_USE_RESOLUTION_SECONDS);
-        if token.last_used_at.is_none_or(|at| at < stale.0) {
+        if live.token.last_used_at.is_none_or(|at| at < stale.0) {
             dispatch!(&self.pools, pool => {
-                sqlx::query(TOUCH).bind(token.id).bind(now).bind(stale).execute(pool).await?;
+                sqlx::query(TOUCH).bind(live.token.id).bind(now).bind(stale).execute(pool).await?;
             });
         }
-        Ok(Some(token))
+        Ok(Some(live))
     }
 }

@@ -1,8 +1,9 @@
 //! Who calls the API: a token sent as `Authorization: Bearer <secret>`,
 //! and nothing else. The API's routes sit outside the session layer, so a
 //! session cookie opens nothing here (and a token opens no page: the guard
-//! never reads `Authorization`). Every request reads the token's row, so a
-//! revocation or an expiry holds at once on every replica.
+//! never reads `Authorization`). Every request reads the token's row and its
+//! owner's account, in one statement, so a revocation or an expiry holds at
+//! once on every replica.
 //!
 //! A token acts with what both it and its owner's account hold now
 //! (`Rights::meet`): an owner demoted or disabled takes the token down too.
@@ -81,12 +82,12 @@ pub async fn authenticate(
     if ctx.database.down_since().is_some() {
         return Problem::from(&idem_app::error::AppError::Unavailable).answer();
     }
-    let token = match ctx
+    let live = match ctx
         .store
         .token_by_secret(&secret_hash(secret), idem_store::Ts::now())
         .await
     {
-        Ok(Some(token)) => token,
+        Ok(Some(live)) => live,
         Ok(None) => {
             return unauthorized(
                 "This token opens nothing: it is unknown, revoked or expired, or its owner's account is disabled.",
@@ -94,12 +95,8 @@ pub async fn authenticate(
         }
         Err(err) => return Problem::from(err).answer(),
     };
-    let owner = match ctx.store.user_by_name(&token.owner).await {
-        Ok(Some(owner)) if !owner.disabled => owner,
-        Ok(_) => return unauthorized("This token's owner has no enabled account."),
-        Err(err) => return Problem::from(err).answer(),
-    };
-    let Some(rights) = token.rights.meet(&owner.rights) else {
+    let token = &live.token;
+    let Some(rights) = token.rights.meet(&live.owner_rights) else {
         return Problem::new(
             StatusCode::FORBIDDEN,
             "forbidden",
@@ -112,14 +109,14 @@ pub async fn authenticate(
         .answer();
     };
     let user = CurrentUser {
-        id: owner.id,
+        id: live.owner_id,
         username: actor_name(&token.owner, &token.name),
         role: rights.highest().unwrap_or(idem_domain::Role::Viewer),
         rights,
         via_token: Some(ViaToken {
             id: token.id,
             owner: token.owner.clone(),
-            owner_rights: owner.rights.clone(),
+            owner_rights: live.owner_rights.clone(),
         }),
         provider_sign_out: false,
         recheck_pending: false,

@@ -63,7 +63,8 @@ async fn a_token_opens_by_its_secret_until_it_is_revoked(store: &Store) {
         .token_by_secret("hash-1", Ts::now())
         .await
         .unwrap()
-        .expect("live");
+        .expect("live")
+        .token;
     assert_eq!(
         (token.name.as_str(), token.owner.as_str()),
         ("deploy-bot", "olga")
@@ -187,11 +188,17 @@ async fn a_token_limited_to_a_team_keeps_its_rights(store: &Store) {
         .create_token(&new_token("payments-bot", "pam", &rights, "hash-p"))
         .await
         .unwrap();
-    let token = store
+    let live = store
         .token_by_secret("hash-p", Ts::now())
         .await
         .unwrap()
         .unwrap();
+    assert_eq!(
+        live.owner_rights,
+        idem_domain::Rights::everywhere(Role::Operator),
+        "pam's own"
+    );
+    let token = live.token;
     assert_eq!(token.rights, rights);
     assert_eq!(token.role, Role::Operator, "the highest role held anywhere");
 }
