@@ -175,6 +175,19 @@ pub enum Resolution {
     FailedPermanently,
 }
 
+impl crate::ResolveAs {
+    /// The single resolution one key of a bulk resolve takes.
+    pub fn resolution(self, provider_ref: Option<&str>) -> Resolution {
+        match self {
+            crate::ResolveAs::Sent => Resolution::Sent {
+                provider_ref: provider_ref.unwrap_or_default().to_owned(),
+            },
+            crate::ResolveAs::FailedRetry => Resolution::FailedRetry,
+            crate::ResolveAs::Failed => Resolution::FailedPermanently,
+        }
+    }
+}
+
 impl Resolution {
     pub fn status(&self) -> ClaimStatus {
         match self {

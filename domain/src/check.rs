@@ -132,6 +132,9 @@ pub struct Finding {
     /// The time the list is ordered by ([`Check::time_heading`]).
     pub at: DateTime<Utc>,
     pub dead_letter_id: Option<i64>,
+    /// For a finding about a claim: its version (what a bulk resolve of
+    /// the findings shown is bound to).
+    pub version: Option<i64>,
     pub provider_ref: Option<String>,
     /// For drift: the first delivery's payload hash and the differing one.
     pub payload_hashes: Option<(String, String)>,

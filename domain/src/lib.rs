@@ -5,6 +5,7 @@
 //! code that receives an [`IdempotencyKey`] never re-validates it.
 
 pub mod action;
+mod bulk;
 mod catalogue;
 mod check;
 mod count;
@@ -22,6 +23,7 @@ mod status;
 pub mod story;
 mod zone;
 
+pub use bulk::{BadLine, BulkKey, check_keys, parse_references};
 pub use catalogue::{Catalogue, CatalogueEntry, ProviderContract, check_team};
 pub use check::{Check, Finding};
 pub use count::CappedCount;
@@ -40,7 +42,7 @@ pub use redrive::{BadOffer, REDRIVE_MAX, Redrive, RedriveItem, RedriveOffer};
 pub use retention::ClaimRetention;
 pub use rights::{OtherTeam, Rights, Within};
 pub use status::{
-    AccountOrigin, ClaimStatus, DeadLetterState, ItemOutcome, OutboxOrigin, RedriveState, Role,
-    UnknownValue,
+    AccountOrigin, ClaimStatus, DeadLetterState, ItemOutcome, OutboxOrigin, RedriveState,
+    ResolveAs, Role, RunKind, UnknownValue,
 };
 pub use zone::{ZoneInfo, ZoneSpan};

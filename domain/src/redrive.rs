@@ -7,7 +7,7 @@ use std::fmt;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use crate::{ItemOutcome, RedriveState};
+use crate::{ItemOutcome, RedriveState, ResolveAs, RunKind};
 
 /// The most dead letters one redrive takes (the oldest that match).
 pub const REDRIVE_MAX: i64 = 500;
@@ -17,6 +17,12 @@ pub const REDRIVE_MAX: i64 = 500;
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Redrive {
     pub id: i64,
+    /// What it does with each item: replay (a redrive), discard, resolve.
+    pub kind: RunKind,
+    /// How a bulk resolve settles its outcomes.
+    pub resolve_as: Option<ResolveAs>,
+    /// The reason its items' audit rows carry (a bulk action's).
+    pub reason: Option<String>,
     pub actor: String,
     pub actor_role: String,
     /// The list's filter it was started from, in words.
@@ -33,14 +39,21 @@ pub struct Redrive {
     pub audit_id: i64,
 }
 
-/// One dead letter of a run, and what became of it.
+/// One item of a run (a dead letter, or a key to resolve), and what
+/// became of it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct RedriveItem {
     pub position: i64,
-    pub dead_letter_id: i64,
+    /// Replay and discard: the dead letter.
+    pub dead_letter_id: Option<i64>,
     pub consumer: String,
     pub key: String,
+    /// Resolve: the claim version the starter saw (a key changed since is
+    /// skipped).
+    pub version: Option<i64>,
+    /// Resolve as sent: the provider's reference recorded for this key.
+    pub provider_ref: Option<String>,
     /// `None` until its turn.
     pub outcome: Option<ItemOutcome>,
     /// Why it was skipped.

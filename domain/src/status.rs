@@ -149,9 +149,78 @@ text_enum! {
     ItemOutcome, "redrive item outcome" {
         /// Replayed through the single replay.
         Replayed => "replayed",
-        /// Left open, with the reason (its verdict was not "safe", or it
-        /// was handled meanwhile).
+        /// Left as it was, with the reason (a redrive's letter whose
+        /// verdict was not "safe"; anything handled or changed meanwhile).
         Skipped => "skipped",
+        /// A bulk discard's dead letter, discarded through the single discard.
+        Discarded => "discarded",
+        /// A bulk resolve's unknown outcome, resolved through the single
+        /// resolution.
+        Resolved => "resolved",
+    }
+}
+
+text_enum! {
+    /// What a run does with each of its items: the redrive's machinery
+    /// (bound to what was shown, paced, stoppable, audited per item) under
+    /// each bulk action.
+    RunKind, "run kind" {
+        /// A redrive: replays dead letters whose verdict is "safe".
+        Replay => "replay",
+        /// Discards dead letters whose key is already sent.
+        Discard => "discard",
+        /// Resolves unknown outcomes, all the same way.
+        Resolve => "resolve",
+    }
+}
+
+text_enum! {
+    /// How a bulk resolve settles its unknown outcomes.
+    ResolveAs, "bulk resolution" {
+        /// The provider acted: `sent`, with a reference per key.
+        Sent => "sent",
+        /// It did not: `failed`, retried through the outbox with the same key.
+        #[serde(rename = "failed-retry")]
+        FailedRetry => "failed-retry",
+        /// It did not, and must not be retried: `failed`.
+        Failed => "failed",
+    }
+}
+
+impl RunKind {
+    /// What a person calls a run of this kind: `Redrive`, `Bulk discard`.
+    pub const fn title(self) -> &'static str {
+        match self {
+            RunKind::Replay => "Redrive",
+            RunKind::Discard => "Bulk discard",
+            RunKind::Resolve => "Bulk resolve",
+        }
+    }
+
+    /// What its items are, plural: `dead letters`, `unknown outcomes`.
+    pub const fn items(self) -> &'static str {
+        match self {
+            RunKind::Replay | RunKind::Discard => "dead letters",
+            RunKind::Resolve => "unknown outcomes",
+        }
+    }
+
+    /// The audit log's action for its start.
+    pub const fn audit_action(self) -> &'static str {
+        match self {
+            RunKind::Replay => "redrive",
+            RunKind::Discard => "bulk-discard",
+            RunKind::Resolve => "bulk-resolve",
+        }
+    }
+
+    /// The outcome of an item it settled (not skipped).
+    pub const fn done(self) -> ItemOutcome {
+        match self {
+            RunKind::Replay => ItemOutcome::Replayed,
+            RunKind::Discard => ItemOutcome::Discarded,
+            RunKind::Resolve => ItemOutcome::Resolved,
+        }
     }
 }
 

@@ -38,8 +38,8 @@ mod users;
 mod write_backs;
 
 pub use actions::{
-    Actor, DiscardRequest, REDRIVE_MAX, RedriveRequest, RedriveStart, RedriveStep, ReplayRequest,
-    ResolveRequest, ViaToken,
+    Actor, BulkResolveRequest, DiscardRequest, LetterRun, REDRIVE_MAX, RedriveRequest,
+    RedriveStart, RedriveStep, ReplayRequest, ResolveRequest, ViaToken,
 };
 pub use audit::{AuditFilter, NewAuditEntry};
 pub use brokers::{BrokerReplay, NewBrokerDeadLetter, PUBLISH_LEASE};

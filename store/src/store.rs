@@ -343,6 +343,19 @@ impl Tx {
         }
     }
 
+    /// Marks where [`Tx::rollback_to_savepoint`] returns to (one level:
+    /// a later savepoint replaces it).
+    pub(crate) async fn savepoint(&mut self) -> StoreResult<()> {
+        dispatch!(&mut self.inner, tx => { sqlx::query("SAVEPOINT step").execute(&mut **tx).await?; });
+        Ok(())
+    }
+
+    /// Undoes what this transaction wrote since [`Tx::savepoint`].
+    pub(crate) async fn rollback_to_savepoint(&mut self) -> StoreResult<()> {
+        dispatch!(&mut self.inner, tx => { sqlx::query("ROLLBACK TO SAVEPOINT step").execute(&mut **tx).await?; });
+        Ok(())
+    }
+
     pub async fn commit(self) -> StoreResult<()> {
         dispatch!(self.inner, tx => tx.commit().await?);
         Ok(())

@@ -25,6 +25,31 @@ pub struct Checks {
     pub objective_seconds: f64,
     /// The claim retention in words: `30 days; payments 90 days`.
     pub retention: String,
+    /// For an operator: the bulk actions the picked check's findings offer.
+    #[serde(default)]
+    pub bulk: Option<BulkForms>,
+}
+
+/// The bulk actions a check's page offers an operator.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BulkForms {
+    /// A fresh id for the forms.
+    pub action_id: String,
+    /// Dead letters whose key is already sent: what a bulk discard takes
+    /// (the oldest 500 of those the person operates).
+    pub discard: Option<crate::api::RedriveForm>,
+    /// Unknown outcomes (or abandoned leases): the findings shown that the
+    /// person may resolve, as the keys the resolve form carries, each at
+    /// the version shown.
+    pub resolve: Option<ResolveForm>,
+}
+
+/// The findings a bulk resolve of the page takes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ResolveForm {
+    pub count: usize,
+    /// The keys as JSON (`[{consumer, key, version, provider_ref}]`).
+    pub keys: String,
 }
 
 /// The checks' counts; with `check` (its slug), one page of its findings.
@@ -51,12 +76,17 @@ pub async fn get_checks(check: Option<String>, cursor: Option<String>) -> Result
             )),
             None => None,
         };
+        let bulk = match &findings {
+            Some((check, page)) => ssr::bulk_forms(*check, page).await?,
+            None => None,
+        };
         Ok(Checks {
             clock: crate::serving::clock(clock.as_of),
             counts,
             findings,
             objective_seconds: crate::api::ssr::unknown_objective_seconds(&state.slos),
             retention,
+            bulk,
         })
     })
     .await
@@ -70,6 +100,8 @@ pub(crate) mod ssr {
     use chrono::{TimeDelta, Utc};
     use idem_domain::{Check, Finding, Page, Within};
     use idem_store::CheckLimits;
+    #[allow(unused_imports)]
+    use leptos::prelude::*;
 
     use super::CheckCount;
     use crate::{
@@ -124,6 +156,76 @@ pub(crate) mod ssr {
                 Ok::<_, AppError>((Clock::utc(limits.now.0), counts))
             })
             .await
+    }
+
+    /// The bulk actions `check`'s page offers, for an operator: a discard
+    /// of the dead letters already sent (read for this page alone, from the
+    /// primary: the offer is what starting compares with), or a resolve of
+    /// the unknown outcomes `page` shows on consumers they operate.
+    pub async fn bulk_forms(
+        check: Check,
+        page: &Page<Finding>,
+    ) -> Result<Option<super::BulkForms>, AppError> {
+        let Some(user) = crate::serving::current_user() else {
+            return Ok(None);
+        };
+        if !user.role.includes(idem_domain::Role::Operator) {
+            return Ok(None);
+        }
+        let state = crate::serving::state()?;
+        let (discard, resolve) = match check {
+            Check::DeadLetterAlreadySent => {
+                let selection =
+                    crate::api::lists::ssr::dead_letter_filter(None, None, None, None).await?;
+                let listed = crate::serving::within(idem_domain::Role::Viewer)?;
+                let selection = crate::api::lists::ssr::to_act_on(selection).await?;
+                let offer = state.store.discard_offer(&selection).await?;
+                let only_of = match &selection.window.within {
+                    Within::Only(names) if selection.window.within != listed => {
+                        Some(names.iter().map(ToString::to_string).collect())
+                    }
+                    _ => None,
+                };
+                let form = (offer.count > 0).then(|| crate::api::RedriveForm {
+                    count: offer.count,
+                    offer: offer.token(),
+                    action_id: crate::serving::new_action_id(),
+                    only_of,
+                });
+                (form, None)
+            }
+            Check::UnknownPastObjective | Check::AbandonedLease => {
+                let keys: Vec<idem_domain::BulkKey> = page
+                    .items
+                    .iter()
+                    .filter(|f| {
+                        user.rights
+                            .check(&state.catalogue, &f.consumer, idem_domain::Role::Operator)
+                            .is_ok()
+                            && state.read_only.reason(&f.consumer).is_none()
+                    })
+                    .filter_map(|f| {
+                        Some(idem_domain::BulkKey {
+                            consumer: idem_domain::ConsumerName::parse(f.consumer.as_str()).ok()?,
+                            key: idem_domain::IdempotencyKey::parse(f.key.as_str()).ok()?,
+                            version: Some(f.version?),
+                            provider_ref: None,
+                        })
+                    })
+                    .collect();
+                let form = (!keys.is_empty()).then(|| super::ResolveForm {
+                    count: keys.len(),
+                    keys: serde_json::to_string(&keys).unwrap_or_default(),
+                });
+                (None, form)
+            }
+            _ => (None, None),
+        };
+        Ok(Some(super::BulkForms {
+            action_id: crate::serving::new_action_id(),
+            discard,
+            resolve,
+        }))
     }
 
     /// One page of a check's findings.

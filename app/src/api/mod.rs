@@ -12,6 +12,7 @@
 
 mod actions;
 mod audit;
+mod bulk;
 pub mod charts;
 mod checks;
 mod consumers;
@@ -30,12 +31,13 @@ pub use actions::{
     replay_dead_letter, resolve_unknown,
 };
 pub use audit::{AUDIT_ACTIONS, AuditLog, AuditQuery, list_audit};
+pub use bulk::{StartBulkDiscard, StartBulkResolve, start_bulk_discard, start_bulk_resolve};
 pub use charts::{
     Chart, ChartLink, ChartSet, DEFAULT_RANGE, MAX_SPAN_DAYS, RANGES, get_charts, get_slo_charts,
 };
 #[cfg(feature = "ssr")]
 pub use checks::load_check_counts;
-pub use checks::{CheckCount, Checks, get_checks};
+pub use checks::{BulkForms, CheckCount, Checks, ResolveForm, get_checks};
 pub use consumers::{
     ConsumerDetail, ConsumerSort, ConsumerSummary, ConsumerTable, get_consumer, get_consumers,
 };

@@ -38,7 +38,7 @@ impl RedriveDetail {
 }
 
 #[cfg(feature = "ssr")]
-mod ssr {
+pub(crate) mod ssr {
     use super::RedriveDetail;
     use crate::error::AppError;
 
@@ -157,64 +157,21 @@ pub async fn start_redrive(
         ssr::writable(&selection)?;
         let offered = idem_domain::RedriveOffer::parse(&offer)
             .map_err(|e| AppError::BadRequest(e.to_string()))?;
-        let state = crate::serving::state()?;
-        let started = state
+        let (rights, via_token) = crate::api::bulk::ssr::starter(&acting);
+        let started = crate::serving::state()?
             .store
             .start_redrive(&idem_store::RedriveRequest {
+                kind: idem_store::LetterRun::Replay,
                 selection: &selection,
                 offer: &offered,
                 action_id: &crate::api::actions::ssr::action_id(&action_id)?,
                 actor: acting.actor(),
                 // A token's run reads its owner's account again.
-                rights: Some(match &acting.user.via_token {
-                    Some(token) => &token.owner_rights,
-                    None => &acting.user.rights,
-                }),
-                via_token: acting
-                    .user
-                    .via_token
-                    .as_ref()
-                    .map(|t| idem_store::ViaToken {
-                        id: t.id,
-                        owner: &t.owner,
-                    }),
+                rights,
+                via_token,
             })
             .await?;
-        use idem_store::RedriveStart;
-        match started {
-            RedriveStart::Started {
-                id,
-                items,
-                audit_id,
-            } => {
-                crate::serving::answer_on(&format!("/redrives/{id}"));
-                Ok(ActionOutcome::Done {
-                    audit_id,
-                    outbox_id: None,
-                    summary: format!(
-                        "Redrive #{id} started: {items} dead letter{} to go through, oldest first.",
-                        if items == 1 { "" } else { "s" }
-                    ),
-                })
-            }
-            RedriveStart::Changed { now } => Err(AppError::Changed(format!(
-                "The list changed after the page was drawn: it offered {offered}, and now {} \
-                 {}. Nothing was started; the list below is as it stands, press again to \
-                 redrive it.",
-                now.count,
-                if now.count == 1 { "matches" } else { "match" },
-            ))),
-            RedriveStart::NothingToRedrive => Ok(ActionOutcome::Refused {
-                reason: "no open dead letter matches this filter, so there is nothing to redrive."
-                    .into(),
-            }),
-            RedriveStart::NotAllowed(why) => Ok(ActionOutcome::Refused {
-                reason: format!("{why}, so no redrive was started."),
-            }),
-            RedriveStart::FormReused => Ok(ActionOutcome::FormReused {
-                first: "started a redrive of another selection".into(),
-            }),
-        }
+        crate::api::bulk::ssr::started(idem_domain::RunKind::Replay, started, &offered.to_string())
     })
     .await
 }

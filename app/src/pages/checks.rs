@@ -8,8 +8,9 @@ use leptos_router::hooks::use_location;
 
 use super::lists::{Pager, use_cursor};
 use crate::{
-    api::{CheckCount, Checks, get_checks},
-    components::{KeyLink, LiveRefresh, Loaded, Time, provide_clock},
+    api::{BulkForms, CheckCount, Checks, get_checks},
+    components::actions::{ActionAnswer, form_id},
+    components::{KeyLink, LiveRefresh, Loaded, SubmitOnce, Time, provide_clock},
     format::duration,
     links,
 };
@@ -37,6 +38,7 @@ pub fn ChecksPage() -> impl IntoView {
             duration(checks.objective_seconds.round() as i64),
             checks.retention
         );
+        let bulk = checks.bulk.map(|forms| view! { <BulkActions forms/> });
         view! {
             <CheckTable counts=checks.counts.clone() picked/>
             <p class="window-note">{note}</p>
@@ -52,10 +54,12 @@ pub fn ChecksPage() -> impl IntoView {
                     </section>
                 }
             })}
+            {bulk}
         }
     };
     view! {
         <Title text="Consistency checks"/>
+        <ActionAnswer/>
         <div class="page-head">
             <h1>"Consistency checks"</h1>
             <LiveRefresh/>
@@ -139,4 +143,124 @@ fn FindingTable(check: Check, page: Page<Finding>) -> impl IntoView {
         </table>
     }
     .into_any()
+}
+
+/// The bulk actions a check offers an operator: each starts a run on the
+/// redrive's machinery (paced, stoppable, each item through the single
+/// action and audited), and the answer is the run's page.
+#[component]
+fn BulkActions(forms: BulkForms) -> impl IntoView {
+    let discard = forms
+        .discard
+        .map(|form| view! { <BulkDiscardForm form action_id=forms.action_id.clone()/> });
+    let resolve = forms.resolve.map(|form| {
+        view! {
+            <ResolveShownForm form action_id=forms.action_id.clone()/>
+            <ResolveWithReferencesForm action_id=forms.action_id.clone()/>
+        }
+    });
+    view! { {discard} {resolve} }
+}
+
+/// "Discard these N": the open dead letters whose key is already sent (the
+/// oldest 500 of those the person operates), bound to what the page offered.
+#[component]
+fn BulkDiscardForm(form: crate::api::RedriveForm, action_id: String) -> impl IntoView {
+    let n = form.count;
+    let how_many = match n {
+        1 => "the one dead letter".to_owned(),
+        n if n >= idem_domain::REDRIVE_MAX => format!("the oldest {n} dead letters"),
+        n => format!("these {n} dead letters"),
+    };
+    let only_of = form.only_of.map(|names| {
+        view! {
+            <p class="only-of">"Only the dead letters of the consumers you operate are taken: " {names.join(", ")} "."</p>
+        }
+    });
+    let path = <crate::api::StartBulkDiscard as leptos::server_fn::ServerFn>::PATH;
+    view! {
+        <section class="action-form" aria-labelledby="bulk-discard-heading">
+            <h2 id="bulk-discard-heading">"Discard " {how_many.clone()}</h2>
+            <p>
+                "Each is discarded in turn through the single discard, with your reason on its audit row, "
+                "only while its key is still sent and the letter still open; anything changed meanwhile is "
+                "skipped and listed. Letters that arrive after this page was drawn are not taken. "
+                "You can stop it between two items."
+            </p>
+            {only_of}
+            <SubmitOnce>
+                <form method="post" action=path>
+                    <input type="hidden" name="action_id" value=form_id(&action_id, "bulk-discard")/>
+                    <input type="hidden" name="offer" value=form.offer/>
+                    <label>"Reason (required)" <textarea name="reason" rows="2" maxlength="2000" required></textarea></label>
+                    <button type="submit" data-busy="Starting…">"Discard " {how_many}</button>
+                </form>
+            </SubmitOnce>
+        </section>
+    }
+}
+
+/// "Resolve the N shown as failed": the findings on this page the person
+/// operates, each at the version shown.
+#[component]
+fn ResolveShownForm(form: crate::api::ResolveForm, action_id: String) -> impl IntoView {
+    let path = <crate::api::StartBulkResolve as leptos::server_fn::ServerFn>::PATH;
+    let n = form.count;
+    let these = if n == 1 {
+        "the one shown".to_owned()
+    } else {
+        format!("the {n} shown")
+    };
+    view! {
+        <section class="action-form" aria-labelledby="bulk-resolve-heading">
+            <h2 id="bulk-resolve-heading">"Resolve " {these.clone()} " as failed"</h2>
+            <p>
+                "When the provider did not act on any of them. Each key is resolved in turn through the "
+                "single resolution, only while its claim is still at the version shown above; a key "
+                "someone changed meanwhile is skipped and listed. You can stop it between two items."
+            </p>
+            <SubmitOnce>
+                <form method="post" action=path>
+                    <input type="hidden" name="action_id" value=form_id(&action_id, "bulk-resolve-shown")/>
+                    <input type="hidden" name="keys" value=form.keys/>
+                    <fieldset>
+                        <legend>"The provider…"</legend>
+                        <label><input type="radio" name="resolve_as" value="failed-retry" required/>" did not act: mark failed and retry each (same key, through the outbox)"</label>
+                        <label><input type="radio" name="resolve_as" value="failed"/>" did not act, and they must not be retried: mark failed"</label>
+                    </fieldset>
+                    <label>"Reason (required for “failed” without a retry)" <textarea name="reason" rows="2" maxlength="2000"></textarea></label>
+                    <button type="submit" data-busy="Starting…">"Resolve " {these}</button>
+                </form>
+            </SubmitOnce>
+        </section>
+    }
+}
+
+/// "Resolve as sent with references": a pasted `consumer,key,reference`
+/// list (from the provider's export, say): only those keys, each while it
+/// is still unresolved.
+#[component]
+fn ResolveWithReferencesForm(action_id: String) -> impl IntoView {
+    let path = <crate::api::StartBulkResolve as leptos::server_fn::ServerFn>::PATH;
+    let max = idem_domain::REDRIVE_MAX;
+    view! {
+        <section class="action-form" aria-labelledby="bulk-sent-heading">
+            <h2 id="bulk-sent-heading">"Resolve as sent, with the provider's references"</h2>
+            <p>
+                "Paste one line per key, " <code>"consumer,key,reference"</code> " (up to " {max} " keys; "
+                "quote a field that holds a comma or a quote, doubling the quote). Every line is checked first: "
+                "if any is not right, nothing starts and the answer names each bad line. Each key is then "
+                "marked sent with its reference, only while it is still unresolved."
+            </p>
+            <SubmitOnce>
+                <form method="post" action=path>
+                    <input type="hidden" name="action_id" value=form_id(&action_id, "bulk-resolve-sent")/>
+                    <input type="hidden" name="resolve_as" value="sent"/>
+                    <label>"Keys and references" <textarea name="references" rows="6" required placeholder="payments,invoice:2026-11:8812,ch_3P9xQ2"></textarea></label>
+                    <label>"Reason" <textarea name="reason" rows="2" maxlength="2000"></textarea></label>
+                    <button type="submit" data-busy="Starting…">"Resolve as sent"</button>
+                </form>
+            </SubmitOnce>
+        </section>
+    }
 }

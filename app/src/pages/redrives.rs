@@ -2,7 +2,7 @@ use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::hooks::use_location;
 
-use idem_domain::{ItemOutcome, Redrive, RedriveItem, RedriveState};
+use idem_domain::{Redrive, RedriveItem, RedriveState, RunKind};
 
 use crate::{
     api::{RedriveDetail, get_redrive},
@@ -46,30 +46,39 @@ pub fn RedrivePage() -> impl IntoView {
                 </form>
             });
             let total = detail.items.len();
-            let (replayed, skipped, waiting) = (
-                detail.count(ItemOutcome::Replayed),
-                detail.count(ItemOutcome::Skipped),
+            let kind = run.kind;
+            let (done, skipped, waiting) = (
+                detail.count(kind.done()),
+                detail.count(idem_domain::ItemOutcome::Skipped),
                 detail.waiting(),
             );
             let progress = format!("{} of {total} taken", total - waiting);
             let ended = ended_note(run, waiting);
-            let rows = detail.items.iter().cloned().map(item_row).collect_view();
+            let rows = detail.items.iter().cloned().map(|i| item_row(kind, i)).collect_view();
+            let how = run.resolve_as.map(|how| view! { <dt>"Resolving as"</dt><dd>{how.as_str()}</dd> });
+            let reason = run.reason.clone().map(|r| view! { <dt>"Reason"</dt><dd>{r}</dd> });
+            let headings = match kind {
+                RunKind::Resolve => view! { <th>"Key"</th><th class="num">"Version"</th><th>"Reference"</th> }.into_any(),
+                RunKind::Replay | RunKind::Discard => view! { <th>"Dead letter"</th><th>"Key"</th> }.into_any(),
+            };
             view! {
                 <div class="page-head">
-                    <h1>"Redrive #" {run.id}</h1>
+                    <h1>{kind.title()} " #" {run.id}</h1>
                     {refresh}
                 </div>
                 <dl class="fields">
                     <dt>"Started by"</dt><dd>{run.actor.clone()} " at " <Time at=run.started_at/></dd>
                     <dt>"Took"</dt><dd>{run.selection.clone()}</dd>
+                    {how}
+                    {reason}
                     <dt>"State"</dt><dd>{run.state.as_str()}</dd>
                     <dt>"Progress"</dt><dd><progress max=total.to_string() value=(total - waiting).to_string()></progress> " " {progress}</dd>
-                    <dt>"Tally"</dt><dd>{format!("{replayed} replayed, {skipped} skipped, {waiting} waiting")}</dd>
+                    <dt>"Tally"</dt><dd>{format!("{done} {}, {skipped} skipped, {waiting} waiting", kind.done())}</dd>
                 </dl>
                 {ended}
                 {stop}
                 <table>
-                    <thead><tr><th class="num">"#"</th><th>"Dead letter"</th><th>"Key"</th><th>"Outcome"</th><th>"When"</th><th>"Why"</th></tr></thead>
+                    <thead><tr><th class="num">"#"</th>{headings}<th>"Outcome"</th><th>"When"</th><th>"Why"</th></tr></thead>
                     <tbody>{rows}</tbody>
                 </table>
             }
@@ -80,21 +89,24 @@ pub fn RedrivePage() -> impl IntoView {
 /// How the run ended (who stopped it, or why it stopped), or that it runs.
 fn ended_note(run: &Redrive, waiting: usize) -> AnyView {
     let Some(at) = run.ended_at else {
-        return view! { <p class="notice">"Running: one dead letter at a time, paced."</p> }
-            .into_any();
+        return view! { <p class="notice">"Running: one item at a time, paced."</p> }.into_any();
+    };
+    let left = match run.kind {
+        RunKind::Resolve => "left as they were",
+        RunKind::Replay | RunKind::Discard => "still open",
     };
     match (run.state, &run.ended_by, &run.end_reason) {
         (RedriveState::Stopped, Some(by), _) => view! {
             <p class="notice">
                 "Stopped by " {by.clone()} " at " <Time at/>
-                {format!(": {waiting} not taken, still open.")}
+                {format!(": {waiting} not taken, {left}.")}
             </p>
         }
         .into_any(),
         (RedriveState::Stopped, None, reason) => view! {
             <p class="notice" role="alert">
                 "Stopped at " <Time at/> " because " {reason.clone().unwrap_or_default()}
-                {format!(": {waiting} not taken, still open.")}
+                {format!(": {waiting} not taken, {left}.")}
             </p>
         }
         .into_any(),
@@ -102,13 +114,26 @@ fn ended_note(run: &Redrive, waiting: usize) -> AnyView {
     }
 }
 
-fn item_row(item: RedriveItem) -> impl IntoView {
+fn item_row(kind: RunKind, item: RedriveItem) -> impl IntoView {
     let outcome = item.outcome.map_or("waiting", |o| o.as_str());
+    let key = view! { <td><KeyLink consumer=item.consumer key=item.key/></td> };
+    let what = match (kind, item.dead_letter_id) {
+        (RunKind::Resolve, _) | (_, None) => view! {
+            {key}
+            <td class="num">{item.version}</td>
+            <td><code>{item.provider_ref}</code></td>
+        }
+        .into_any(),
+        (_, Some(id)) => view! {
+            <td><a href=format!("/dead-letters/{id}")>"#"{id}</a></td>
+            {key}
+        }
+        .into_any(),
+    };
     view! {
         <tr>
             <td class="num">{item.position}</td>
-            <td><a href=format!("/dead-letters/{}", item.dead_letter_id)>"#"{item.dead_letter_id}</a></td>
-            <td><KeyLink consumer=item.consumer key=item.key/></td>
+            {what}
             <td class=format!("redrive-{outcome}")>{outcome}</td>
             <td>{item.done_at.map(|at| view! { <Time at/> })}</td>
             <td>{item.reason}</td>

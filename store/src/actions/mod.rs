@@ -26,7 +26,9 @@ mod redrive;
 mod resolve;
 
 use dead_letter::{Accept, discard, replay};
-pub use redrive::{REDRIVE_MAX, RedriveRequest, RedriveStart, RedriveStep, ViaToken};
+pub use redrive::{
+    BulkResolveRequest, LetterRun, REDRIVE_MAX, RedriveRequest, RedriveStart, RedriveStep, ViaToken,
+};
 use resolve::resolve;
 
 /// Who acts, as the audit log records them.

@@ -48,7 +48,8 @@ struct Shape {
 /// The columns of a finding about a claim, from alias `c`, ordered by `at`.
 fn claim_columns(at: &str, extra: &str) -> String {
     format!(
-        "c.consumer, c.idempotency_key, {at} AS at, CAST(NULL AS BIGINT) AS dead_letter_id, {extra}"
+        "c.consumer, c.idempotency_key, {at} AS at, CAST(NULL AS BIGINT) AS dead_letter_id, \
+         c.version, {extra}"
     )
 }
 
@@ -83,7 +84,7 @@ fn every_consumer_shape(check: Check, limits: &CheckLimits, sql: &mut Sql) -> Sh
     let dead_letter = |from: String, provider_ref: &str| Shape {
         columns: format!(
             "d.consumer, d.idempotency_key, d.dead_lettered_at AS at, d.id AS dead_letter_id, \
-             {provider_ref}, {NO_HASHES}, {NO_LEASE}, d.last_error"
+             CAST(NULL AS BIGINT) AS version, {provider_ref}, {NO_HASHES}, {NO_LEASE}, d.last_error"
         ),
         from,
         at: "d.dead_lettered_at",
@@ -124,7 +125,7 @@ fn every_consumer_shape(check: Check, limits: &CheckLimits, sql: &mut Sql) -> Sh
         Check::SharedProviderRef => Shape {
             columns: format!(
                 "f.consumer, f.idempotency_key, f.found_at AS at, CAST(NULL AS BIGINT) AS dead_letter_id, \
-                 f.provider_ref, {NO_HASHES}, {NO_LEASE}, c.last_error"
+                 c.version, f.provider_ref, {NO_HASHES}, {NO_LEASE}, c.last_error"
             ),
             from: "shared_provider_refs f JOIN claims c ON c.consumer = f.consumer \
                    AND c.idempotency_key = f.idempotency_key AND c.provider_ref = f.provider_ref \
@@ -255,6 +256,7 @@ struct FindingRow {
     idempotency_key: String,
     at: Ts,
     dead_letter_id: Option<i64>,
+    version: Option<i64>,
     provider_ref: Option<String>,
     payload_hash: Option<String>,
     last_payload_hash: Option<String>,
@@ -269,6 +271,7 @@ impl From<FindingRow> for Finding {
             key: row.idempotency_key,
             at: row.at.0,
             dead_letter_id: row.dead_letter_id,
+            version: row.version,
             provider_ref: row.provider_ref,
             payload_hashes: row.payload_hash.zip(row.last_payload_hash),
             lease_until: row.lease_until.map(|t| t.0),

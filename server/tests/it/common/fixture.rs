@@ -96,6 +96,7 @@ impl Fixture {
         let offer = store.redrive_offer(&selection).await.unwrap();
         let started = store
             .start_redrive(&idem_store::RedriveRequest {
+                kind: idem_store::LetterRun::Replay,
                 selection: &selection,
                 offer: &offer,
                 action_id: &idem_domain::action::ActionId::parse(

@@ -3,6 +3,14 @@
 //! go), compare-and-set and audit row — one step at a time, so a runner can
 //! pace it and an operator can stop it between two items.
 //!
+//! The bulk actions are runs of the same machinery with another
+//! [`RunKind`]: a bulk discard takes the open dead letters whose key is
+//! already sent (bound to the check's offer, as a redrive is to the list's)
+//! and discards each through the single discard; a bulk resolve takes the
+//! keys it was given, each at the claim version its starter saw, and
+//! resolves each through the single resolution (`bulk`). Whatever the kind,
+//! the start, the steps, the stop and the guards below are the same code.
+//!
 //! What happens when:
 //! - **the list changes between the page and the press**: the form carries
 //!   what the page offered ([`RedriveOffer`]: how many letters, the last
@@ -32,14 +40,17 @@
 //! - **an anonymous client sends any of it a thousand times**: the guard
 //!   refuses it before anything is read or written (`server/src/auth`).
 
+mod bulk;
+mod start;
 mod step;
 
+pub use bulk::BulkResolveRequest;
 pub use idem_domain::REDRIVE_MAX;
-use idem_domain::{Redrive, RedriveItem, RedriveOffer, action::ActionId};
+use idem_domain::{Redrive, RedriveItem, RedriveOffer, RunKind, action::ActionId};
 
 use super::Actor;
 use crate::{
-    DeadLetterFilter, NewAuditEntry, StoreError, StoreResult,
+    DeadLetterFilter, StoreError, StoreResult,
     dialect::dispatch,
     sql::{Sql, bind_all},
     store::{Store, Tx},
@@ -48,6 +59,8 @@ use crate::{
 
 #[derive(Debug, Clone, Copy)]
 pub struct RedriveRequest<'a> {
+    /// What the run does with each letter.
+    pub kind: LetterRun<'a>,
     pub selection: &'a DeadLetterFilter,
     /// What the page offered (its form's token): exactly these are taken.
     pub offer: &'a RedriveOffer,
@@ -62,6 +75,25 @@ pub struct RedriveRequest<'a> {
     /// read again (for the start and each step), and each step needs the
     /// token still live. `rights` are then the owner's.
     pub via_token: Option<ViaToken<'a>>,
+}
+
+/// What a run over dead letters does with each.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LetterRun<'a> {
+    /// A redrive: replays each letter whose verdict is "safe".
+    Replay,
+    /// A bulk discard of the letters whose key is already sent, each
+    /// audited with this reason.
+    Discard { reason: &'a str },
+}
+
+impl LetterRun<'_> {
+    pub fn kind(self) -> RunKind {
+        match self {
+            LetterRun::Replay => RunKind::Replay,
+            LetterRun::Discard { .. } => RunKind::Discard,
+        }
+    }
 }
 
 /// The token a redrive was started with, and its owner.
@@ -103,6 +135,9 @@ pub enum RedriveStep {
 #[derive(sqlx::FromRow)]
 struct RunRow {
     id: i64,
+    kind: String,
+    resolve_as: Option<String>,
+    reason: Option<String>,
     actor: String,
     actor_role: String,
     selection: String,
@@ -114,13 +149,20 @@ struct RunRow {
     audit_id: i64,
 }
 
-const RUN_COLUMNS: &str = "id, actor, actor_role, selection, state, started_at, ended_at, \
-     ended_by, end_reason, audit_id";
+const RUN_COLUMNS: &str = "id, kind, resolve_as, reason, actor, actor_role, selection, state, \
+     started_at, ended_at, ended_by, end_reason, audit_id";
 
 impl TryFrom<RunRow> for Redrive {
     type Error = StoreError;
     fn try_from(row: RunRow) -> Result<Self, StoreError> {
         Ok(Redrive {
+            kind: crate::rows::parse(&row.kind)?,
+            resolve_as: row
+                .resolve_as
+                .as_deref()
+                .map(crate::rows::parse)
+                .transpose()?,
+            reason: row.reason,
             state: crate::rows::parse(&row.state)?,
             id: row.id,
             actor: row.actor,
@@ -135,18 +177,23 @@ impl TryFrom<RunRow> for Redrive {
     }
 }
 
-/// An item's row, with its dead letter's consumer and key.
+/// An item's row.
 #[derive(sqlx::FromRow)]
 struct ItemRow {
     position: i64,
-    dead_letter_id: i64,
+    dead_letter_id: Option<i64>,
     consumer: String,
-    key: String,
+    idempotency_key: String,
+    version: Option<i64>,
+    provider_ref: Option<String>,
     outcome: Option<String>,
     reason: Option<String>,
     audit_id: Option<i64>,
     done_at: Option<Ts>,
 }
+
+const ITEM_COLUMNS: &str = "position, dead_letter_id, consumer, idempotency_key, version, \
+     provider_ref, outcome, reason, audit_id, done_at";
 
 impl TryFrom<ItemRow> for RedriveItem {
     type Error = StoreError;
@@ -156,7 +203,9 @@ impl TryFrom<ItemRow> for RedriveItem {
             position: row.position,
             dead_letter_id: row.dead_letter_id,
             consumer: row.consumer,
-            key: row.key,
+            key: row.idempotency_key,
+            version: row.version,
+            provider_ref: row.provider_ref,
             reason: row.reason,
             audit_id: row.audit_id,
             done_at: row.done_at.map(|t| t.0),
@@ -164,11 +213,29 @@ impl TryFrom<ItemRow> for RedriveItem {
     }
 }
 
-/// The open dead letters `selection` takes, oldest first, up to `last`
-/// (inclusive) when given, at most `limit`.
-fn candidates(selection: &DeadLetterFilter, last: Option<(Ts, i64)>, limit: i64) -> Sql {
+/// An open dead letter a run may take: its time, id, consumer and key.
+type Letter = (Ts, i64, String, String);
+
+/// The open dead letters `selection` takes for a run of `kind` (a bulk
+/// discard: only those whose key is already sent), oldest first, up to
+/// `last` (inclusive) when given, at most `limit`.
+fn candidates(
+    selection: &DeadLetterFilter,
+    kind: RunKind,
+    last: Option<(Ts, i64)>,
+    limit: i64,
+) -> Sql {
     let mut sql = Sql::default();
-    sql.push("SELECT dead_lettered_at, id FROM dead_letters WHERE state = 'open'");
+    sql.push(
+        "SELECT dead_lettered_at, id, consumer, idempotency_key FROM dead_letters \
+         WHERE state = 'open'",
+    );
+    if kind == RunKind::Discard {
+        sql.push(
+            " AND EXISTS (SELECT 1 FROM claims c WHERE c.consumer = dead_letters.consumer \
+             AND c.idempotency_key = dead_letters.idempotency_key AND c.status = 'sent')",
+        );
+    }
     selection.conditions(&mut sql);
     if let Some((at, id)) = last {
         let (a, i) = (sql.param(at), sql.param(id));
@@ -179,8 +246,8 @@ fn candidates(selection: &DeadLetterFilter, last: Option<(Ts, i64)>, limit: i64)
     sql
 }
 
-fn offer_of(letters: &[(Ts, i64)]) -> RedriveOffer {
-    RedriveOffer::of(letters.iter().map(|(at, id)| (at.0, *id)))
+fn offer_of(letters: &[Letter]) -> RedriveOffer {
+    RedriveOffer::of(letters.iter().map(|(at, id, _, _)| (at.0, *id)))
 }
 
 /// Why `role` and `disabled` do not let an account drive a redrive, if
@@ -196,6 +263,15 @@ fn cannot_act(name: &str, role: &str, disabled: bool) -> Option<String> {
     } else {
         None
     }
+}
+
+/// Whether an account's stored role and rights are `expected`.
+fn same_rights(expected: &idem_domain::Rights, role: &str, rights: Option<&str>) -> bool {
+    let stored = match rights {
+        Some(text) => text.parse().ok(),
+        None => role.parse().ok().map(idem_domain::Rights::everywhere),
+    };
+    stored.as_ref() == Some(expected)
 }
 
 impl Tx {
@@ -214,17 +290,44 @@ impl Tx {
         Ok(found)
     }
 
-    async fn redrive_candidates(
+    async fn run_candidates(
         &mut self,
         selection: &DeadLetterFilter,
+        kind: RunKind,
         last: Option<(Ts, i64)>,
         limit: i64,
-    ) -> StoreResult<Vec<(Ts, i64)>> {
-        let sql = candidates(selection, last, limit);
+    ) -> StoreResult<Vec<Letter>> {
+        let sql = candidates(selection, kind, last, limit);
         let letters = dispatch!(&mut self.inner, tx => {
             bind_all!(sqlx::query_as(&sql.text), &sql.binds).fetch_all(&mut **tx).await?
         });
         Ok(letters)
+    }
+
+    /// The session epoch of the account that starts a run (`name`, locked),
+    /// or why it may not: no such account, not an operator, or rights other
+    /// than `expected` (those the selection was narrowed under).
+    async fn starter_epoch(
+        &mut self,
+        name: &str,
+        expected: Option<&idem_domain::Rights>,
+    ) -> StoreResult<Result<i64, RedriveStart>> {
+        let Some((role, disabled, epoch, rights)) = self.account_standing(name).await? else {
+            return Ok(Err(RedriveStart::NotAllowed(format!(
+                "there is no account {name}"
+            ))));
+        };
+        if let Some(why) = cannot_act(name, &role, disabled) {
+            return Ok(Err(RedriveStart::NotAllowed(why)));
+        }
+        if let Some(expected) = expected
+            && !same_rights(expected, &role, rights.as_deref())
+        {
+            return Ok(Err(RedriveStart::NotAllowed(format!(
+                "{name}'s rights changed after the page was drawn"
+            ))));
+        }
+        Ok(Ok(epoch))
     }
 }
 
@@ -233,81 +336,33 @@ impl Store {
     /// [`REDRIVE_MAX`] open letters it matches): what the page's form offers.
     /// Read for each page, never from a cache another person filled.
     pub async fn redrive_offer(&self, selection: &DeadLetterFilter) -> StoreResult<RedriveOffer> {
-        let sql = candidates(selection, None, REDRIVE_MAX);
-        let letters: Vec<(Ts, i64)> = dispatch!(&self.pools, pool => {
+        self.run_offer(selection, RunKind::Replay).await
+    }
+
+    /// What a bulk discard of `selection` would take now: the oldest
+    /// [`REDRIVE_MAX`] open letters it matches whose key is already sent.
+    pub async fn discard_offer(&self, selection: &DeadLetterFilter) -> StoreResult<RedriveOffer> {
+        self.run_offer(selection, RunKind::Discard).await
+    }
+
+    async fn run_offer(
+        &self,
+        selection: &DeadLetterFilter,
+        kind: RunKind,
+    ) -> StoreResult<RedriveOffer> {
+        let sql = candidates(selection, kind, None, REDRIVE_MAX);
+        let letters: Vec<Letter> = dispatch!(&self.pools, pool => {
             bind_all!(sqlx::query_as(&sql.text), &sql.binds).fetch_all(pool).await?
         });
         Ok(offer_of(&letters))
     }
 
-    /// Starts a redrive of exactly the open dead letters `req.offer` names:
-    /// the run, its items and its summary audit row in one transaction.
-    /// Replays happen in [`Store::redrive_step`].
-    pub async fn start_redrive(&self, req: &RedriveRequest<'_>) -> StoreResult<RedriveStart> {
-        if let Some(first) = self.redrive_by_action(req).await? {
-            return Ok(first);
-        }
-        let mut tx = self.begin().await?;
-        let error = match start_in(&mut tx, req).await {
-            Ok(started @ RedriveStart::Started { .. }) => match tx.commit().await {
-                Ok(()) => return Ok(started),
-                Err(err) => err,
-            },
-            Ok(other) => {
-                tx.rollback().await?;
-                return Ok(other);
-            }
-            Err(err) => {
-                let _ = tx.rollback().await;
-                err
-            }
-        };
-        // A twin submission committed first: its run is this one.
-        if error.is_unique_violation() {
-            return Ok(self
-                .redrive_by_action(req)
-                .await?
-                .unwrap_or(RedriveStart::FormReused));
-        }
-        Err(error)
-    }
-
-    /// The run `req`'s action id already started, if any: the same run for
-    /// the same starter, selection and offer; `FormReused` otherwise.
-    async fn redrive_by_action(
-        &self,
-        req: &RedriveRequest<'_>,
-    ) -> StoreResult<Option<RedriveStart>> {
-        const SQL: &str = "SELECT r.id, r.actor, r.selection, r.offer, r.audit_id, \
-             (SELECT COUNT(*) FROM redrive_items i WHERE i.redrive_id = r.id) \
-             FROM redrives r WHERE r.action_id = $1";
-        type Found = (i64, String, String, String, i64, i64);
-        let found: Option<Found> = dispatch!(&self.pools, pool => {
-            sqlx::query_as(SQL).bind(req.action_id.as_str()).fetch_optional(pool).await?
-        });
-        Ok(found.map(|(id, actor, selection, offer, audit_id, items)| {
-            let same = actor == req.actor.name
-                && selection == req.selection.describe()
-                && offer == req.offer.token();
-            if same {
-                RedriveStart::Started {
-                    id,
-                    items,
-                    audit_id,
-                }
-            } else {
-                RedriveStart::FormReused
-            }
-        }))
-    }
-
     /// A run and its items, in order.
     pub async fn redrive(&self, id: i64) -> StoreResult<Option<(Redrive, Vec<RedriveItem>)>> {
         let run_sql = format!("SELECT {RUN_COLUMNS} FROM redrives WHERE id = $1");
-        const ITEMS: &str = "SELECT i.position, i.dead_letter_id, d.consumer, \
-             d.idempotency_key AS key, i.outcome, i.reason, i.audit_id, i.done_at \
-             FROM redrive_items i JOIN dead_letters d ON d.id = i.dead_letter_id \
-             WHERE i.redrive_id = $1 ORDER BY i.position";
+        let items_sql = format!(
+            "SELECT {ITEM_COLUMNS} FROM redrive_items WHERE redrive_id = $1 ORDER BY position"
+        );
         let run: Option<RunRow> = dispatch!(&self.pools, pool => {
             sqlx::query_as(&run_sql).bind(id).fetch_optional(pool).await?
         });
@@ -315,7 +370,7 @@ impl Store {
             return Ok(None);
         };
         let items: Vec<ItemRow> = dispatch!(&self.pools, pool => {
-            sqlx::query_as(ITEMS).bind(id).fetch_all(pool).await?
+            sqlx::query_as(&items_sql).bind(id).fetch_all(pool).await?
         });
         Ok(Some((run.try_into()?, crate::rows::convert(items)?)))
     }
@@ -337,111 +392,4 @@ impl Store {
         });
         Ok(ids)
     }
-}
-
-/// Whether an account's stored role and rights are `expected`.
-fn same_rights(expected: &idem_domain::Rights, role: &str, rights: Option<&str>) -> bool {
-    let stored = match rights {
-        Some(text) => text.parse().ok(),
-        None => role.parse().ok().map(idem_domain::Rights::everywhere),
-    };
-    stored.as_ref() == Some(expected)
-}
-
-/// [`Store::start_redrive`] inside `tx`: the starter's standing, then the
-/// letters, compared with the offer, then the run.
-async fn start_in(tx: &mut Tx, req: &RedriveRequest<'_>) -> StoreResult<RedriveStart> {
-    let name = req.via_token.map_or(req.actor.name, |t| t.owner);
-    let Some((role, disabled, epoch, rights)) = tx.account_standing(name).await? else {
-        return Ok(RedriveStart::NotAllowed(format!(
-            "there is no account {name}"
-        )));
-    };
-    if let Some(why) = cannot_act(name, &role, disabled) {
-        return Ok(RedriveStart::NotAllowed(why));
-    }
-    if let Some(expected) = req.rights
-        && !same_rights(expected, &role, rights.as_deref())
-    {
-        return Ok(RedriveStart::NotAllowed(format!(
-            "{name}'s rights changed after the page was drawn"
-        )));
-    }
-    let last = req.offer.last.map(|(at, id)| (Ts::from(at), id));
-    let letters = match last {
-        Some(last) => {
-            tx.redrive_candidates(req.selection, Some(last), REDRIVE_MAX + 1)
-                .await?
-        }
-        None => Vec::new(),
-    };
-    if offer_of(&letters) != *req.offer {
-        let now = tx
-            .redrive_candidates(req.selection, None, REDRIVE_MAX)
-            .await?;
-        return Ok(match now.is_empty() {
-            true => RedriveStart::NothingToRedrive,
-            false => RedriveStart::Changed {
-                now: offer_of(&now),
-            },
-        });
-    }
-    if letters.is_empty() {
-        return Ok(RedriveStart::NothingToRedrive);
-    }
-    let (id, audit_id) = insert_run(tx, req, epoch, &letters).await?;
-    Ok(RedriveStart::Started {
-        id,
-        audit_id,
-        items: letters.len() as i64,
-    })
-}
-
-/// The run, its items and its summary audit row.
-async fn insert_run(
-    tx: &mut Tx,
-    req: &RedriveRequest<'_>,
-    starter_epoch: i64,
-    letters: &[(Ts, i64)],
-) -> StoreResult<(i64, i64)> {
-    const RUN: &str = "INSERT INTO redrives (action_id, actor, actor_role, selection, offer, \
-         starter_epoch, state, started_at, audit_id, account, token_id) \
-         VALUES ($1, $2, $3, $4, $5, $6, 'running', $7, $8, $9, $10) RETURNING id";
-    const ITEM: &str = "INSERT INTO redrive_items (redrive_id, position, dead_letter_id) \
-         VALUES ($1, $2, $3)";
-    let now = Ts::now();
-    let selection = req.selection.describe();
-    let reason = format!("{} dead letters: {selection}", letters.len());
-    let consumer = req.selection.window.consumer.as_ref().map(|c| c.as_str());
-    let audit_id = tx
-        .append_audit_at(
-            &NewAuditEntry {
-                actor: req.actor.name,
-                actor_role: req.actor.role,
-                action: "redrive",
-                consumer,
-                state_after: Some("running"),
-                reason: Some(&reason),
-                result: "ok",
-                client_addr: req.actor.client_addr,
-                ..Default::default()
-            },
-            now,
-        )
-        .await?;
-    let id: i64 = dispatch!(&mut tx.inner, tx => {
-        sqlx::query_scalar(RUN).bind(req.action_id.as_str()).bind(req.actor.name)
-            .bind(req.actor.role).bind(&selection).bind(req.offer.token())
-            .bind(starter_epoch).bind(now).bind(audit_id)
-            .bind(req.via_token.map(|t| t.owner)).bind(req.via_token.map(|t| t.id))
-            .fetch_one(&mut **tx).await?
-    });
-    for (position, (_, dead_letter)) in letters.iter().enumerate() {
-        let position = position as i64 + 1;
-        dispatch!(&mut tx.inner, tx => {
-            sqlx::query(ITEM).bind(id).bind(position).bind(*dead_letter)
-                .execute(&mut **tx).await?;
-        });
-    }
-    Ok((id, audit_id))
 }

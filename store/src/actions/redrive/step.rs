@@ -2,16 +2,19 @@
 //! stopped because its starter may no longer act).
 //!
 //! One item is one transaction: lock the run and find it running, read the
-//! starter's account (locked), take the next item, replay it through the
-//! single replay (which locks the dead letter and reads the clock only
-//! then), settle the item. A Stop locks the same run row first, so it
+//! starter's account (locked), take the next item, act on it through the
+//! single action of the run's kind — replay, discard or resolve, each of
+//! which locks its row, compares and sets, and reads the clock only then —
+//! and settle the item. The action runs under a savepoint: anything it
+//! answers other than "done" leaves nothing of it behind. A Stop locks the same run row first, so it
 //! waits for an item in flight, and every item committed before the Stop
 //! answered is in its tally; none after. On SQLite each write transaction
 //! holds the database's write lock from its start, which orders them the
 //! same way.
 
 use idem_domain::{
-    ClaimRetention, ItemOutcome, RedriveItem, RedriveState,
+    ClaimRetention, ConsumerName, IdempotencyKey, ItemOutcome, RedriveItem, RedriveState,
+    ResolveAs, RunKind,
     action::{ActionId, ActionOutcome},
 };
 
@@ -19,25 +22,44 @@ use super::{RedriveStep, cannot_act};
 use crate::{
     NewAuditEntry, StoreResult,
     actions::{
-        Actor, ReplayRequest, When,
-        dead_letter::{Accept, replay},
+        Actor, DiscardRequest, ReplayRequest, ResolveRequest, When,
+        dead_letter::{Accept, discard, replay},
+        resolve::resolve,
     },
     dialect::dispatch,
     store::{Store, Tx},
     ts::Ts,
 };
 
-/// The action id of one item's replay: derived from the run and the dead
-/// letter, so a step taken twice is one replay.
-fn item_action_id(redrive: i64, dead_letter: i64) -> ActionId {
-    ActionId::parse(&format!("redrive-{redrive}-dl-{dead_letter}"))
-        .expect("digits and dashes, at least 8 characters")
+/// The action id of one item's action: derived from the run and the dead
+/// letter (or, for a key, its place in the run), so a step taken twice is
+/// one action.
+fn item_action_id(redrive: i64, item: &Next) -> ActionId {
+    let id = match item.dead_letter_id {
+        Some(dead_letter) => format!("redrive-{redrive}-dl-{dead_letter}"),
+        None => format!("redrive-{redrive}-key-{}", item.position),
+    };
+    ActionId::parse(&id).expect("digits and dashes, at least 8 characters")
+}
+
+/// The next item of a run.
+#[derive(sqlx::FromRow)]
+struct Next {
+    position: i64,
+    dead_letter_id: Option<i64>,
+    consumer: String,
+    idempotency_key: String,
+    version: Option<i64>,
+    provider_ref: Option<String>,
 }
 
 /// A running run, as a step needs it.
 #[derive(sqlx::FromRow)]
 struct Running {
     state: String,
+    kind: String,
+    resolve_as: Option<String>,
+    reason: Option<String>,
     actor: String,
     actor_role: String,
     starter_epoch: Option<i64>,
@@ -63,20 +85,33 @@ enum Ender<'a> {
 struct StopRow {
     id: i64,
     actor: String,
+    action: String,
     target: Option<String>,
     state_after: Option<String>,
     reason: Option<String>,
 }
 
-fn stop_summary(id: i64, tally: &str) -> String {
-    format!("Redrive #{id} stopped ({tally}): the dead letters it had not taken stay open.")
+fn stop_summary(id: i64, kind: RunKind, tally: &str) -> String {
+    let left = match kind {
+        RunKind::Replay | RunKind::Discard => "the dead letters it had not taken stay open",
+        RunKind::Resolve => "the outcomes it had not taken stay as they were",
+    };
+    format!("{} #{id} stopped ({tally}): {left}.", kind.title())
+}
+
+impl Running {
+    fn kind(&self) -> StoreResult<RunKind> {
+        crate::rows::parse(&self.kind)
+    }
 }
 
 impl Tx {
     /// The run `id`, locked until this transaction ends.
     async fn lock_run(&mut self, id: i64) -> StoreResult<Option<Running>> {
-        let sql = self
-            .locking("SELECT state, actor, actor_role, starter_epoch, account, token_id FROM redrives WHERE id = $1");
+        let sql = self.locking(
+            "SELECT state, kind, resolve_as, reason, actor, actor_role, starter_epoch, \
+                      account, token_id FROM redrives WHERE id = $1",
+        );
         let run = dispatch!(&mut self.inner, tx => {
             sqlx::query_as(&sql).bind(id).fetch_optional(&mut **tx).await?
         });
@@ -131,7 +166,7 @@ impl Tx {
         const END: &str = "UPDATE redrives SET state = $2, ended_at = $3, ended_by = $4, \
              end_reason = $5 WHERE id = $1 AND state = 'running'";
         const TALLY: &str = "SELECT \
-             COALESCE(SUM(CASE WHEN outcome = 'replayed' THEN 1 ELSE 0 END), 0), \
+             COALESCE(SUM(CASE WHEN outcome NOT IN ('skipped') THEN 1 ELSE 0 END), 0), \
              COALESCE(SUM(CASE WHEN outcome = 'skipped' THEN 1 ELSE 0 END), 0), \
              COALESCE(SUM(CASE WHEN outcome IS NULL THEN 1 ELSE 0 END), 0) \
              FROM redrive_items WHERE redrive_id = $1";
@@ -145,10 +180,11 @@ impl Tx {
             sqlx::query(END).bind(id).bind(state.as_str()).bind(at).bind(by.map(|a| a.name))
                 .bind(why).execute(&mut **tx).await?;
         });
-        let (replayed, skipped, left): (i64, i64, i64) = dispatch!(&mut self.inner, tx => {
+        let (done, skipped, left): (i64, i64, i64) = dispatch!(&mut self.inner, tx => {
             sqlx::query_as(TALLY).bind(id).fetch_one(&mut **tx).await?
         });
-        let tally = format!("{replayed} replayed, {skipped} skipped, {left} not taken");
+        let done_word = run.kind()?.done();
+        let tally = format!("{done} {done_word}, {skipped} skipped, {left} not taken");
         let reason = match why {
             Some(why) => format!("{tally}; stopped because {why}"),
             None => tally.clone(),
@@ -165,7 +201,7 @@ impl Tx {
                     action_id,
                     actor: actor.name,
                     actor_role: actor.role,
-                    action: "redrive",
+                    action: run.kind()?.audit_action(),
                     target: Some(&target),
                     state_before: Some("running"),
                     state_after: Some(state.as_str()),
@@ -180,11 +216,11 @@ impl Tx {
         Ok((audit_id, tally))
     }
 
-    /// The next item not yet taken, with its dead letter's consumer and key.
-    async fn next_item(&mut self, id: i64) -> StoreResult<Option<(i64, i64, String, String)>> {
-        const NEXT: &str = "SELECT i.position, i.dead_letter_id, d.consumer, d.idempotency_key \
-             FROM redrive_items i JOIN dead_letters d ON d.id = i.dead_letter_id \
-             WHERE i.redrive_id = $1 AND i.outcome IS NULL ORDER BY i.position LIMIT 1";
+    /// The next item not yet taken.
+    async fn next_item(&mut self, id: i64) -> StoreResult<Option<Next>> {
+        const NEXT: &str = "SELECT position, dead_letter_id, consumer, idempotency_key, version, \
+             provider_ref FROM redrive_items \
+             WHERE redrive_id = $1 AND outcome IS NULL ORDER BY position LIMIT 1";
         let next = dispatch!(&mut self.inner, tx => {
             sqlx::query_as(NEXT).bind(id).fetch_optional(&mut **tx).await?
         });
@@ -254,18 +290,19 @@ impl Store {
                 return Ok(Some(Err(())));
             }
             let ender = Ender::Person(actor, action_id);
+            let kind = run.kind()?;
             tx.end_run(id, RedriveState::Stopped, &run, ender)
                 .await
-                .map(|done| Some(Ok(done)))
+                .map(|(audit_id, tally)| Some(Ok((audit_id, stop_summary(id, kind, &tally)))))
         }
         .await;
         let outcome = match stopped {
-            Ok(Some(Ok((audit_id, tally)))) => match tx.commit().await {
+            Ok(Some(Ok((audit_id, summary)))) => match tx.commit().await {
                 Ok(()) => {
                     return Ok(ActionOutcome::Done {
                         audit_id,
                         outbox_id: None,
-                        summary: stop_summary(id, &tally),
+                        summary,
                     });
                 }
                 Err(err) => Err(err),
@@ -322,7 +359,7 @@ impl Store {
         action_id: &ActionId,
         actor: Actor<'_>,
     ) -> StoreResult<Option<ActionOutcome>> {
-        const SQL: &str = "SELECT id, actor, target, state_after, reason \
+        const SQL: &str = "SELECT id, actor, action, target, state_after, reason \
              FROM audit_log WHERE action_id = $1";
         let row: Option<StopRow> = dispatch!(&self.pools, pool => {
             sqlx::query_as(SQL).bind(action_id.as_str()).fetch_optional(pool).await?
@@ -334,10 +371,15 @@ impl Store {
                 && row.state_after.as_deref() == Some(RedriveState::Stopped.as_str());
             if same {
                 let tally = row.reason.unwrap_or_default();
+                let kind = RunKind::ALL
+                    .iter()
+                    .copied()
+                    .find(|k| k.audit_action() == row.action)
+                    .unwrap_or(RunKind::Replay);
                 ActionOutcome::Done {
                     audit_id: row.id,
                     outbox_id: None,
-                    summary: stop_summary(id, &tally),
+                    summary: stop_summary(id, kind, &tally),
                 }
             } else {
                 ActionOutcome::FormReused {
@@ -361,50 +403,129 @@ async fn take_next(tx: &mut Tx, id: i64, retention: &ClaimRetention) -> StoreRes
         tx.end_run(id, RedriveState::Stopped, &run, ender).await?;
         return Ok(Taken::EndedNow);
     }
-    let Some((position, dead_letter_id, consumer, key)) = tx.next_item(id).await? else {
+    let Some(item) = tx.next_item(id).await? else {
         tx.end_run(id, RedriveState::Finished, &run, Ender::Itself)
             .await?;
         return Ok(Taken::EndedNow);
     };
-    let action_id = item_action_id(id, dead_letter_id);
-    let reason = format!("redrive #{id}");
-    let request = ReplayRequest {
-        dead_letter_id,
-        action_id: &action_id,
-        actor: Actor {
-            name: &run.actor,
-            role: &run.actor_role,
-            client_addr: None,
-        },
-        override_verdict: false,
-        reason: Some(&reason),
-        retention,
-    };
-    let (outcome, why, audit_id) = match replay(tx, &request, Accept::SafeOnly, When::Now).await? {
-        ActionOutcome::Done { audit_id, .. } => (ItemOutcome::Replayed, None, Some(audit_id)),
-        ActionOutcome::Refused { reason } => (ItemOutcome::Skipped, Some(reason), None),
-        ActionOutcome::Conflict { by, now, .. } => (
-            ItemOutcome::Skipped,
-            Some(format!("Already {now} by {by}.")),
-            None,
-        ),
-        ActionOutcome::FormReused { first } => (ItemOutcome::Skipped, Some(first), None),
+    let kind = run.kind()?;
+    tx.savepoint().await?;
+    let answer = act_on(tx, id, &run, &item, retention).await?;
+    let (outcome, why, audit_id) = match answer {
+        ActionOutcome::Done { audit_id, .. } => (kind.done(), None, Some(audit_id)),
+        refusal => {
+            tx.rollback_to_savepoint().await?;
+            (ItemOutcome::Skipped, Some(skipped_because(refusal)), None)
+        }
     };
     const SETTLE: &str = "UPDATE redrive_items SET outcome = $3, reason = $4, audit_id = $5, \
          done_at = $6 WHERE redrive_id = $1 AND position = $2 AND outcome IS NULL";
     let done_at = Ts::now();
     dispatch!(&mut tx.inner, tx => {
-        sqlx::query(SETTLE).bind(id).bind(position).bind(outcome.as_str()).bind(why.as_deref())
+        sqlx::query(SETTLE).bind(id).bind(item.position).bind(outcome.as_str()).bind(why.as_deref())
             .bind(audit_id).bind(done_at).execute(&mut **tx).await?;
     });
     Ok(Taken::Item(RedriveItem {
-        position,
-        dead_letter_id,
-        consumer,
-        key,
+        position: item.position,
+        dead_letter_id: item.dead_letter_id,
+        consumer: item.consumer,
+        key: item.idempotency_key,
+        version: item.version,
+        provider_ref: item.provider_ref,
         outcome: Some(outcome),
         reason: why,
         audit_id,
         done_at: Some(done_at.0),
     }))
+}
+
+/// Why an item was skipped, from its action's answer.
+fn skipped_because(answer: ActionOutcome) -> String {
+    match answer {
+        ActionOutcome::Done { summary, .. } => summary,
+        ActionOutcome::Refused { reason } => reason,
+        ActionOutcome::Conflict { by, now, .. } => format!("Already {now} by {by}."),
+        ActionOutcome::FormReused { first } => first,
+    }
+}
+
+/// The single action of `run`'s kind on `item`, as the run's starter.
+async fn act_on(
+    tx: &mut Tx,
+    id: i64,
+    run: &Running,
+    item: &Next,
+    retention: &ClaimRetention,
+) -> StoreResult<ActionOutcome> {
+    let action_id = item_action_id(id, item);
+    let actor = Actor {
+        name: &run.actor,
+        role: &run.actor_role,
+        client_addr: None,
+    };
+    let kind = run.kind()?;
+    let from_run = format!("{} #{id}", kind.title().to_lowercase());
+    match (kind, item.dead_letter_id) {
+        (RunKind::Replay, Some(dead_letter_id)) => {
+            let request = ReplayRequest {
+                dead_letter_id,
+                action_id: &action_id,
+                actor,
+                override_verdict: false,
+                reason: Some(&from_run),
+                retention,
+            };
+            replay(tx, &request, Accept::SafeOnly, When::Now).await
+        }
+        (RunKind::Discard, Some(dead_letter_id)) => {
+            let reason = format!("{from_run}: {}", run.reason.as_deref().unwrap_or_default());
+            let request = DiscardRequest {
+                dead_letter_id,
+                action_id: &action_id,
+                actor,
+                reason: &reason,
+            };
+            discard(tx, &request).await
+        }
+        (RunKind::Resolve, None) => resolve_item(tx, run, item, &action_id, actor, &from_run).await,
+        _ => Err(crate::StoreError::Contract(format!(
+            "{from_run}'s item {} does not fit its kind",
+            item.position
+        ))),
+    }
+}
+
+/// A bulk resolve's key, resolved through the single resolution at the
+/// version the run bound it to.
+async fn resolve_item(
+    tx: &mut Tx,
+    run: &Running,
+    item: &Next,
+    action_id: &ActionId,
+    actor: Actor<'_>,
+    from_run: &str,
+) -> StoreResult<ActionOutcome> {
+    let (Ok(consumer), Ok(key)) = (
+        ConsumerName::parse(item.consumer.as_str()),
+        IdempotencyKey::parse(item.idempotency_key.as_str()),
+    ) else {
+        return Ok(ActionOutcome::Refused {
+            reason: "The key or its consumer's name is not a valid one.".into(),
+        });
+    };
+    let how: ResolveAs = crate::rows::parse(run.resolve_as.as_deref().unwrap_or_default())?;
+    let reason = match &run.reason {
+        Some(reason) => format!("{from_run}: {reason}"),
+        None => from_run.to_owned(),
+    };
+    let request = ResolveRequest {
+        consumer: &consumer,
+        key: &key,
+        version: item.version.unwrap_or(0),
+        resolution: how.resolution(item.provider_ref.as_deref()),
+        action_id,
+        actor,
+        reason: Some(&reason),
+    };
+    resolve(tx, &request, chrono::Utc::now()).await
 }

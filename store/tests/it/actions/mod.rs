@@ -6,6 +6,7 @@
 
 mod abandoned;
 mod action_ids;
+mod bulk;
 mod concurrency;
 mod effects;
 mod records;

@@ -92,6 +92,7 @@ pub(super) fn request<'a>(
     actor: Actor<'a>,
 ) -> RedriveRequest<'a> {
     RedriveRequest {
+        kind: idem_store::LetterRun::Replay,
         selection,
         offer,
         action_id,
@@ -202,7 +203,7 @@ async fn a_redrive_replays_the_safe_dead_letters_and_skips_the_rest_with_why(sto
     let (run, items) = store.redrive(id).await.unwrap().unwrap();
     assert_eq!(run.state, RedriveState::Finished);
     let outcome = |dl: i64| {
-        let item = items.iter().find(|i| i.dead_letter_id == dl).unwrap();
+        let item = items.iter().find(|i| i.dead_letter_id == Some(dl)).unwrap();
         (
             item.outcome.unwrap(),
             item.reason.clone().unwrap_or_default(),
@@ -293,7 +294,7 @@ async fn a_redrive_and_a_single_replay_of_one_of_its_items_replay_it_once(store:
     let RedriveStep::Item(item) = step else {
         panic!("the run took an item")
     };
-    assert_eq!(item.dead_letter_id, first);
+    assert_eq!(item.dead_letter_id, Some(first));
     if by_hand.is_done() {
         assert_eq!(item.outcome, Some(ItemOutcome::Skipped));
         assert_eq!(item.reason.as_deref(), Some("Already replayed by pete."));

@@ -57,6 +57,7 @@ async fn a_redrive_a_token_started_reads_its_owner_and_stops_once_the_token_is_r
     };
     let answer = store
         .start_redrive(&idem_store::RedriveRequest {
+            kind: idem_store::LetterRun::Replay,
             rights: Some(&rights),
             via_token: Some(idem_store::ViaToken {
                 id: token,
@@ -106,6 +107,7 @@ async fn a_redrive_whose_starter_s_rights_narrowed_after_the_page_was_drawn_star
     let form = testing::action_id("redrive-narrowed-1");
     let answer = store
         .start_redrive(&idem_store::RedriveRequest {
+            kind: idem_store::LetterRun::Replay,
             rights: Some(&drawn_for),
             via_token: None,
             ..request(&selection, &offer, &form, OLGA)
@@ -121,6 +123,7 @@ async fn a_redrive_whose_starter_s_rights_narrowed_after_the_page_was_drawn_star
     let form = testing::action_id("redrive-narrowed-2");
     let answer = store
         .start_redrive(&idem_store::RedriveRequest {
+            kind: idem_store::LetterRun::Replay,
             rights: Some(&narrowed),
             via_token: None,
             ..request(&selection, &offer, &form, OLGA)
