@@ -82,8 +82,8 @@ pub(crate) mod ssr {
             return Ok(());
         }
         Err(AppError::ReadOnly(format!(
-            "Choose one consumer to redrive: {} {} read through an adapter, and Idem does not \
-             replay those dead letters.",
+            "Choose one consumer: {} {} read through an adapter, and Idem does not \
+             replay or discard their dead letters.",
             read_only.join(", "),
             if read_only.len() == 1 { "is" } else { "are" }
         )))

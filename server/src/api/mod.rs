@@ -93,7 +93,8 @@ struct IdempotencyKeyHeader {
         title = "Idem",
         version = "1",
         description = "The console for idempotent queue consumers, for runbooks and scripts: \
-            read a key's story, the lists, checks and objectives; replay, discard and resolve. \
+            read a key's story, the lists, checks and objectives; replay, discard and resolve, \
+            one at a time or in guarded bulk runs. \
             Send a token as `Authorization: Bearer idem_…` (`idem token create`). Every write \
             needs an `Idempotency-Key`. Lists are keyset-paged: send `next` back as `cursor`."
     ),
@@ -101,7 +102,8 @@ struct IdempotencyKeyHeader {
         reads::key, reads::search, reads::unknown, reads::dead_letters, reads::dead_letter,
         reads::outbox, reads::audit, reads::checks, reads::findings, reads::slos,
         actions::replay, actions::discard, actions::resolve, exports::export,
-        redrives::redrive, redrives::start, redrives::stop,
+        redrives::redrive, redrives::start, redrives::stop, redrives::discard,
+        redrives::resolve,
     ),
     components(schemas(Problem)),
     modifiers(&BearerToken),
@@ -182,6 +184,14 @@ pub fn router(state: &AppState, auth: Arc<AuthContext>) -> Router<AppState> {
         .route(
             "/api/v1/redrives/{id}/stop",
             post(redrives::stop).route_layer(once.clone()),
+        )
+        .route(
+            "/api/v1/bulk/discard",
+            post(redrives::discard).route_layer(once.clone()),
+        )
+        .route(
+            "/api/v1/bulk/resolve",
+            post(redrives::resolve).route_layer(once.clone()),
         )
         .route("/api/v1/exports/{file}", get(exports::export))
         .route(

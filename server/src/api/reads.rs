@@ -329,11 +329,20 @@ pub async fn findings(State(state): State<AppState>, req: Request) -> Response {
             .findings
             .ok_or_else(|| AppError::NotFound("No findings.".into()))?;
         let total = c.counts.iter().find(|n| n.check == check).map(|n| n.count);
+        let discard = c
+            .bulk
+            .and_then(|b| b.discard)
+            .map(|form| super::types::RedriveOffer {
+                count: form.count,
+                offer: form.offer,
+                only_of: form.only_of,
+            });
         Ok(FindingList {
             as_of: c.clock.as_of,
             items: page.items.into_iter().map(Into::into).collect(),
             next: page.next,
             total,
+            discard,
         })
     }))
 }

@@ -83,10 +83,19 @@ list!(
     /// Audit entries, newest first.
     AuditList of AuditEntry
 );
-list!(
-    /// One check's findings.
-    FindingList of Finding
-);
+/// One check's findings, and the bulk discard it offers.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct FindingList {
+    pub as_of: DateTime<Utc>,
+    pub items: Vec<Finding>,
+    /// The cursor of the next page: send it back as `cursor`.
+    pub next: Option<String>,
+    /// How many it finds, counted to a cap.
+    pub total: Option<CappedCount>,
+    /// For an operator, on `dead-letter-already-sent`: what a bulk discard
+    /// would take now (`POST /api/v1/bulk/discard` with its `offer`).
+    pub discard: Option<RedriveOffer>,
+}
 
 /// One finding of a check: a key it points at.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
@@ -96,6 +105,9 @@ pub struct Finding {
     /// The time the check orders its findings by.
     pub at: DateTime<Utc>,
     pub dead_letter_id: Option<i64>,
+    /// For a finding about a claim: its version (what a bulk resolve binds
+    /// the key to).
+    pub version: Option<i64>,
     pub provider_ref: Option<String>,
     /// For payload drift: the first delivery's hash and the differing one.
     pub payload_hashes: Option<Vec<String>>,
@@ -111,6 +123,7 @@ impl From<idem_domain::Finding> for Finding {
             key: f.key,
             at: f.at,
             dead_letter_id: f.dead_letter_id,
+            version: f.version,
             provider_ref: f.provider_ref,
             payload_hashes: f.payload_hashes.map(|(a, b)| vec![a, b]),
             lease_until: f.lease_until,

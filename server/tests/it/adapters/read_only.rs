@@ -303,23 +303,33 @@ async fn a_reminder_store_s_unknown_outcome_is_resolved_in_its_own_table_and_not
     let still = app.store.dead_letter(letter).await.unwrap().unwrap();
     assert_eq!(still.state, idem_domain::DeadLetterState::Open);
     // Nor redriven: not as that consumer's, nor among every consumer's.
-    for (consumer, says) in [
-        ("reminders-legacy", "read through an adapter"),
-        ("", "Choose one consumer to redrive"),
-    ] {
+    // Nor discarded in bulk.
+    for (start, (consumer, says)) in ["start_redrive", "start_bulk_discard"]
+        .into_iter()
+        .flat_map(|start| {
+            [
+                ("reminders-legacy", "read through an adapter"),
+                ("", "Choose one consumer: "),
+            ]
+            .map(|case| (start, case))
+        })
+    {
         let refused = common::call(
             &app,
             &olga,
-            "start_redrive",
+            start,
             &[
-                ("action_id", format!("redrive-legacy-{}", consumer.len())),
+                (
+                    "action_id",
+                    format!("{start}-legacy-{}", consumer.len()).replace('_', "-"),
+                ),
                 ("consumer", consumer.into()),
             ],
         )
         .await;
-        assert_eq!(refused.status().as_u16(), 409, "{consumer:?}");
+        assert_eq!(refused.status().as_u16(), 409, "{start} {consumer:?}");
         let body = refused.text().await.unwrap();
-        assert!(body.contains(says), "{consumer:?}: {body}");
+        assert!(body.contains(says), "{start} {consumer:?}: {body}");
     }
     assert!(
         app.store.running_redrives().await.unwrap().is_empty(),

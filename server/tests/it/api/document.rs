@@ -31,6 +31,8 @@ async fn the_document_is_openapi_3_1_and_names_every_operation() {
         "/api/v1/redrives",
         "/api/v1/redrives/{id}",
         "/api/v1/redrives/{id}/stop",
+        "/api/v1/bulk/discard",
+        "/api/v1/bulk/resolve",
     ] {
         assert!(paths.contains_key(path), "{path} is documented");
     }
@@ -93,7 +95,7 @@ async fn every_write_the_document_lists_is_refused_without_a_token(
             assert_eq!(response.status().as_u16(), 401, "{path}");
         }
     }
-    assert_eq!(writes, 5);
+    assert_eq!(writes, 7);
     let letter = app
         .store
         .dead_letter(fixture.dead_letter)

@@ -9,6 +9,7 @@ use serde_json::Value;
 
 use crate::common::{self, Fixture, TestApp, spawn_app};
 
+mod bulk;
 mod document;
 mod exports;
 mod idempotency;

@@ -252,6 +252,31 @@ impl Fixture {
                 "stop_redrive",
                 vec![("id", self.redrive.to_string()), ("action_id", id("stop"))],
             ),
+            (
+                "start_bulk_discard",
+                // The offer of a page that showed nothing: answered (200)
+                // with nothing to discard, however often it is sent.
+                vec![
+                    ("action_id", id("bulk-discard")),
+                    ("offer", idem_domain::RedriveOffer::of([]).token()),
+                    ("consumer", "orders".into()),
+                    ("reason", "already sent, INC-7".into()),
+                ],
+            ),
+            (
+                "start_bulk_resolve",
+                // A key with no claim: a run starts and skips it, saying so.
+                vec![
+                    ("action_id", id("bulk-resolve")),
+                    ("resolve_as", "failed-retry".into()),
+                    ("reason", "the provider's log has none of them".into()),
+                    (
+                        "keys",
+                        r#"[{"consumer":"orders","key":"no claim here","version":1}]"#.into(),
+                    ),
+                    ("references", none()),
+                ],
+            ),
             ("list_tokens", vec![]),
             (
                 "revoke_token",

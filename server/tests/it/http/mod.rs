@@ -6,6 +6,7 @@
 // The harness every server test binary shares, one folder up.
 use crate::common;
 
+mod bulk;
 mod checks;
 mod compression;
 mod consumers;

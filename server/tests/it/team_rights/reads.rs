@@ -36,6 +36,7 @@ async fn an_operator_of_payments_never_receives_growth_s_keys_counts_or_chart_po
                         | "discard_dead_letter"
                         | "get_redrive"
                         | "stop_redrive"
+                        | "start_bulk_resolve"
                 );
             // Fleet-wide objectives count growth's consumers too.
             let fleet_slo = matches!(name, "get_slo" | "get_slo_charts");

@@ -41,6 +41,7 @@
 //!   refuses it before anything is read or written (`server/src/auth`).
 
 mod bulk;
+mod item;
 mod start;
 mod step;
 

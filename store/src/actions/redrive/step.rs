@@ -13,60 +13,36 @@
 //! same way.
 
 use idem_domain::{
-    ClaimRetention, ConsumerName, IdempotencyKey, ItemOutcome, RedriveItem, RedriveState,
-    ResolveAs, RunKind,
+    ClaimRetention, ItemOutcome, RedriveItem, RedriveState, RunKind,
     action::{ActionId, ActionOutcome},
 };
 
-use super::{RedriveStep, cannot_act};
+use super::{
+    RedriveStep, cannot_act,
+    item::{Next, act_on, skipped_because},
+};
 use crate::{
     NewAuditEntry, StoreResult,
-    actions::{
-        Actor, DiscardRequest, ReplayRequest, ResolveRequest, When,
-        dead_letter::{Accept, discard, replay},
-        resolve::resolve,
-    },
+    actions::Actor,
     dialect::dispatch,
     store::{Store, Tx},
     ts::Ts,
 };
 
-/// The action id of one item's action: derived from the run and the dead
-/// letter (or, for a key, its place in the run), so a step taken twice is
-/// one action.
-fn item_action_id(redrive: i64, item: &Next) -> ActionId {
-    let id = match item.dead_letter_id {
-        Some(dead_letter) => format!("redrive-{redrive}-dl-{dead_letter}"),
-        None => format!("redrive-{redrive}-key-{}", item.position),
-    };
-    ActionId::parse(&id).expect("digits and dashes, at least 8 characters")
-}
-
-/// The next item of a run.
-#[derive(sqlx::FromRow)]
-struct Next {
-    position: i64,
-    dead_letter_id: Option<i64>,
-    consumer: String,
-    idempotency_key: String,
-    version: Option<i64>,
-    provider_ref: Option<String>,
-}
-
 /// A running run, as a step needs it.
 #[derive(sqlx::FromRow)]
-struct Running {
-    state: String,
-    kind: String,
-    resolve_as: Option<String>,
-    reason: Option<String>,
-    actor: String,
-    actor_role: String,
-    starter_epoch: Option<i64>,
+pub(super) struct Running {
+    pub state: String,
+    pub kind: String,
+    pub resolve_as: Option<String>,
+    pub reason: Option<String>,
+    pub actor: String,
+    pub actor_role: String,
+    pub starter_epoch: Option<i64>,
     /// The account read again (`None`: the one named `actor`).
-    account: Option<String>,
+    pub account: Option<String>,
     /// The token it was started with, which must stay live.
-    token_id: Option<i64>,
+    pub token_id: Option<i64>,
 }
 
 /// Who ends a run.
@@ -100,7 +76,7 @@ fn stop_summary(id: i64, kind: RunKind, tally: &str) -> String {
 }
 
 impl Running {
-    fn kind(&self) -> StoreResult<RunKind> {
+    pub(super) fn kind(&self) -> StoreResult<RunKind> {
         crate::rows::parse(&self.kind)
     }
 }
@@ -437,95 +413,4 @@ async fn take_next(tx: &mut Tx, id: i64, retention: &ClaimRetention) -> StoreRes
         audit_id,
         done_at: Some(done_at.0),
     }))
-}
-
-/// Why an item was skipped, from its action's answer.
-fn skipped_because(answer: ActionOutcome) -> String {
-    match answer {
-        ActionOutcome::Done { summary, .. } => summary,
-        ActionOutcome::Refused { reason } => reason,
-        ActionOutcome::Conflict { by, now, .. } => format!("Already {now} by {by}."),
-        ActionOutcome::FormReused { first } => first,
-    }
-}
-
-/// The single action of `run`'s kind on `item`, as the run's starter.
-async fn act_on(
-    tx: &mut Tx,
-    id: i64,
-    run: &Running,
-    item: &Next,
-    retention: &ClaimRetention,
-) -> StoreResult<ActionOutcome> {
-    let action_id = item_action_id(id, item);
-    let actor = Actor {
-        name: &run.actor,
-        role: &run.actor_role,
-        client_addr: None,
-    };
-    let kind = run.kind()?;
-    let from_run = format!("{} #{id}", kind.title().to_lowercase());
-    match (kind, item.dead_letter_id) {
-        (RunKind::Replay, Some(dead_letter_id)) => {
-            let request = ReplayRequest {
-                dead_letter_id,
-                action_id: &action_id,
-                actor,
-                override_verdict: false,
-                reason: Some(&from_run),
-                retention,
-            };
-            replay(tx, &request, Accept::SafeOnly, When::Now).await
-        }
-        (RunKind::Discard, Some(dead_letter_id)) => {
-            let reason = format!("{from_run}: {}", run.reason.as_deref().unwrap_or_default());
-            let request = DiscardRequest {
-                dead_letter_id,
-                action_id: &action_id,
-                actor,
-                reason: &reason,
-            };
-            discard(tx, &request).await
-        }
-        (RunKind::Resolve, None) => resolve_item(tx, run, item, &action_id, actor, &from_run).await,
-        _ => Err(crate::StoreError::Contract(format!(
-            "{from_run}'s item {} does not fit its kind",
-            item.position
-        ))),
-    }
-}
-
-/// A bulk resolve's key, resolved through the single resolution at the
-/// version the run bound it to.
-async fn resolve_item(
-    tx: &mut Tx,
-    run: &Running,
-    item: &Next,
-    action_id: &ActionId,
-    actor: Actor<'_>,
-    from_run: &str,
-) -> StoreResult<ActionOutcome> {
-    let (Ok(consumer), Ok(key)) = (
-        ConsumerName::parse(item.consumer.as_str()),
-        IdempotencyKey::parse(item.idempotency_key.as_str()),
-    ) else {
-        return Ok(ActionOutcome::Refused {
-            reason: "The key or its consumer's name is not a valid one.".into(),
-        });
-    };
-    let how: ResolveAs = crate::rows::parse(run.resolve_as.as_deref().unwrap_or_default())?;
-    let reason = match &run.reason {
-        Some(reason) => format!("{from_run}: {reason}"),
-        None => from_run.to_owned(),
-    };
-    let request = ResolveRequest {
-        consumer: &consumer,
-        key: &key,
-        version: item.version.unwrap_or(0),
-        resolution: how.resolution(item.provider_ref.as_deref()),
-        action_id,
-        actor,
-        reason: Some(&reason),
-    };
-    resolve(tx, &request, chrono::Utc::now()).await
 }
