@@ -4,7 +4,7 @@
 
 use idem_domain::{
     ClaimRetention, ConsumerName, IdempotencyKey, ResolveAs, RunKind,
-    action::{ActionId, ActionOutcome},
+    action::{ActionId, ActionOutcome, MAX_REASON_CHARS},
 };
 
 use super::step::Running;
@@ -50,6 +50,18 @@ pub(super) fn skipped_because(answer: ActionOutcome) -> String {
     }
 }
 
+/// An item's audit reason: the run, then the starter's reason, cut to fit
+/// the bound a single action checks (the longest reason a starter may give
+/// would not fit after `bulk discard #7: `, and every item would be refused).
+fn item_reason(from_run: &str, reason: Option<&str>) -> String {
+    let Some(reason) = reason else {
+        return from_run.to_owned();
+    };
+    let room = MAX_REASON_CHARS.saturating_sub(from_run.chars().count() + 2);
+    let kept: String = reason.chars().take(room).collect();
+    format!("{from_run}: {kept}")
+}
+
 /// The single action of `run`'s kind on `item`, as the run's starter.
 pub(super) async fn act_on(
     tx: &mut Tx,
@@ -79,7 +91,7 @@ pub(super) async fn act_on(
             replay(tx, &request, Accept::SafeOnly, When::Now).await
         }
         (RunKind::Discard, Some(dead_letter_id)) => {
-            let reason = format!("{from_run}: {}", run.reason.as_deref().unwrap_or_default());
+            let reason = item_reason(from_run.as_str(), run.reason.as_deref());
             let request = DiscardRequest {
                 dead_letter_id,
                 action_id: &action_id,
@@ -115,10 +127,7 @@ async fn resolve_item(
         });
     };
     let how: ResolveAs = crate::rows::parse(run.resolve_as.as_deref().unwrap_or_default())?;
-    let reason = match &run.reason {
-        Some(reason) => format!("{from_run}: {reason}"),
-        None => from_run.to_owned(),
-    };
+    let reason = item_reason(from_run, run.reason.as_deref());
     let request = ResolveRequest {
         consumer: &consumer,
         key: &key,

@@ -28,6 +28,7 @@ idem_store::on_both_backends!(
     a_stopped_bulk_resolve_leaves_the_keys_it_had_not_taken_unknown,
     resubmitting_a_bulk_resolve_starts_nothing_new,
     a_bulk_resolve_stops_when_its_starter_is_demoted,
+    a_bulk_run_with_the_longest_reason_still_acts_on_every_item,
 );
 
 const SENT: Outcome<'static> = Outcome::Sent {
@@ -484,4 +485,40 @@ async fn a_bulk_resolve_stops_when_its_starter_is_demoted(store: &Store) {
         Some("olga is no longer an operator (now viewer)")
     );
     assert_eq!(claim(store, "pay:1").await.status, ClaimStatus::Unknown);
+}
+
+async fn a_bulk_run_with_the_longest_reason_still_acts_on_every_item(store: &Store) {
+    operators(store).await;
+    let longest = "é".repeat(idem_domain::action::MAX_REASON_CHARS);
+    let letter = dead_letter(store, "orders", "order:1", SENT, "503").await;
+    let selection = DeadLetterFilter::default();
+    let offer = store.discard_offer(&selection).await.unwrap();
+    let form = testing::action_id("bulk-discard-0007");
+    let start = store
+        .start_redrive(&discard(&selection, &offer, &form, &longest))
+        .await
+        .unwrap();
+    let id = started_run(store, start).await;
+    run_to_end(store, id).await;
+    assert_eq!(
+        dead_letter_state(store, letter).await,
+        DeadLetterState::Discarded
+    );
+
+    let k = key("pay:1", Some(unknown_claim(store, "pay:1").await), None);
+    let keys = [k];
+    let form = testing::action_id("bulk-resolve-0007");
+    let mut request = resolve(&keys, ResolveAs::Failed, &form, OLGA);
+    request.reason = Some(&longest);
+    let id = started_run(store, store.start_bulk_resolve(&request).await.unwrap()).await;
+    run_to_end(store, id).await;
+    assert_eq!(claim(store, "pay:1").await.status, ClaimStatus::Failed);
+    let audit = store.latest_audit(3).await.unwrap();
+    let item = audit.iter().find(|a| a.action == "resolve:failed").unwrap();
+    let why = item.reason.as_deref().unwrap();
+    assert!(
+        why.starts_with(&format!("bulk resolve #{id}: ééé")),
+        "{why:.40}"
+    );
+    assert_eq!(why.chars().count(), idem_domain::action::MAX_REASON_CHARS);
 }
