@@ -105,7 +105,7 @@ pub(crate) mod ssr {
         resolve_as: ResolveAs,
         keys: Option<String>,
         references: Option<String>,
-    ) -> Result<(Vec<BulkKey>, &'static str), AppError> {
+    ) -> Result<(Vec<BulkKey>, String), AppError> {
         let given = |s: &Option<String>| s.as_deref().is_some_and(|s| !s.trim().is_empty());
         let (keys, source) = match (given(&keys), given(&references)) {
             (true, false) => {
@@ -113,7 +113,7 @@ pub(crate) mod ssr {
                     .map_err(|e| {
                         AppError::BadRequest(format!("The list of keys is not one: {e}."))
                     })?;
-                (keys, "keys as listed")
+                (keys, "keys as listed".to_owned())
             }
             (false, true) => {
                 let pasted = references.unwrap_or_default();
@@ -123,7 +123,7 @@ pub(crate) mod ssr {
                     ));
                 }
                 let keys = idem_domain::parse_references(&pasted).map_err(bad_lines)?;
-                (keys, "a pasted list of references")
+                (keys, "a pasted list of references".to_owned())
             }
             (true, true) => {
                 return Err(AppError::BadRequest(
@@ -212,7 +212,8 @@ pub async fn start_bulk_discard(
 
 /// Starts a guarded bulk resolve of exactly the keys given — `keys`, a
 /// JSON list of `{consumer, key, version, provider_ref}` (the rows a page
-/// showed), or `references`, a pasted `consumer,key,reference` list — all
+/// showed; `shown_on` names its check), or `references`, a pasted
+/// `consumer,key,reference` list — all
 /// as `resolve_as` (`sent`, `failed-retry`, `failed`). Each key is resolved
 /// in turn through the single resolution, only while its claim is at the
 /// version bound (the one shown, or for a pasted list the one it has when
@@ -225,13 +226,21 @@ pub async fn start_bulk_resolve(
     #[server(default)] reason: String,
     #[server(default)] keys: Option<String>,
     #[server(default)] references: Option<String>,
+    #[server(default)] shown_on: Option<String>,
 ) -> Result<ActionOutcome, AppError> {
     crate::api::actions::ssr::act(&action_id, async {
         let acting = crate::api::actions::ssr::operator()?;
         let how: idem_domain::ResolveAs = resolve_as
             .parse()
             .map_err(|e: idem_domain::UnknownValue| AppError::BadRequest(e.to_string()))?;
-        let (keys, source) = ssr::keys(how, keys, references)?;
+        let (keys, mut source) = ssr::keys(how, keys, references)?;
+        // The page's own form names the check whose findings it showed.
+        if let Some(slug) = shown_on.filter(|s| !s.is_empty()) {
+            let check = idem_domain::Check::from_slug(&slug).ok_or_else(|| {
+                AppError::BadRequest(format!("There is no check called “{slug}”."))
+            })?;
+            source = format!("the {} shown of “{}”", keys.len(), check.title());
+        }
         ssr::may_resolve(&keys).await?;
         let reason = idem_domain::action::reason(&reason)?;
         let (rights, via_token) = ssr::starter(&acting);
@@ -241,7 +250,7 @@ pub async fn start_bulk_resolve(
                 keys: &keys,
                 resolve_as: how,
                 reason,
-                source,
+                source: &source,
                 action_id: &crate::api::actions::ssr::action_id(&action_id)?,
                 actor: acting.actor(),
                 rights,

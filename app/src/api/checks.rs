@@ -47,6 +47,8 @@ pub struct BulkForms {
 /// The findings a bulk resolve of the page takes.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ResolveForm {
+    /// The check whose findings they are.
+    pub check: Check,
     pub count: usize,
     /// The keys as JSON (`[{consumer, key, version, provider_ref}]`).
     pub keys: String,
@@ -214,6 +216,7 @@ pub(crate) mod ssr {
                     })
                     .collect();
                 let form = (!keys.is_empty()).then(|| super::ResolveForm {
+                    check,
                     count: keys.len(),
                     keys: serde_json::to_string(&keys).unwrap_or_default(),
                 });

@@ -223,6 +223,7 @@ fn ResolveShownForm(form: crate::api::ResolveForm, action_id: String) -> impl In
                 <form method="post" action=path>
                     <input type="hidden" name="action_id" value=form_id(&action_id, "bulk-resolve-shown")/>
                     <input type="hidden" name="keys" value=form.keys/>
+                    <input type="hidden" name="shown_on" value=form.check.slug()/>
                     <fieldset>
                         <legend>"The provider…"</legend>
                         <label><input type="radio" name="resolve_as" value="failed-retry" required/>" did not act: mark failed and retry each (same key, through the outbox)"</label>

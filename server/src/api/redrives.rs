@@ -202,7 +202,7 @@ pub async fn resolve(
         Err(err) => return Problem::from(&AppError::BadRequest(err.to_string())).answer(),
     };
     let reason = b.reason.unwrap_or_default();
-    let start = api::start_bulk_resolve(action_id, b.resolve_as, reason, Some(keys), None);
+    let start = api::start_bulk_resolve(action_id, b.resolve_as, reason, Some(keys), None, None);
     started(&state, call(&state, parts, start).await).await
 }
 

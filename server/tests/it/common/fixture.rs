@@ -275,6 +275,7 @@ impl Fixture {
                         r#"[{"consumer":"orders","key":"no claim here","version":1}]"#.into(),
                     ),
                     ("references", none()),
+                    ("shown_on", "unknown-past-objective".into()),
                 ],
             ),
             ("list_tokens", vec![]),

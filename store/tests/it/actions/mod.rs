@@ -7,6 +7,7 @@
 mod abandoned;
 mod action_ids;
 mod bulk;
+mod bulk_resolve;
 mod concurrency;
 mod effects;
 mod records;
