@@ -32,7 +32,11 @@ pub struct BadLine {
 
 impl std::fmt::Display for BadLine {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "line {}: {}", self.line, self.reason)
+        match self.line {
+            // The list as a whole (it is empty).
+            0 => f.write_str(&self.reason),
+            line => write!(f, "line {line}: {}", self.reason),
+        }
     }
 }
 
@@ -41,6 +45,15 @@ impl std::fmt::Display for BadLine {
 /// [`REDRIVE_MAX`] keys, none twice, a reference on each key to resolve as
 /// sent and on none to resolve as failed.
 pub fn check_keys(resolve_as: ResolveAs, keys: &[BulkKey]) -> Result<(), Vec<BadLine>> {
+    check_lines(resolve_as, keys, |i| i + 1)
+}
+
+/// [`check_keys`], with `line_of` giving the line the `i`th key is on.
+fn check_lines(
+    resolve_as: ResolveAs,
+    keys: &[BulkKey],
+    line_of: impl Fn(usize) -> usize,
+) -> Result<(), Vec<BadLine>> {
     let mut bad = Vec::new();
     if keys.is_empty() {
         bad.push(BadLine {
@@ -50,7 +63,7 @@ pub fn check_keys(resolve_as: ResolveAs, keys: &[BulkKey]) -> Result<(), Vec<Bad
     }
     if keys.len() > REDRIVE_MAX as usize {
         bad.push(BadLine {
-            line: REDRIVE_MAX as usize + 1,
+            line: line_of(REDRIVE_MAX as usize),
             reason: format!(
                 "one bulk resolve takes at most {REDRIVE_MAX} keys; {} are listed",
                 keys.len()
@@ -59,7 +72,7 @@ pub fn check_keys(resolve_as: ResolveAs, keys: &[BulkKey]) -> Result<(), Vec<Bad
     }
     let mut seen: HashMap<(&str, &str), usize> = HashMap::new();
     for (i, k) in keys.iter().enumerate() {
-        let line = i + 1;
+        let line = line_of(i);
         let mut refuse = |reason: String| bad.push(BadLine { line, reason });
         if let Some(first) = seen.insert((k.consumer.as_str(), k.key.as_str()), line) {
             refuse(format!("the key is listed twice (first on line {first})"));
@@ -117,14 +130,13 @@ pub fn parse_references(text: &str) -> Result<Vec<BulkKey>, Vec<BadLine>> {
     }
     let checked = match keys.is_empty() && !bad.is_empty() {
         true => Ok(()),
-        false => check_keys(ResolveAs::Sent, &keys),
+        // Numbered as the person reads the list: by its own lines.
+        false => check_lines(ResolveAs::Sent, &keys, |i| {
+            lines.get(i).copied().unwrap_or(0)
+        }),
     };
     if let Err(more) = checked {
-        // Numbered by key; the person reads the list's own lines.
-        bad.extend(more.into_iter().map(|b| BadLine {
-            line: lines.get(b.line.wrapping_sub(1)).copied().unwrap_or(b.line),
-            reason: b.reason,
-        }));
+        bad.extend(more);
     }
     bad.sort_by_key(|b| b.line);
     if bad.is_empty() { Ok(keys) } else { Err(bad) }
@@ -166,7 +178,11 @@ fn records(text: &str) -> Vec<(usize, Result<Vec<String>, String>)> {
                         chars.next();
                         field.push('"');
                     }
-                    _ => quoted = false,
+                    Some(',' | '\n' | '\r') | None => quoted = false,
+                    Some(_) => {
+                        quoted = false;
+                        error = Some("text after a closing quote (quote the whole field)".to_owned());
+                    }
                 },
                 Some('"') if field.is_empty() => quoted = true,
                 Some('"') => error = Some("a quote inside an unquoted field (quote the whole field, and double the quote)".to_owned()),
@@ -241,6 +257,20 @@ mod tests {
         assert!(bad[3].reason.contains("first on line 1"), "{}", bad[3]);
         assert!(bad[4].reason.contains("quote"), "{}", bad[4]);
         assert!(bad[5].reason.contains("not closed"), "{}", bad[5]);
+    }
+
+    #[test]
+    fn a_key_listed_twice_names_both_lines_as_the_person_reads_them() {
+        let text = "consumer,key,reference\n\norders,a,x\norders,\"b\" ,y\norders,a,z\n";
+        let bad = parse_references(text).unwrap_err();
+        let shown: Vec<String> = bad.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            shown,
+            [
+                "line 4: text after a closing quote (quote the whole field)",
+                "line 5: the key is listed twice (first on line 3)",
+            ]
+        );
     }
 
     #[test]

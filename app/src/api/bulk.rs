@@ -80,13 +80,11 @@ pub(crate) mod ssr {
                 if now.count == 1 { "matches" } else { "match" },
             ))),
             RedriveStart::NothingToRedrive => Ok(ActionOutcome::Refused {
-                reason: format!(
-                    "no open dead letter matches this filter, so there is nothing to {}.",
-                    match kind {
-                        RunKind::Discard => "discard",
-                        RunKind::Replay | RunKind::Resolve => "redrive",
-                    }
-                ),
+                reason: match kind {
+                    RunKind::Discard => "no open dead letter whose key is sent is left, so there is nothing to discard.",
+                    RunKind::Replay | RunKind::Resolve => "no open dead letter matches this filter, so there is nothing to redrive.",
+                }
+                .into(),
             }),
             RedriveStart::NotAllowed(why) => Ok(ActionOutcome::Refused {
                 reason: format!("{why}, so no {name} was started."),
@@ -153,6 +151,33 @@ pub(crate) mod ssr {
         ))
     }
 
+    /// What a bulk discard takes: the open dead letters of `consumer` (which
+    /// must be one Idem may act on), or — with none named — of every
+    /// consumer the person operates except those read through an adapter.
+    /// The check page's offer and the start read it the same way, so they
+    /// agree.
+    pub async fn discard_selection(
+        consumer: Option<String>,
+    ) -> Result<idem_store::DeadLetterFilter, AppError> {
+        let selection =
+            crate::api::lists::ssr::dead_letter_filter(None, None, consumer, None).await?;
+        let mut selection = crate::api::lists::ssr::to_act_on(selection).await?;
+        match &selection.window.consumer {
+            Some(consumer) => crate::api::actions::ssr::writable(consumer.as_str())?,
+            None => {
+                let state = crate::serving::state()?;
+                let within = &selection.window.within;
+                selection.except = state
+                    .read_only
+                    .names()
+                    .filter(|c| within.allows(c))
+                    .filter_map(|c| idem_domain::ConsumerName::parse(c).ok())
+                    .collect();
+            }
+        }
+        Ok(selection)
+    }
+
     /// The person operates every consumer `keys` name, and Idem may resolve
     /// outcomes there (else the first refusal).
     pub async fn may_resolve(keys: &[BulkKey]) -> Result<(), AppError> {
@@ -169,7 +194,8 @@ pub(crate) mod ssr {
 
 /// Starts a guarded bulk discard of exactly the open dead letters whose
 /// key is already sent that the check offered (`offer`; for `consumer`, or
-/// every consumer the person operates): each is discarded in turn through
+/// every consumer the person operates but those read through an adapter):
+/// each is discarded in turn through
 /// the single discard, audited with `reason`. A set that changed since the
 /// page was drawn is a 409 and starts nothing.
 #[server(prefix = "/api/act")]
@@ -181,10 +207,7 @@ pub async fn start_bulk_discard(
 ) -> Result<ActionOutcome, AppError> {
     crate::api::actions::ssr::act(&action_id, async {
         let acting = crate::api::actions::ssr::operator()?;
-        let selection =
-            crate::api::lists::ssr::dead_letter_filter(None, None, consumer, None).await?;
-        let selection = crate::api::lists::ssr::to_act_on(selection).await?;
-        crate::api::redrives::ssr::writable(&selection)?;
+        let selection = ssr::discard_selection(consumer).await?;
         if idem_domain::action::reason(&reason)?.is_none() {
             return Err(AppError::BadRequest(
                 "Discarding needs a reason: it is recorded on every letter's audit row.".into(),
@@ -239,7 +262,7 @@ pub async fn start_bulk_resolve(
             let check = idem_domain::Check::from_slug(&slug).ok_or_else(|| {
                 AppError::BadRequest(format!("There is no check called “{slug}”."))
             })?;
-            source = format!("the {} shown of “{}”", keys.len(), check.title());
+            source = format!("{} keys from the page of “{}”", keys.len(), check.title());
         }
         ssr::may_resolve(&keys).await?;
         let reason = idem_domain::action::reason(&reason)?;

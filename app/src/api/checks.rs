@@ -49,7 +49,10 @@ pub struct BulkForms {
 pub struct ResolveForm {
     /// The check whose findings they are.
     pub check: Check,
+    /// How many it takes, of how many the page shows (only those of
+    /// consumers the person operates and Idem may resolve).
     pub count: usize,
+    pub of: usize,
     /// The keys as JSON (`[{consumer, key, version, provider_ref}]`).
     pub keys: String,
 }
@@ -177,10 +180,8 @@ pub(crate) mod ssr {
         let state = crate::serving::state()?;
         let (discard, resolve) = match check {
             Check::DeadLetterAlreadySent => {
-                let selection =
-                    crate::api::lists::ssr::dead_letter_filter(None, None, None, None).await?;
                 let listed = crate::serving::within(idem_domain::Role::Viewer)?;
-                let selection = crate::api::lists::ssr::to_act_on(selection).await?;
+                let selection = crate::api::bulk::ssr::discard_selection(None).await?;
                 let offer = state.store.discard_offer(&selection).await?;
                 let only_of = match &selection.window.within {
                     Within::Only(names) if selection.window.within != listed => {
@@ -193,6 +194,7 @@ pub(crate) mod ssr {
                     offer: offer.token(),
                     action_id: crate::serving::new_action_id(),
                     only_of,
+                    except: selection.except.iter().map(ToString::to_string).collect(),
                 });
                 (form, None)
             }
@@ -218,6 +220,7 @@ pub(crate) mod ssr {
                 let form = (!keys.is_empty()).then(|| super::ResolveForm {
                     check,
                     count: keys.len(),
+                    of: page.items.len(),
                     keys: serde_json::to_string(&keys).unwrap_or_default(),
                 });
                 (None, form)

@@ -43,6 +43,10 @@ pub struct RedriveForm {
     /// more teams than they operate): the consumers it takes.
     #[serde(default)]
     pub only_of: Option<Vec<String>>,
+    /// Consumers it leaves out, being read through an adapter (a bulk
+    /// discard over every consumer).
+    #[serde(default)]
+    pub except: Vec<String>,
 }
 
 /// One dead letter and the claim of its key.
@@ -145,6 +149,7 @@ pub(crate) mod ssr {
         Ok(idem_store::DeadLetterFilter {
             window: window(from, to, consumer).await?,
             error,
+            except: Vec::new(),
         })
     }
 
@@ -309,6 +314,7 @@ pub async fn list_dead_letters(
                     offer: offer.token(),
                     action_id: crate::serving::new_action_id(),
                     only_of,
+                    except: Vec::new(),
                 })
             }
             false => None,

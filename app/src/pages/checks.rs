@@ -177,6 +177,14 @@ fn BulkDiscardForm(form: crate::api::RedriveForm, action_id: String) -> impl Int
             <p class="only-of">"Only the dead letters of the consumers you operate are taken: " {names.join(", ")} "."</p>
         }
     });
+    let except = (!form.except.is_empty()).then(|| {
+        view! {
+            <p class="only-of">
+                "Not taken: the dead letters of " {form.except.join(", ")}
+                ", read through an adapter (Idem does not act on those)."
+            </p>
+        }
+    });
     let path = <crate::api::StartBulkDiscard as leptos::server_fn::ServerFn>::PATH;
     view! {
         <section class="action-form" aria-labelledby="bulk-discard-heading">
@@ -188,6 +196,7 @@ fn BulkDiscardForm(form: crate::api::RedriveForm, action_id: String) -> impl Int
                 "You can stop it between two items."
             </p>
             {only_of}
+            {except}
             <SubmitOnce>
                 <form method="post" action=path>
                     <input type="hidden" name="action_id" value=form_id(&action_id, "bulk-discard")/>
@@ -201,24 +210,32 @@ fn BulkDiscardForm(form: crate::api::RedriveForm, action_id: String) -> impl Int
 }
 
 /// "Resolve the N shown as failed": the findings on this page the person
-/// operates, each at the version shown.
+/// operates, each at the version it had when the page was drawn.
 #[component]
 fn ResolveShownForm(form: crate::api::ResolveForm, action_id: String) -> impl IntoView {
     let path = <crate::api::StartBulkResolve as leptos::server_fn::ServerFn>::PATH;
-    let n = form.count;
-    let these = if n == 1 {
-        "the one shown".to_owned()
-    } else {
-        format!("the {n} shown")
+    let these = match (form.count, form.of) {
+        (1, 1) => "the one shown".to_owned(),
+        (n, of) if n == of => format!("the {n} shown"),
+        (n, _) => format!("{n} of those shown"),
     };
+    let only = (form.count < form.of).then(|| {
+        let taken = format!(
+            "{} of the {} shown are taken: those of consumers you operate that Idem may resolve.",
+            form.count, form.of
+        );
+        view! { <p class="only-of">{taken}</p> }
+    });
     view! {
         <section class="action-form" aria-labelledby="bulk-resolve-heading">
             <h2 id="bulk-resolve-heading">"Resolve " {these.clone()} " as failed"</h2>
             <p>
                 "When the provider did not act on any of them. Each key is resolved in turn through the "
-                "single resolution, only while its claim is still at the version shown above; a key "
-                "someone changed meanwhile is skipped and listed. You can stop it between two items."
+                "single resolution, only while its claim is still as it was when this page was drawn "
+                "(the same attempt, still unresolved); a key someone changed meanwhile is skipped and "
+                "listed. You can stop it between two items."
             </p>
+            {only}
             <SubmitOnce>
                 <form method="post" action=path>
                     <input type="hidden" name="action_id" value=form_id(&action_id, "bulk-resolve-shown")/>
@@ -250,8 +267,10 @@ fn ResolveWithReferencesForm(action_id: String) -> impl IntoView {
             <p>
                 "Paste one line per key, " <code>"consumer,key,reference"</code> " (up to " {max} " keys; "
                 "quote a field that holds a comma or a quote, doubling the quote). Every line is checked first: "
-                "if any is not right, nothing starts and the answer names each bad line. Each key is then "
-                "marked sent with its reference, only while it is still unresolved."
+                "if one is not a consumer, a key and a reference, or names a key twice, nothing starts and "
+                "the answer names each bad line. Each key is then marked sent with its reference, only while "
+                "it is still unresolved; a key with no claim, or already resolved, is skipped and listed on "
+                "the run's page."
             </p>
             <SubmitOnce>
                 <form method="post" action=path>

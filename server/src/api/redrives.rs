@@ -120,8 +120,6 @@ async fn started(state: &AppState, outcome: Result<ActionOutcome, AppError>) -> 
 pub struct BulkDiscardBody {
     /// `discard.offer` of `GET /api/v1/checks/dead-letter-already-sent`.
     pub offer: String,
-    /// Only this consumer's letters (read the offer with the same).
-    pub consumer: Option<String>,
     /// Recorded on every letter's audit row; required.
     #[schema(max_length = 2000)]
     pub reason: String,
@@ -143,7 +141,7 @@ pub async fn discard(
 ) -> Response {
     let (parts, bytes) = try_or_answer!(super::idempotency::read(req).await);
     let b: BulkDiscardBody = try_or_answer!(body(&bytes));
-    let start = api::start_bulk_discard(action_id, b.offer, b.consumer, b.reason);
+    let start = api::start_bulk_discard(action_id, b.offer, None, b.reason);
     started(&state, call(&state, parts, start).await).await
 }
 
@@ -197,6 +195,25 @@ pub async fn resolve(
 ) -> Response {
     let (parts, bytes) = try_or_answer!(super::idempotency::read(req).await);
     let b: BulkResolveBody = try_or_answer!(body(&bytes));
+    // Each key named by its place in the list, every bad one at once.
+    let bad: Vec<String> = b
+        .keys
+        .iter()
+        .enumerate()
+        .filter_map(|(i, k)| {
+            let why = idem_domain::ConsumerName::parse(k.consumer.as_str())
+                .and_then(|_| idem_domain::IdempotencyKey::parse(k.key.as_str()))
+                .err()?;
+            Some(format!("line {}: {why}", i + 1))
+        })
+        .collect();
+    if !bad.is_empty() {
+        let detail = format!(
+            "Nothing was started; fix these keys and send the list again: {}.",
+            bad.join("; ")
+        );
+        return Problem::from(&AppError::BadRequest(detail)).answer();
+    }
     let keys = match serde_json::to_string(&b.keys) {
         Ok(keys) => keys,
         Err(err) => return Problem::from(&AppError::BadRequest(err.to_string())).answer(),

@@ -378,6 +378,7 @@ async fn a_day_of_demo_history_ending_at(store: &Store, end: chrono::DateTime<Ut
             &idem_store::DeadLetterFilter {
                 window: incident,
                 error: Some("429".into()),
+                except: Vec::new(),
             },
             100,
         )

@@ -319,6 +319,9 @@ impl Window {
 pub struct DeadLetterFilter {
     pub window: Window,
     pub error: Option<String>,
+    /// Consumers left out (a bulk discard over every consumer leaves out
+    /// those read through an adapter, which Idem does not act on).
+    pub except: Vec<ConsumerName>,
 }
 
 impl DeadLetterFilter {
@@ -336,6 +339,10 @@ impl DeadLetterFilter {
             let p = sql.param(error);
             sql.push(&format!(" AND replace(last_error, {p}, '') <> last_error"));
         }
+        if !self.except.is_empty() {
+            let names: Vec<String> = self.except.iter().map(|c| sql.param(c.as_str())).collect();
+            sql.push(&format!(" AND consumer NOT IN ({})", names.join(", ")));
+        }
     }
 
     /// The filter in words, for a redrive's page and its audit row.
@@ -346,6 +353,10 @@ impl DeadLetterFilter {
         } else if let Within::Only(names) = &self.window.within {
             let names: Vec<&str> = names.iter().map(ConsumerName::as_str).collect();
             parts.push(format!("of {}", names.join(", ")));
+        }
+        if !self.except.is_empty() {
+            let names: Vec<&str> = self.except.iter().map(ConsumerName::as_str).collect();
+            parts.push(format!("except {}'s", names.join("'s, ")));
         }
         if let Some(e) = &self.error {
             parts.push(format!("whose last error contains “{e}”"));

@@ -118,7 +118,9 @@ async fn resolve_the_shown(db: TestDatabase) {
     let page = ended(&app, &olga, run.split('?').next().unwrap()).await;
     assert!(page.contains("Bulk resolve #"), "{page}");
     assert!(
-        page.contains("the 3 shown of “Unknown outcomes past their objective” (as failed-retry)"),
+        page.contains(
+            "3 keys from the page of “Unknown outcomes past their objective” (as failed-retry)"
+        ),
         "{page}"
     );
     assert!(page.contains("2 resolved, 1 skipped, 0 waiting"), "{page}");

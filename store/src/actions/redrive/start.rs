@@ -61,7 +61,9 @@ impl Store {
             },
             Ok(other) => {
                 tx.rollback().await?;
-                return Ok(other);
+                // A twin that committed while this one waited for its
+                // locks already took the set: its run is this one.
+                return Ok(self.run_by_action(binding).await?.unwrap_or(other));
             }
             Err(err) => {
                 let _ = tx.rollback().await;

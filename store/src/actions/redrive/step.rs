@@ -386,7 +386,20 @@ async fn take_next(tx: &mut Tx, id: i64, retention: &ClaimRetention) -> StoreRes
     };
     let kind = run.kind()?;
     tx.savepoint().await?;
-    let answer = act_on(tx, id, &run, &item, retention).await?;
+    let answer = match act_on(tx, id, &run, &item, retention).await {
+        Ok(answer) => answer,
+        // The database refused this item's writes (a team's write-back
+        // function raised, an action id taken by hand): skip it rather than
+        // retry it forever and hold up the rest. Anything else (the
+        // connection) ends the step, to be tried again.
+        Err(crate::StoreError::Database(sqlx::Error::Database(err))) => {
+            tracing::warn!(run = id, position = item.position, error = %err, "a run's item could not be acted on");
+            ActionOutcome::Refused {
+                reason: "The database refused this item's change (see the server's log); it was left as it was.".into(),
+            }
+        }
+        Err(err) => return Err(err),
+    };
     let (outcome, why, audit_id) = match answer {
         ActionOutcome::Done { audit_id, .. } => (kind.done(), None, Some(audit_id)),
         refusal => {

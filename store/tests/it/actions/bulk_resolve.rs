@@ -21,6 +21,7 @@ idem_store::on_both_backends!(
     a_stopped_bulk_resolve_leaves_the_keys_it_had_not_taken_unknown,
     resubmitting_a_bulk_resolve_starts_nothing_new,
     a_bulk_resolve_stops_when_its_starter_is_demoted,
+    an_item_the_database_refuses_is_skipped_and_the_run_goes_on,
 );
 
 async fn a_bulk_resolve_skips_a_key_changed_since_it_was_shown_and_resolves_the_rest(
@@ -290,4 +291,58 @@ async fn a_bulk_resolve_stops_when_its_starter_is_demoted(store: &Store) {
         Some("olga is no longer an operator (now viewer)")
     );
     assert_eq!(claim(store, "pay:1").await.status, ClaimStatus::Unknown);
+}
+
+async fn an_item_the_database_refuses_is_skipped_and_the_run_goes_on(store: &Store) {
+    operators(store).await;
+    let mut keys = Vec::new();
+    for n in 1..=2 {
+        let k = format!("pay:{n}");
+        keys.push(key(&k, Some(unknown_claim(store, &k).await), None));
+    }
+    let elsewhere = unknown_claim(store, "pay:9").await;
+    let form = testing::action_id("bulk-resolve-0008");
+    let start = store
+        .start_bulk_resolve(&resolve(&keys, ResolveAs::FailedRetry, &form, OLGA))
+        .await
+        .unwrap();
+    let id = started_run(store, start).await;
+    // Someone's own action took the id the run derives for its first item
+    // (action ids are any letters, digits and dashes): its audit row
+    // refuses the run's.
+    let taken = testing::action_id(&format!("redrive-{id}-key-1"));
+    let (c, k) = (
+        idem_domain::ConsumerName::parse("orders").unwrap(),
+        idem_domain::IdempotencyKey::parse("pay:9").unwrap(),
+    );
+    let by_hand = store
+        .resolve_unknown(&idem_store::ResolveRequest {
+            consumer: &c,
+            key: &k,
+            version: elsewhere,
+            resolution: idem_domain::action::Resolution::FailedRetry,
+            action_id: &taken,
+            actor: PETE,
+            reason: None,
+        })
+        .await
+        .unwrap();
+    assert!(by_hand.is_done());
+    assert_eq!(run_to_end(store, id).await, 2, "the run is not held up");
+    let (run, items) = store.redrive(id).await.unwrap().unwrap();
+    assert_eq!(run.state, RedriveState::Finished);
+    assert_eq!(items[0].outcome, Some(ItemOutcome::Skipped));
+    let why = items[0].reason.as_deref().unwrap();
+    assert!(why.contains("database refused"), "{why}");
+    assert_eq!(
+        claim(store, "pay:1").await.status,
+        ClaimStatus::Unknown,
+        "nothing of it stays"
+    );
+    assert_eq!(
+        testing::count_rows(store, "outbox WHERE idempotency_key = 'pay:1'").await,
+        0
+    );
+    assert_eq!(items[1].outcome, Some(ItemOutcome::Resolved));
+    assert_eq!(claim(store, "pay:2").await.status, ClaimStatus::Failed);
 }

@@ -341,6 +341,7 @@ async fn stopped_after(
     let selection = DeadLetterFilter {
         window: idem_store::Window::default(),
         error: Some("503".into()),
+        except: Vec::new(),
     };
     let (id, _) = started(store, &selection, &testing::action_id(form), starter).await;
     assert!(matches!(step(store, id).await, RedriveStep::Item(_)));

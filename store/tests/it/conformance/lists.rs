@@ -22,6 +22,7 @@ fn of(window: &Window) -> DeadLetterFilter {
     DeadLetterFilter {
         window: window.clone(),
         error: None,
+        except: Vec::new(),
     }
 }
 
