@@ -7,7 +7,7 @@ use idem_domain::{BulkKey, ResolveAs, RunKind, action::ActionId};
 
 use super::{
     Actor, RedriveStart, ViaToken,
-    start::{NewItem, NewRun, Start, StartBinding, insert_run},
+    start::{NewItem, NewRun, StartBinding, StartIn, insert_run},
 };
 use crate::{StoreResult, dialect::dispatch, store::Store, store::Tx};
 
@@ -71,15 +71,21 @@ impl Store {
             selection: &req.selection(),
             offer: &req.offer(),
         };
-        self.start_once(&binding, Start::Keys(req)).await
+        self.start_once(&binding, req).await
+    }
+}
+
+impl StartIn for BulkResolveRequest<'_> {
+    fn start_in<'t>(
+        &'t self,
+        tx: &'t mut Tx,
+    ) -> impl std::future::Future<Output = StoreResult<RedriveStart>> + Send + 't {
+        start_in(tx, self)
     }
 }
 
 /// [`Store::start_bulk_resolve`] inside `tx`.
-pub(super) async fn start_in(
-    tx: &mut Tx,
-    req: &BulkResolveRequest<'_>,
-) -> StoreResult<RedriveStart> {
+async fn start_in(tx: &mut Tx, req: &BulkResolveRequest<'_>) -> StoreResult<RedriveStart> {
     if let Err(bad) = idem_domain::check_keys(req.resolve_as, req.keys) {
         let lines: Vec<String> = bad.iter().map(ToString::to_string).collect();
         return Ok(RedriveStart::NotAllowed(lines.join("; ")));

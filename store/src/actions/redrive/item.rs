@@ -7,7 +7,6 @@ use idem_domain::{
     action::{ActionId, ActionOutcome, MAX_REASON_CHARS},
 };
 
-use super::step::Running;
 use crate::{
     StoreResult,
     actions::{
@@ -17,6 +16,28 @@ use crate::{
     },
     store::Tx,
 };
+
+/// A running run, as a step needs it.
+#[derive(sqlx::FromRow)]
+pub(super) struct Running {
+    pub state: String,
+    pub kind: String,
+    pub resolve_as: Option<String>,
+    pub reason: Option<String>,
+    pub actor: String,
+    pub actor_role: String,
+    pub starter_epoch: Option<i64>,
+    /// The account read again (`None`: the one named `actor`).
+    pub account: Option<String>,
+    /// The token it was started with, which must stay live.
+    pub token_id: Option<i64>,
+}
+
+impl Running {
+    pub(super) fn kind(&self) -> StoreResult<RunKind> {
+        crate::rows::parse(&self.kind)
+    }
+}
 
 /// The action id of one item's action: derived from the run and the dead
 /// letter (or, for a key, its place in the run), so a step taken twice is

@@ -4,10 +4,7 @@
 
 use idem_domain::{RunKind, action::ActionId};
 
-use super::{
-    Actor, BulkResolveRequest, LetterRun, REDRIVE_MAX, RedriveRequest, RedriveStart, ViaToken,
-    offer_of,
-};
+use super::{Actor, LetterRun, REDRIVE_MAX, RedriveRequest, RedriveStart, ViaToken, offer_of};
 use crate::{
     NewAuditEntry, StoreResult,
     dialect::dispatch,
@@ -15,12 +12,23 @@ use crate::{
     ts::Ts,
 };
 
-/// A start: over dead letters (a redrive, a bulk discard), or over keys (a
-/// bulk resolve).
-#[derive(Clone, Copy)]
-pub(super) enum Start<'r, 'a> {
-    Letters(&'r RedriveRequest<'a>),
-    Keys(&'r BulkResolveRequest<'a>),
+/// A start's own part, inside its transaction: the starter's standing,
+/// what it takes, then the run (over dead letters here; over keys in
+/// `bulk`).
+pub(super) trait StartIn: Sync {
+    fn start_in<'t>(
+        &'t self,
+        tx: &'t mut Tx,
+    ) -> impl std::future::Future<Output = StoreResult<RedriveStart>> + Send + 't;
+}
+
+impl StartIn for RedriveRequest<'_> {
+    fn start_in<'t>(
+        &'t self,
+        tx: &'t mut Tx,
+    ) -> impl std::future::Future<Output = StoreResult<RedriveStart>> + Send + 't {
+        start_in(tx, self)
+    }
 }
 
 impl Store {
@@ -35,7 +43,7 @@ impl Store {
             selection: &selection_words(req),
             offer: &req.offer.token(),
         };
-        self.start_once(&binding, Start::Letters(req)).await
+        self.start_once(&binding, req).await
     }
 
     /// Runs a start once: the run `binding`'s action id already started
@@ -44,17 +52,13 @@ impl Store {
     pub(super) async fn start_once(
         &self,
         binding: &StartBinding<'_>,
-        start: Start<'_, '_>,
+        start: &impl StartIn,
     ) -> StoreResult<RedriveStart> {
         if let Some(first) = self.run_by_action(binding).await? {
             return Ok(first);
         }
         let mut tx = self.begin().await?;
-        let started = match start {
-            Start::Letters(req) => start_in(&mut tx, req).await,
-            Start::Keys(req) => super::bulk::start_in(&mut tx, req).await,
-        };
-        let error = match started {
+        let error = match start.start_in(&mut tx).await {
             Ok(started @ RedriveStart::Started { .. }) => match tx.commit().await {
                 Ok(()) => return Ok(started),
                 Err(err) => err,

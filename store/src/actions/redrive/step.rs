@@ -19,7 +19,7 @@ use idem_domain::{
 
 use super::{
     RedriveStep, cannot_act,
-    item::{Next, act_on, skipped_because},
+    item::{Next, Running, act_on, skipped_because},
 };
 use crate::{
     NewAuditEntry, StoreResult,
@@ -28,22 +28,6 @@ use crate::{
     store::{Store, Tx},
     ts::Ts,
 };
-
-/// A running run, as a step needs it.
-#[derive(sqlx::FromRow)]
-pub(super) struct Running {
-    pub state: String,
-    pub kind: String,
-    pub resolve_as: Option<String>,
-    pub reason: Option<String>,
-    pub actor: String,
-    pub actor_role: String,
-    pub starter_epoch: Option<i64>,
-    /// The account read again (`None`: the one named `actor`).
-    pub account: Option<String>,
-    /// The token it was started with, which must stay live.
-    pub token_id: Option<i64>,
-}
 
 /// Who ends a run.
 #[derive(Debug, Clone, Copy)]
@@ -73,12 +57,6 @@ fn stop_summary(id: i64, kind: RunKind, tally: &str) -> String {
         RunKind::Resolve => "the outcomes it had not taken stay as they were",
     };
     format!("{} #{id} stopped ({tally}): {left}.", kind.title())
-}
-
-impl Running {
-    pub(super) fn kind(&self) -> StoreResult<RunKind> {
-        crate::rows::parse(&self.kind)
-    }
 }
 
 impl Tx {
