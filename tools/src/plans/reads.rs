@@ -113,6 +113,7 @@ impl Reads<'_> {
             error: Some("429".into()),
             ..DeadLetterFilter::default()
         };
+        let every_letter = DeadLetterFilter::default();
         Ok(vec![
             measure(notices, "/unknown first page", || {
                 store.unknown_claims(&first)
@@ -140,6 +141,15 @@ impl Reads<'_> {
                 notices,
                 "/dead-letters whose error contains 429, counted",
                 || store.count_dead_letters_in(open, &rate_limited, 10_000),
+            )
+            .await?,
+            // A bulk discard's offer, and its start's read: the open letters
+            // (a range of their partial index), each probing its claim by
+            // primary key for `sent`; never a range of `claims`.
+            measure(
+                notices,
+                "a bulk discard's offer (open letters whose key is sent)",
+                || store.discard_offer(&every_letter),
             )
             .await?,
             measure(notices, "/outbox first page", || {
