@@ -95,6 +95,35 @@ pub(crate) mod ssr {
         }
     }
 
+    /// Starts a run over the open dead letters `selection` takes, exactly
+    /// those the form's `offer` names (a redrive, a bulk discard), as
+    /// `acting`; the answer [`started`] gives.
+    pub async fn start_letters(
+        acting: &Acting,
+        kind: idem_store::LetterRun<'_>,
+        selection: &idem_store::DeadLetterFilter,
+        offer: &str,
+        action_id: &str,
+    ) -> Result<ActionOutcome, AppError> {
+        let offered = idem_domain::RedriveOffer::parse(offer)
+            .map_err(|e| AppError::BadRequest(e.to_string()))?;
+        // A token's run reads its owner's account again.
+        let (rights, via_token) = starter(acting);
+        let start = crate::serving::state()?
+            .store
+            .start_redrive(&idem_store::RedriveRequest {
+                kind,
+                selection,
+                offer: &offered,
+                action_id: &crate::api::actions::ssr::action_id(action_id)?,
+                actor: acting.actor(),
+                rights,
+                via_token,
+            })
+            .await?;
+        started(kind.kind(), start, &offered.to_string())
+    }
+
     /// The keys a bulk resolve form or call sends: `keys`, a JSON list
     /// (the rows a page showed, or an API body's), or `references`, a
     /// pasted `consumer,key,reference` list. Every bad line is a 400 that
@@ -213,22 +242,8 @@ pub async fn start_bulk_discard(
                 "Discarding needs a reason: it is recorded on every letter's audit row.".into(),
             ));
         }
-        let offered = idem_domain::RedriveOffer::parse(&offer)
-            .map_err(|e| AppError::BadRequest(e.to_string()))?;
-        let (rights, via_token) = ssr::starter(&acting);
-        let started = crate::serving::state()?
-            .store
-            .start_redrive(&idem_store::RedriveRequest {
-                kind: idem_store::LetterRun::Discard { reason: &reason },
-                selection: &selection,
-                offer: &offered,
-                action_id: &crate::api::actions::ssr::action_id(&action_id)?,
-                actor: acting.actor(),
-                rights,
-                via_token,
-            })
-            .await?;
-        ssr::started(idem_domain::RunKind::Discard, started, &offered.to_string())
+        let kind = idem_store::LetterRun::Discard { reason: &reason };
+        ssr::start_letters(&acting, kind, &selection, &offer, &action_id).await
     })
     .await
 }

@@ -155,23 +155,8 @@ pub async fn start_redrive(
             crate::api::lists::ssr::dead_letter_filter(from, to, consumer, error).await?;
         let selection = crate::api::lists::ssr::to_act_on(selection).await?;
         ssr::writable(&selection)?;
-        let offered = idem_domain::RedriveOffer::parse(&offer)
-            .map_err(|e| AppError::BadRequest(e.to_string()))?;
-        let (rights, via_token) = crate::api::bulk::ssr::starter(&acting);
-        let started = crate::serving::state()?
-            .store
-            .start_redrive(&idem_store::RedriveRequest {
-                kind: idem_store::LetterRun::Replay,
-                selection: &selection,
-                offer: &offered,
-                action_id: &crate::api::actions::ssr::action_id(&action_id)?,
-                actor: acting.actor(),
-                // A token's run reads its owner's account again.
-                rights,
-                via_token,
-            })
-            .await?;
-        crate::api::bulk::ssr::started(idem_domain::RunKind::Replay, started, &offered.to_string())
+        let kind = idem_store::LetterRun::Replay;
+        crate::api::bulk::ssr::start_letters(&acting, kind, &selection, &offer, &action_id).await
     })
     .await
 }

@@ -8,7 +8,10 @@ use chrono::TimeDelta;
 use idem_domain::{ClaimStatus, Role};
 use idem_store::{Delivery, Outcome, Store, Ts, testing::TestDatabase};
 
-use super::common::{TestApp, forms, get, location, post_as_browser, spawn_with, visible};
+use super::{
+    common::{forms, get, location, post_as_browser, spawn_with, visible},
+    ended,
+};
 
 const CHECK: &str = "/checks/unknown-past-objective";
 
@@ -39,20 +42,6 @@ async fn status_of(store: &Store, key: &str) -> ClaimStatus {
         idem_store::testing::key(key),
     );
     store.claim(&c, &k).await.unwrap().unwrap().status
-}
-
-/// The run's page once it has ended.
-async fn ended(app: &TestApp, client: &reqwest::Client, page: &str) -> String {
-    for _ in 0..200 {
-        let (status, html) = get(client, &app.url(page)).await;
-        assert_eq!(status, 200, "{page}");
-        let shown = visible(&html);
-        if !shown.contains("State running") {
-            return shown;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
-    panic!("the run on {page} did not end");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

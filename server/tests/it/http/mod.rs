@@ -20,6 +20,21 @@ mod zones_and_audit;
 use common::spawn_app;
 use idem_store::{Delivery, Outcome, Store, Ts, testing::TestDatabase};
 
+/// A run's page (a redrive, a bulk discard or resolve) once it has ended:
+/// the server paces it in the background.
+pub(crate) async fn ended(app: &common::TestApp, client: &reqwest::Client, page: &str) -> String {
+    for _ in 0..200 {
+        let (status, html) = common::get(client, &app.url(page)).await;
+        assert_eq!(status, 200, "{page}");
+        let shown = common::visible(&html);
+        if !shown.contains("State running") {
+            return shown;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    panic!("the run on {page} did not end");
+}
+
 pub(crate) async fn claim(store: &Store, consumer: &str, key: &str, outcome: Option<Outcome<'_>>) {
     let now = Ts::now();
     let mut tx = store.begin().await.unwrap();

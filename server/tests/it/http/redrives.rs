@@ -9,6 +9,7 @@ use idem_store::{NewDeadLetter, Outcome, Store, Ts, testing::TestDatabase};
 use super::{
     claim,
     common::{Form, TestApp, forms, get, location, post_as_browser, spawn_with, visible},
+    ended,
 };
 
 const CONSUMER: &str = "reminders";
@@ -33,20 +34,6 @@ async fn dead_letter(store: &Store, key: &str, error: &str) -> i64 {
         .unwrap();
     tx.commit().await.unwrap();
     id
-}
-
-/// The run's page once it has ended (the server paces it in the background).
-async fn ended(app: &TestApp, client: &reqwest::Client, page: &str) -> String {
-    for _ in 0..200 {
-        let (status, html) = get(client, &app.url(page)).await;
-        assert_eq!(status, 200, "{page}");
-        let shown = visible(&html);
-        if !shown.contains("State running") {
-            return shown;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
-    panic!("the redrive on {page} did not end");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

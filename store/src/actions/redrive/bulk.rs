@@ -139,12 +139,7 @@ async fn start_in(tx: &mut Tx, req: &BulkResolveRequest<'_>) -> StoreResult<Redr
         starter_epoch: epoch,
         via_token: req.via_token,
     };
-    let (id, audit_id) = insert_run(tx, &run, &items).await?;
-    Ok(RedriveStart::Started {
-        id,
-        audit_id,
-        items: items.len() as i64,
-    })
+    insert_run(tx, &run, &items).await
 }
 
 impl Tx {

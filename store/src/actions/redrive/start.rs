@@ -191,12 +191,7 @@ async fn start_in(tx: &mut Tx, req: &RedriveRequest<'_>) -> StoreResult<RedriveS
         starter_epoch: epoch,
         via_token: req.via_token,
     };
-    let (id, audit_id) = insert_run(tx, &run, &items).await?;
-    Ok(RedriveStart::Started {
-        id,
-        audit_id,
-        items: items.len() as i64,
-    })
+    insert_run(tx, &run, &items).await
 }
 
 /// A run about to be written.
@@ -223,12 +218,12 @@ pub(super) struct NewItem<'a> {
     pub provider_ref: Option<&'a str>,
 }
 
-/// The run, its items and its summary audit row.
+/// The run, its items and its summary audit row: started.
 pub(super) async fn insert_run(
     tx: &mut Tx,
     run: &NewRun<'_>,
     items: &[NewItem<'_>],
-) -> StoreResult<(i64, i64)> {
+) -> StoreResult<RedriveStart> {
     const RUN: &str = "INSERT INTO redrives (action_id, actor, actor_role, selection, offer, \
          starter_epoch, state, started_at, audit_id, account, token_id, kind, resolve_as, reason) \
          VALUES ($1, $2, $3, $4, $5, $6, 'running', $7, $8, $9, $10, $11, $12, $13) RETURNING id";
@@ -275,5 +270,9 @@ pub(super) async fn insert_run(
                 .execute(&mut **tx).await?;
         });
     }
-    Ok((id, audit_id))
+    Ok(RedriveStart::Started {
+        id,
+        audit_id,
+        items: items.len() as i64,
+    })
 }
