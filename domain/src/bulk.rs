@@ -160,7 +160,7 @@ fn reference_line(fields: Vec<String>) -> Result<BulkKey, String> {
 /// The CSV records of `text` (RFC 4180: `"` quotes a field, `""` is a
 /// quote inside one, a quoted field may span lines), each with the line it
 /// starts on.
-fn records(text: &str) -> Vec<(usize, Result<Vec<String>, String>)> {
+pub(crate) fn records(text: &str) -> Vec<(usize, Result<Vec<String>, String>)> {
     let mut out = Vec::new();
     let mut chars = text.chars().peekable();
     let mut line = 1;

@@ -13,6 +13,7 @@ mod histogram;
 mod key;
 mod metric;
 mod read_only;
+mod reconcile;
 mod record;
 mod redrive;
 mod retention;
@@ -34,6 +35,10 @@ pub use key::{
 };
 pub use metric::{FIFO_DEDUPE_WINDOW_SECONDS, Metric, MetricKind};
 pub use read_only::ReadOnlyConsumers;
+pub use reconcile::{
+    ClassSummary, EXPORT_MAX_LINE_BYTES, EXPORT_MAX_RECORDS, ExportReader, ProviderRecord,
+    ReconcileRow, Reconciliation, StatusWords,
+};
 pub use record::{
     AuditEntry, BrokerDeath, Claim, DeadLetter, OutboxRow, Page, ReplayPublication,
     TYPED_NAME_WITHHELD,
@@ -42,7 +47,7 @@ pub use redrive::{BadOffer, REDRIVE_MAX, Redrive, RedriveItem, RedriveOffer};
 pub use retention::ClaimRetention;
 pub use rights::{OtherTeam, Rights, Within};
 pub use status::{
-    AccountOrigin, ClaimStatus, DeadLetterState, ItemOutcome, OutboxOrigin, RedriveState,
-    ResolveAs, Role, RunKind, UnknownValue,
+    AccountOrigin, ClaimStatus, DeadLetterState, ItemOutcome, OutboxOrigin, ProviderStatus,
+    ReconcileClass, RedriveState, ResolveAs, Role, RunKind, UnknownValue,
 };
 pub use zone::{ZoneInfo, ZoneSpan};

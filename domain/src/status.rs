@@ -175,6 +175,43 @@ text_enum! {
 }
 
 text_enum! {
+    /// What a provider's export says became of one call.
+    ProviderStatus, "provider status" {
+        /// The provider took it (accepted, delivered, succeeded).
+        Accepted => "accepted",
+        /// The provider refused it or gave up (failed, bounced, rejected).
+        Failed => "failed",
+    }
+}
+
+text_enum! {
+    /// Where a reconciliation puts a claim or a provider's record, holding
+    /// the claims against the provider's export.
+    ReconcileClass, "reconciliation class" {
+        /// Unknown here, accepted there: resolve as sent with its reference.
+        #[serde(rename = "unknown-accepted")]
+        UnknownAccepted => "unknown-accepted",
+        /// Unknown here, absent (or failed) there after the latency bound:
+        /// safe to retry.
+        #[serde(rename = "unknown-absent")]
+        UnknownAbsent => "unknown-absent",
+        /// Sent here, absent there: a possible loss.
+        #[serde(rename = "sent-absent")]
+        SentAbsent => "sent-absent",
+        /// Accepted there, with no claim or a claim not sent here: a
+        /// possible duplicate effect, or a call that did not come from here.
+        #[serde(rename = "accepted-unclaimed")]
+        AcceptedUnclaimed => "accepted-unclaimed",
+        /// One provider reference on two keys.
+        #[serde(rename = "shared-reference")]
+        SharedReference => "shared-reference",
+        /// Failed here, accepted there.
+        #[serde(rename = "failed-accepted")]
+        FailedAccepted => "failed-accepted",
+    }
+}
+
+text_enum! {
     /// How a bulk resolve settles its unknown outcomes.
     ResolveAs, "bulk resolution" {
         /// The provider acted: `sent`, with a reference per key.

@@ -23,6 +23,7 @@ mod lease;
 mod meta;
 mod metrics;
 mod reads;
+mod reconcile;
 mod refusals;
 mod rollup;
 mod rows;
@@ -38,8 +39,8 @@ mod users;
 mod write_backs;
 
 pub use actions::{
-    Actor, BulkResolveRequest, DiscardRequest, LetterRun, REDRIVE_MAX, RedriveRequest,
-    RedriveStart, RedriveStep, ReplayRequest, ResolveRequest, ViaToken,
+    Actor, BulkResolveRequest, DiscardRequest, LetterRun, REDRIVE_MAX, ReconciledResolve,
+    RedriveRequest, RedriveStart, RedriveStep, ReplayRequest, ResolveRequest, ViaToken,
 };
 pub use audit::{AuditFilter, NewAuditEntry};
 pub use brokers::{BrokerReplay, NewBrokerDeadLetter, PUBLISH_LEASE};
@@ -56,6 +57,7 @@ pub use reads::{
     DeadLetterFilter, KEY_PAGE_ROWS, KEY_PAGE_SHARED_REFS, KeyRecords, OpenByConsumer,
     OutboxFilter, OverviewRecords, Window,
 };
+pub use reconcile::{BAD_LINES_KEPT, NewReconciliation, Reconciled, Reconciler};
 pub use refusals::{REFUSAL_WINDOW, Refusal};
 pub use rollup::{ROLLUP_SETTLE, ROLLUP_WATERMARK, Recovery};
 pub use search::{ClaimSearch, SEARCH_CANDIDATES, SearchOrder, SearchResult};

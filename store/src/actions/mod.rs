@@ -27,7 +27,8 @@ mod resolve;
 
 use dead_letter::{Accept, discard, replay};
 pub use redrive::{
-    BulkResolveRequest, LetterRun, REDRIVE_MAX, RedriveRequest, RedriveStart, RedriveStep, ViaToken,
+    BulkResolveRequest, LetterRun, REDRIVE_MAX, ReconciledResolve, RedriveRequest, RedriveStart,
+    RedriveStep, ViaToken,
 };
 use resolve::resolve;
 

@@ -80,12 +80,19 @@ impl StartIn for BulkResolveRequest<'_> {
         &'t self,
         tx: &'t mut Tx,
     ) -> impl std::future::Future<Output = StoreResult<RedriveStart>> + Send + 't {
-        start_in(tx, self)
+        async move { start_keys(tx, self, &self.selection(), &self.offer()).await }
     }
 }
 
-/// [`Store::start_bulk_resolve`] inside `tx`.
-async fn start_in(tx: &mut Tx, req: &BulkResolveRequest<'_>) -> StoreResult<RedriveStart> {
+/// [`Store::start_bulk_resolve`] inside `tx`, the run recorded as taking
+/// `selection` (in words) as offered by `offer` (what a resubmission is
+/// compared with).
+pub(super) async fn start_keys(
+    tx: &mut Tx,
+    req: &BulkResolveRequest<'_>,
+    selection: &str,
+    offer: &str,
+) -> StoreResult<RedriveStart> {
     if let Err(bad) = idem_domain::check_keys(req.resolve_as, req.keys) {
         let lines: Vec<String> = bad.iter().map(ToString::to_string).collect();
         return Ok(RedriveStart::NotAllowed(lines.join("; ")));
@@ -133,8 +140,8 @@ async fn start_in(tx: &mut Tx, req: &BulkResolveRequest<'_>) -> StoreResult<Redr
         reason,
         action_id: req.action_id,
         actor: req.actor,
-        selection: &req.selection(),
-        offer: &req.offer(),
+        selection,
+        offer,
         consumer: (consumers.len() == 1).then(|| consumers[0]),
         starter_epoch: epoch,
         via_token: req.via_token,

@@ -42,12 +42,14 @@
 
 mod bulk;
 mod item;
+mod reconciled;
 mod start;
 mod step;
 
 pub use bulk::BulkResolveRequest;
 pub use idem_domain::REDRIVE_MAX;
 use idem_domain::{Redrive, RedriveItem, RedriveOffer, RunKind, action::ActionId};
+pub use reconciled::ReconciledResolve;
 
 use super::Actor;
 use crate::{

@@ -10,6 +10,7 @@ mod bulk;
 mod bulk_resolve;
 mod concurrency;
 mod effects;
+mod reconcile;
 mod records;
 mod redrive;
 mod redrive_guards;

@@ -1,0 +1,144 @@
+use super::*;
+
+fn read_in_chunks(
+    text: &str,
+    words: &str,
+    chunk: usize,
+) -> (Vec<ProviderRecord>, Vec<BadLine>, Option<String>) {
+    let mut reader = ExportReader::new(StatusWords::parse(words).unwrap());
+    let mut out = Vec::new();
+    for piece in text.as_bytes().chunks(chunk) {
+        reader.push(piece, &mut out);
+    }
+    reader.finish(&mut out);
+    let (mut good, mut bad) = (Vec::new(), Vec::new());
+    for r in out {
+        match r {
+            Ok(r) => good.push(r),
+            Err(b) => bad.push(b),
+        }
+    }
+    (good, bad, reader.refused().map(str::to_owned))
+}
+
+#[test]
+fn a_csv_export_reads_the_same_whatever_the_chunks_it_arrives_in() {
+    let text = "Message-ID,Idempotency Key,Event,Timestamp\r\n\
+                msg_1,\"pay:1,2\",delivered,2026-12-05T01:00:00Z\r\n\
+                msg_2,\"say \"\"hi\"\" 👋\",bounced,2026-12-05 01:00:01\r\n\
+                ,refund:EU/2026/Ø-1842 مرحبا,queued,1796432402\n\
+                msg_4,,Accepted,1796432403000";
+    for chunk in [1, 3, 7, 64, 4096] {
+        let (good, bad, refused) = read_in_chunks(text, "queued=accepted", chunk);
+        assert_eq!(refused, None);
+        assert_eq!(bad, Vec::new(), "chunk {chunk}");
+        assert_eq!(good.len(), 4);
+        assert_eq!(good[0].reference.as_deref(), Some("msg_1"));
+        assert_eq!(good[0].key.as_ref().unwrap().as_str(), "pay:1,2");
+        assert_eq!(good[0].status, ProviderStatus::Accepted);
+        assert_eq!(good[1].status, ProviderStatus::Failed);
+        assert_eq!(good[1].line, 3);
+        assert_eq!(good[2].reference, None);
+        assert_eq!(
+            good[2].key.as_ref().unwrap().as_str(),
+            "refund:EU/2026/Ø-1842 مرحبا"
+        );
+        assert_eq!(
+            good[2].status,
+            ProviderStatus::Accepted,
+            "the form's own word"
+        );
+        assert_eq!(good[2].at.to_rfc3339(), "2026-12-05T01:00:02+00:00");
+        assert_eq!(good[3].at.to_rfc3339(), "2026-12-05T01:00:03+00:00");
+        assert_eq!(good[3].key, None);
+    }
+}
+
+#[test]
+fn json_lines_read_with_the_same_column_names() {
+    let text = "{\"id\":\"re_1\",\"idempotency_key\":\"k 1\",\"status\":\"succeeded\",\"created\":1796432400}\n\
+                \n\
+                {\"id\":\"re_2\",\"status\":\"failed\"}\n\
+                [1,2]\n";
+    let (good, bad, refused) = read_in_chunks(text, "", 5);
+    assert_eq!(refused, None);
+    assert_eq!(good.len(), 1);
+    assert_eq!(good[0].key.as_ref().unwrap().as_str(), "k 1");
+    assert_eq!(bad.iter().map(|b| b.line).collect::<Vec<_>>(), [3, 4]);
+    assert!(bad[0].reason.contains("no time field"), "{bad:?}");
+    assert!(bad[1].reason.contains("not a JSON object"), "{bad:?}");
+}
+
+#[test]
+fn every_bad_line_is_numbered_and_says_why_and_the_rest_are_read() {
+    let long = "x".repeat(EXPORT_MAX_LINE_BYTES + 10);
+    let text = format!(
+        "reference,key,status,time\n\
+         r1,k1,delivered,2026-12-05T01:00:00Z\n\
+         r2,k2,delivered\n\
+         r3,k3,maybe,2026-12-05T01:00:00Z\n\
+         r4,k4,delivered,yesterday\n\
+         ,,delivered,2026-12-05T01:00:00Z\n\
+         r6,\"k6,delivered,2026-12-05T01:00:00Z\n\
+         r7,k\u{0}7,delivered,2026-12-05T01:00:00Z\n\
+         {long}\n\
+         r9,k9,failed,2026-12-05T01:00:00Z\n"
+    );
+    let (good, bad, refused) = read_in_chunks(&text, "", 100);
+    assert_eq!(refused, None);
+    assert_eq!(good.iter().map(|r| r.line).collect::<Vec<_>>(), [2, 10]);
+    let lines: Vec<(usize, &str)> = bad.iter().map(|b| (b.line, b.reason.as_str())).collect();
+    assert_eq!(lines.len(), 7, "{lines:?}");
+    assert!(lines[0].0 == 3 && lines[0].1.contains("expected 4 fields"));
+    assert!(lines[1].0 == 4 && lines[1].1.contains("“maybe”"));
+    assert!(lines[2].0 == 5 && lines[2].1.contains("“yesterday”"));
+    assert!(lines[3].0 == 6 && lines[3].1.contains("neither a reference nor a key"));
+    assert!(lines[4].0 == 7 && lines[4].1.contains("not closed"));
+    assert!(lines[5].0 == 8 && lines[5].1.contains("the key"));
+    assert!(lines[6].0 == 9 && lines[6].1.contains("longer than 16 KiB"));
+}
+
+#[test]
+fn an_export_without_a_status_or_any_reference_column_is_refused_whole() {
+    for (text, says) in [
+        (
+            "reference,key,time\nr1,k1,2026-12-05T01:00:00Z\n",
+            "no status column",
+        ),
+        (
+            "status,time\ndelivered,2026-12-05T01:00:00Z\n",
+            "neither a reference column",
+        ),
+        ("reference,status\nr1,delivered\n", "no time column"),
+        ("", "empty"),
+        ("\n\n", "empty"),
+    ] {
+        let (good, _, refused) = read_in_chunks(text, "", 4096);
+        assert!(good.is_empty());
+        assert!(
+            refused.as_deref().is_some_and(|r| r.contains(says)),
+            "{text:?}: {refused:?}"
+        );
+    }
+}
+
+#[test]
+fn status_words_on_the_form_come_before_the_usual_ones() {
+    let words = StatusWords::parse("Sent=failed, soft_bounce = failed\nqueued=accepted").unwrap();
+    assert_eq!(words.status("SENT"), Some(ProviderStatus::Failed));
+    assert_eq!(words.status("soft_bounce"), Some(ProviderStatus::Failed));
+    assert_eq!(words.status("delivered"), Some(ProviderStatus::Accepted));
+    assert_eq!(words.status("maybe"), None);
+    assert_eq!(
+        words.to_text(),
+        "sent=failed, soft_bounce=failed, queued=accepted"
+    );
+    for bad in ["queued", "queued=perhaps", "=accepted", "a\u{7}b=failed"] {
+        assert!(StatusWords::parse(bad).is_err(), "{bad:?}");
+    }
+    let catalogue = StatusWords::parse("held=failed").unwrap();
+    assert_eq!(
+        words.or(&catalogue).status("held"),
+        Some(ProviderStatus::Failed)
+    );
+}
