@@ -98,6 +98,8 @@ pub fn App() -> impl IntoView {
                     <Route path=StaticSegment("dead-letters") view=DeadLettersPage ssr=data.clone()/>
                     <Route path=(StaticSegment("dead-letters"), ParamSegment("id")) view=DeadLetterPage ssr=data.clone()/>
                     <Route path=(StaticSegment("redrives"), ParamSegment("id")) view=RedrivePage ssr=data.clone()/>
+                    <Route path=StaticSegment("reconcile") view=ReconcilePage ssr=data.clone()/>
+                    <Route path=(StaticSegment("reconciliations"), ParamSegment("id")) view=ReconciliationPage ssr=data.clone()/>
                     <Route path=StaticSegment("outbox") view=OutboxPage ssr=data.clone()/>
                     <Route path=StaticSegment("login") view=LoginPage ssr=data.clone()/>
                     <Route path=StaticSegment("consumers") view=ConsumersPage ssr=data.clone()/>

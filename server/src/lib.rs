@@ -18,6 +18,7 @@ pub mod limits;
 pub mod metrics;
 pub mod per_address;
 pub mod preferences;
+pub mod reconcile;
 pub mod refusal;
 pub mod rules;
 pub mod serve;

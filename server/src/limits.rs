@@ -151,6 +151,12 @@ pub async fn read_body(State(deadline): State<BodyDeadline>, req: Request, next:
     if is_read(req.method()) && !req.headers().contains_key(header::CONTENT_LENGTH) {
         return next.run(req).await;
     }
+    // A provider's export is streamed into its reconciliation, which
+    // bounds it (`crate::reconcile`); it still takes an in-flight slot and
+    // the request timeout.
+    if req.method() == axum::http::Method::POST && crate::reconcile::is_upload(req.uri().path()) {
+        return next.run(req).await;
+    }
     let (parts, body) = req.into_parts();
     let back = back_link(&parts.method, &parts.headers);
     let read = axum::body::to_bytes(body, deadline.limit);

@@ -19,6 +19,7 @@ mod consumers;
 mod keys;
 mod lists;
 pub mod overview;
+mod reconcile;
 mod redrives;
 mod slo;
 mod tokens;
@@ -51,6 +52,11 @@ pub use lists::{
 #[cfg(feature = "ssr")]
 pub use overview::load_overview;
 pub use overview::{LastHour, Overview, get_console_info, get_login_info, get_overview};
+pub use reconcile::{
+    ApplyReconciliation, CLASS_SAMPLE, DEMO_PROVIDER_LOG_PATH, RECONCILE_UPLOAD_PATH,
+    ReconcileHome, ReconciliationDetail, apply_reconciliation, get_reconcile_home,
+    get_reconciliation,
+};
 pub use redrives::{
     RedriveDetail, StartRedrive, StopRedrive, get_redrive, start_redrive, stop_redrive,
 };

@@ -41,6 +41,7 @@ pub fn Layout(children: Children) -> impl IntoView {
                     {nav_link("/outbox", "Outbox")}
                     {nav_link("/consumers", "Consumers")}
                     {nav_link("/checks", "Checks")}
+                    {nav_link("/reconcile", "Reconcile")}
                     {nav_link("/slo", "SLOs")}
                     // Only what the person's role opens: the audit log is
                     // for operators and admins, the tokens for admins.

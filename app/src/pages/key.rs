@@ -296,11 +296,48 @@ fn timeline_items(events: Vec<Event>) -> impl IntoView {
                 <li class=class>
                     <span class="event-time"><Time at=e.at/></span>
                     <span class="event-kind">{kind.replace('-', " ")}</span>
-                    <span class="event-text">{e.text}</span>
+                    <span class="event-text">{linked(&e.text)}</span>
                 </li>
             }
         })
         .collect_view()
+}
+
+/// Where a run an audit row names can be read: its words and its page.
+const RUN_LINKS: &[(&str, &str)] = &[
+    ("reconciliation #", "/reconciliations/"),
+    ("bulk resolve #", "/redrives/"),
+    ("bulk discard #", "/redrives/"),
+];
+
+/// `text` with each run it names (`reconciliation #5`, `bulk resolve #8`)
+/// a link to that run's page.
+fn linked(text: &str) -> impl IntoView + use<> {
+    let mut parts = Vec::new();
+    let mut rest = text;
+    loop {
+        let found = RUN_LINKS
+            .iter()
+            .filter_map(|(words, path)| rest.find(words).map(|at| (at, *words, *path)))
+            .min_by_key(|(at, ..)| *at);
+        let Some((at, words, path)) = found else {
+            break;
+        };
+        let after = &rest[at + words.len()..];
+        let digits = after.len() - after.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+        if digits == 0 {
+            parts.push(view! { {rest[..at + words.len()].to_owned()} }.into_any());
+            rest = after;
+            continue;
+        }
+        let (number, tail) = after.split_at(digits);
+        parts.push(view! { {rest[..at].to_owned()} }.into_any());
+        let label = format!("{words}{number}");
+        parts.push(view! { <a href=format!("{path}{number}")>{label}</a> }.into_any());
+        rest = tail;
+    }
+    parts.push(view! { {rest.to_owned()} }.into_any());
+    parts.collect_view()
 }
 
 /// The key's outbox rows as a table, or a sentence when there are none.

@@ -14,7 +14,8 @@
 //!   word them.
 //!
 //! Rooms, each importing only those before it: `problem` → `token`, `call`
-//! → `types`, `idempotency` → `reads` → `actions`, `exports` → `redrives`.
+//! → `types`, `idempotency` → `reads` → `actions`, `exports` → `redrives`
+//! → `reconciliations`.
 
 mod actions;
 mod call;
@@ -22,6 +23,7 @@ mod exports;
 mod idempotency;
 mod problem;
 mod reads;
+mod reconciliations;
 mod redrives;
 mod token;
 mod types;
@@ -103,7 +105,8 @@ struct IdempotencyKeyHeader {
         reads::outbox, reads::audit, reads::checks, reads::findings, reads::slos,
         actions::replay, actions::discard, actions::resolve, exports::export,
         redrives::redrive, redrives::start, redrives::stop, redrives::discard,
-        redrives::resolve,
+        redrives::resolve, reconciliations::upload, reconciliations::reconciliation,
+        reconciliations::apply,
     ),
     components(schemas(Problem)),
     modifiers(&BearerToken),
@@ -192,6 +195,20 @@ pub fn router(state: &AppState, auth: Arc<AuthContext>) -> Router<AppState> {
         .route(
             "/api/v1/bulk/resolve",
             post(redrives::resolve).route_layer(once.clone()),
+        )
+        // Streamed (`crate::reconcile`): its Idempotency-Key is checked by
+        // the handler, the file's hash binding it, never the body read whole.
+        .route(
+            "/api/v1/reconciliations",
+            post(reconciliations::upload).layer(axum::extract::DefaultBodyLimit::disable()),
+        )
+        .route(
+            "/api/v1/reconciliations/{id}",
+            get(reconciliations::reconciliation),
+        )
+        .route(
+            "/api/v1/reconciliations/{id}/apply",
+            post(reconciliations::apply).route_layer(once.clone()),
         )
         .route("/api/v1/exports/{file}", get(exports::export))
         .route(

@@ -87,7 +87,10 @@ pub async fn start(
 
 /// A start's answer: 201 with the run's number and `Location`, or the
 /// problem that says why nothing started.
-async fn started(state: &AppState, outcome: Result<ActionOutcome, AppError>) -> Response {
+pub(super) async fn started(
+    state: &AppState,
+    outcome: Result<ActionOutcome, AppError>,
+) -> Response {
     let Ok(ActionOutcome::Done {
         audit_id, summary, ..
     }) = outcome

@@ -37,12 +37,15 @@ pub mod incidents;
 mod message;
 mod on_call;
 mod provider;
+mod provider_log;
 mod publisher;
 mod queue;
 mod relay;
 mod simulation;
 pub mod tour;
 mod worker;
+
+pub use provider_log::provider_log;
 
 use std::time::Duration;
 

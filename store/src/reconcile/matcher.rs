@@ -256,13 +256,17 @@ impl Reconciler<'_> {
     }
 
     /// The claims the export should hold and does not: unknown since, or
-    /// sent at, a time between the export's first record and its last
-    /// less the latency bound.
+    /// sent at, a time between the export's first record and its last,
+    /// each moved the latency bound inwards.
     async fn missing(&self) -> StoreResult<Vec<NewRow>> {
         let Some((from, to)) = self.span else {
             return Ok(Vec::new());
         };
-        let until = to - chrono::TimeDelta::seconds(self.latency_seconds);
+        // Only calls the export certainly covers are judged: the provider
+        // may show a call up to the latency bound before or after Idem
+        // recorded its state, at either end of the export.
+        let bound = chrono::TimeDelta::seconds(self.latency_seconds);
+        let (from, until) = (from + bound, to - bound);
         if until < from {
             return Ok(Vec::new());
         }

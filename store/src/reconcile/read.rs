@@ -259,3 +259,37 @@ impl Tx {
         Ok(())
     }
 }
+
+impl Store {
+    /// Whether `consumer` has any claim (one probe of the primary key).
+    pub async fn has_claims_of(&self, consumer: &str) -> StoreResult<bool> {
+        const SQL: &str = "SELECT 1 FROM claims WHERE consumer = $1 LIMIT 1";
+        let found: Option<i32> = dispatch!(&self.pools, pool => {
+            sqlx::query_scalar(SQL).bind(consumer).fetch_optional(pool).await?
+        });
+        Ok(found.is_some())
+    }
+
+    /// `consumer`'s claims last delivered in `[from, to]`, newest first, at
+    /// most `limit`: what a provider's export of that span speaks for (the
+    /// demo's email provider writes its message log from them). A range of
+    /// `claims_by_activity`.
+    pub async fn claims_delivered_between(
+        &self,
+        consumer: &str,
+        from: Ts,
+        to: Ts,
+        limit: i64,
+    ) -> StoreResult<Vec<idem_domain::Claim>> {
+        let sql = concat!(
+            "SELECT ",
+            crate::rows::claim_columns!(),
+            " FROM claims WHERE last_delivery_at >= $1 AND last_delivery_at <= $2 AND consumer = $3 \
+             ORDER BY last_delivery_at DESC LIMIT $4"
+        );
+        let rows: Vec<crate::rows::ClaimRow> = dispatch!(&self.pools, pool => {
+            sqlx::query_as(sql).bind(from).bind(to).bind(consumer).bind(limit).fetch_all(pool).await?
+        });
+        crate::rows::convert(rows)
+    }
+}

@@ -15,6 +15,7 @@ mod exports;
 mod idempotency;
 mod page;
 mod reads;
+mod reconciliations;
 mod redrives;
 mod tokens;
 

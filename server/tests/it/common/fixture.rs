@@ -39,6 +39,8 @@ pub struct Fixture {
     pub dead_letter: i64,
     pub discardable: i64,
     pub redrive: i64,
+    /// A reconciliation of `orders` in which nothing differs.
+    pub reconciliation: i64,
 }
 
 impl Fixture {
@@ -116,11 +118,13 @@ impl Fixture {
         let idem_store::RedriveStart::Started { id: redrive, .. } = started else {
             panic!("the fixture's redrive starts: {started:?}");
         };
+        let reconciliation = reconciliation(store, &key, &sent).await;
         Fixture {
             unknown_version,
             dead_letter,
             discardable,
             redrive,
+            reconciliation,
             key,
         }
     }
@@ -278,6 +282,23 @@ impl Fixture {
                     ("shown_on", "unknown-past-objective".into()),
                 ],
             ),
+            ("get_reconcile_home", vec![]),
+            (
+                "get_reconciliation",
+                vec![("id", self.reconciliation.to_string())],
+            ),
+            (
+                "apply_reconciliation",
+                // Nothing differs, so nothing is left to apply: answered
+                // (200) with that, however often it is sent.
+                vec![
+                    ("action_id", id("apply")),
+                    ("id", self.reconciliation.to_string()),
+                    ("class", "unknown-absent".into()),
+                    ("shown", "1".into()),
+                    ("reason", "the provider's log of 02:00".into()),
+                ],
+            ),
             ("list_tokens", vec![]),
             (
                 "revoke_token",
@@ -288,4 +309,39 @@ impl Fixture {
             ),
         ]
     }
+}
+
+/// A reconciliation of `orders` by "fixture": an export an hour old whose
+/// one record is `sent`'s, so nothing differs.
+async fn reconciliation(store: &Store, key: &str, sent: &str) -> i64 {
+    let mut reconciler = store.reconciler(testing::consumer("orders"), 0);
+    let record = idem_domain::ProviderRecord {
+        line: 2,
+        reference: Some("pi_1".into()),
+        key: Some(testing::key(sent)),
+        status: idem_domain::ProviderStatus::Accepted,
+        at: chrono::Utc::now() - chrono::TimeDelta::hours(1),
+    };
+    reconciler.feed(&[record]).await.unwrap();
+    let action_id =
+        format!("fixture-reconcile-{key}").replace(|c: char| !c.is_ascii_alphanumeric(), "-");
+    let kept = reconciler
+        .finish(&idem_store::NewReconciliation {
+            action_id: &action_id,
+            actor: idem_store::Actor {
+                name: "fixture",
+                role: "operator",
+                client_addr: None,
+            },
+            file_name: "fixture.csv",
+            file_sha256: &"0".repeat(64),
+            file_bytes: 64,
+            status_words: "",
+        })
+        .await
+        .unwrap();
+    let idem_store::Reconciled::Kept { id } = kept else {
+        panic!("the fixture's reconciliation is kept: {kept:?}");
+    };
+    id
 }

@@ -12,6 +12,7 @@ mod compression;
 mod consumers;
 mod key_pages;
 mod lists_and_search;
+mod reconcile;
 mod redrives;
 mod round_trips;
 mod ways_out;

@@ -37,6 +37,8 @@ async fn an_operator_of_payments_never_receives_growth_s_keys_counts_or_chart_po
                         | "get_redrive"
                         | "stop_redrive"
                         | "start_bulk_resolve"
+                        | "get_reconciliation"
+                        | "apply_reconciliation"
                 );
             // Fleet-wide objectives count growth's consumers too.
             let fleet_slo = matches!(name, "get_slo" | "get_slo_charts");
