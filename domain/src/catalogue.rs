@@ -82,6 +82,10 @@ pub struct CatalogueEntry {
     pub queue: Option<String>,
     /// Where its dead letters are kept (a table, a broker's queue).
     pub dead_letters: Option<String>,
+    /// How its provider's export words a call's status, besides the usual
+    /// words (`queued=accepted, soft_bounce=failed`; see [`crate::StatusWords`]).
+    #[serde(default)]
+    pub provider_status_words: String,
 }
 
 /// Every consumer the catalogue names, in name order.
@@ -159,6 +163,7 @@ pub(crate) mod tests {
             claim_retention_days: None,
             queue: None,
             dead_letters: None,
+            provider_status_words: String::new(),
         }
     }
 

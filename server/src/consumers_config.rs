@@ -15,6 +15,7 @@
 //! claim_retention_days = 90           # optional: IDEM_CLAIM_RETENTION_DAYS's default otherwise
 //! queue = "payment-webhooks"          # optional
 //! dead_letters = "table dead_letters" # optional: where its dead letters are kept
+//! provider_status_words = "queued=accepted, soft_bounce=failed" # optional: its provider export's own words
 //! ```
 
 use std::{collections::HashSet, path::Path};
@@ -59,6 +60,8 @@ struct Entry {
     claim_retention_days: Option<i64>,
     queue: Option<String>,
     dead_letters: Option<String>,
+    #[serde(default)]
+    provider_status_words: String,
 }
 
 /// The longest description, queue or dead-letter source the file may give.
@@ -97,6 +100,8 @@ impl Entry {
                 ));
             }
         }
+        idem_domain::StatusWords::parse(&self.provider_status_words)
+            .map_err(|e| format!("provider_status_words: {e}"))?;
         Ok(CatalogueEntry {
             name,
             team: self.team,
@@ -106,6 +111,7 @@ impl Entry {
             claim_retention_days: self.claim_retention_days,
             queue: self.queue,
             dead_letters: self.dead_letters,
+            provider_status_words: self.provider_status_words,
         })
     }
 }

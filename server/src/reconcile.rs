@@ -121,6 +121,20 @@ impl Request {
     }
 }
 
+impl Request {
+    /// The form's status words, then those the catalogue gives the
+    /// consumer's provider.
+    pub fn with_catalogue(mut self, catalogue: &idem_domain::Catalogue) -> Self {
+        if let Some(words) = catalogue
+            .get(self.consumer.as_str())
+            .and_then(|entry| StatusWords::parse(&entry.provider_status_words).ok())
+        {
+            self.words = self.words.or(&words);
+        }
+        self
+    }
+}
+
 /// The person may reconcile `consumer`: an operator of it, and Idem may
 /// resolve its outcomes.
 pub async fn may_reconcile(
@@ -401,6 +415,7 @@ async fn stream_field(
         file_name,
         fields.action_id.clone(),
     )?;
+    let request = request.with_catalogue(&state.catalogue);
     may_reconcile(state, user, request.consumer.as_str()).await?;
     let mut intake = Intake::new(&state.store, &request);
     intake.push(&first).await?;

@@ -2,7 +2,7 @@ use std::{process::ExitCode, time::Duration};
 
 use clap::{Parser, Subcommand};
 use idem_store::{DEFAULT_DATABASE_URL, Store, StoreConfig};
-use idem_tools::{bench, cause_chain, compression, load, plans, seed};
+use idem_tools::{bench, cause_chain, compression, load, plans, reconcile, seed};
 
 /// Idem's tooling for benchmarks and plan checks (not shipped in `idem`).
 /// The database is DATABASE_URL (default: Idem's embedded SQLite file).
@@ -105,6 +105,14 @@ enum Command {
         #[arg(long, default_value = "load")]
         name: String,
     },
+    /// Reconcile an export of a consumer's latest claims (written here from
+    /// them) against DATABASE_URL and print the time and memory it took.
+    Reconcile {
+        #[arg(long, default_value = "reminders")]
+        consumer: String,
+        #[arg(long, default_value_t = 50_000)]
+        records: usize,
+    },
     /// Bytes and CPU time of every brotli and gzip level on saved pages
     /// (HTML or JSON as Idem served them), as a Markdown table per file.
     Compression {
@@ -206,6 +214,10 @@ async fn run(command: Command) -> Result<(), String> {
             load_rounds(&name, &options, rounds).await
         }
         Command::Compression { files, runs } => compression::run(&files, runs),
+        Command::Reconcile { consumer, records } => {
+            let store = connect(&database_url).await?;
+            reconcile::run(&store, &consumer, records).await
+        }
     }
 }
 

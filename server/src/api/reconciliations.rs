@@ -66,7 +66,8 @@ pub struct UploadParams {
 /// first reconciliation answers.
 #[utoipa::path(post, path = "/api/v1/reconciliations", tag = "reconciliations",
     params(UploadParams, super::IdempotencyKeyHeader),
-    request_body(content = String, content_type = "text/csv"),
+    request_body(content = String, content_type = "text/plain",
+        description = "The export: CSV with a header, or JSON lines (any text type is read the same)."),
     responses((status = 201, body = ReconciliationRecord), super::Problems))]
 pub async fn upload(
     State(state): State<AppState>,
@@ -91,6 +92,16 @@ pub async fn upload(
         )
         .answer();
     };
+    let too_long = [
+        ("file_name", params.file_name.as_deref(), 200),
+        ("status_words", params.status_words.as_deref(), 2000),
+    ]
+    .into_iter()
+    .find(|(_, text, most)| text.is_some_and(|t| t.chars().count() > *most));
+    if let Some((name, _, most)) = too_long {
+        return Problem::bad_request(format!("`{name}` is longer than {most} characters."))
+            .answer();
+    }
     let action_id = super::idempotency::action_id(caller.token_id, key);
     let latency = params
         .latency_seconds
@@ -106,6 +117,7 @@ pub async fn upload(
         Ok(upload) => upload,
         Err(err) => return problem(err),
     };
+    let upload = upload.with_catalogue(&state.catalogue);
     let kept = reconcile(&state, &user, &upload, req.into_body()).await;
     let id = match kept {
         Ok(id) => id,
@@ -196,7 +208,7 @@ pub struct ApplyBody {
     pub count: i64,
     /// Added to each key's audit row after the reconciliation's number.
     #[serde(default)]
-    #[schema(max_length = 1900)]
+    #[schema(max_length = 2000)]
     pub reason: Option<String>,
 }
 

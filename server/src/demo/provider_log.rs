@@ -1,6 +1,8 @@
 //! The demo's email provider's message log: what it says became of each
 //! reminder last delivered in the past two hours, as a provider's export
-//! reads (`message_id,idempotency_key,event,timestamp`), for the
+//! reads (`message_id,idempotency_key,event,timestamp`; the events are
+//! this provider's own words, `dispatched` and `soft_bounce`, which the
+//! demo's catalogue maps), for the
 //! `/reconcile` page's whole loop. For a claim whose outcome Idem does not
 //! know, the simulated provider says whether it acted — yes for 7 in 10,
 //! as the simulated on-call finds, decided by the key so the same key
@@ -69,10 +71,10 @@ pub async fn provider_log(
         let (reference, event, at) = match claim.status {
             ClaimStatus::Sent => (
                 claim.provider_ref.clone().unwrap_or_else(reference),
-                "delivered",
+                "dispatched",
                 claim.outcome_at.unwrap_or(claim.status_at),
             ),
-            ClaimStatus::Failed => (reference(), "bounced", claim.status_at),
+            ClaimStatus::Failed => (reference(), "soft_bounce", claim.status_at),
             ClaimStatus::Unknown if fnv(key) % 10 < 7 => (
                 reference(),
                 "delivered",

@@ -33,6 +33,9 @@ async fn the_document_is_openapi_3_1_and_names_every_operation() {
         "/api/v1/redrives/{id}/stop",
         "/api/v1/bulk/discard",
         "/api/v1/bulk/resolve",
+        "/api/v1/reconciliations",
+        "/api/v1/reconciliations/{id}",
+        "/api/v1/reconciliations/{id}/apply",
     ] {
         assert!(paths.contains_key(path), "{path} is documented");
     }
@@ -76,6 +79,8 @@ async fn every_write_the_document_lists_is_refused_without_a_token(
         writes += 1;
         let id = if path.starts_with("/api/v1/redrives") {
             fixture.redrive
+        } else if path.starts_with("/api/v1/reconciliations") {
+            fixture.reconciliation
         } else {
             fixture.dead_letter
         };
@@ -95,7 +100,7 @@ async fn every_write_the_document_lists_is_refused_without_a_token(
             assert_eq!(response.status().as_u16(), 401, "{path}");
         }
     }
-    assert_eq!(writes, 7);
+    assert_eq!(writes, 9);
     let letter = app
         .store
         .dead_letter(fixture.dead_letter)
