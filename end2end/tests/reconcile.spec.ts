@@ -40,6 +40,8 @@ test("an operator downloads the provider's message log, reconciles it, applies w
   const form = page.locator("form.reconcile-form");
   await form.getByLabel("Consumer").selectOption("reminders");
   await form.getByLabel("Provider latency bound (seconds)").fill("0");
+  // Downloaded a moment ago: it covers every call up to now.
+  await form.getByLabel("The export covers every call up to now").check();
   await form.getByLabel("Export file").setInputFiles({ name: "email-provider-messages.csv", mimeType: "text/csv", buffer: Buffer.from(log) });
   await form.getByRole("button", { name: "Reconcile" }).click();
 

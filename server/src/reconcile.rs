@@ -24,6 +24,25 @@ use sha2::{Digest, Sha256};
 /// The largest export taken, in bytes.
 pub const EXPORT_MAX_BYTES: usize = 64 * 1024 * 1024;
 
+/// The largest body an export's upload may send: the export and the
+/// form's other fields.
+pub const UPLOAD_BODY_LIMIT: usize = EXPORT_MAX_BYTES + 1024 * 1024;
+
+/// The `/reconcile` page's own routes: the upload, and the demo provider's
+/// message log.
+pub fn page_routes() -> axum::Router<AppState> {
+    axum::Router::new()
+        .route(
+            idem_app::api::RECONCILE_UPLOAD_PATH,
+            axum::routing::post(upload_from_page)
+                .layer(axum::extract::DefaultBodyLimit::max(UPLOAD_BODY_LIMIT)),
+        )
+        .route(
+            idem_app::api::DEMO_PROVIDER_LOG_PATH,
+            axum::routing::get(crate::demo::provider_log),
+        )
+}
+
 /// The paths whose bodies are streamed to a reconciliation.
 pub fn is_upload(path: &str) -> bool {
     path == idem_app::api::RECONCILE_UPLOAD_PATH || path == "/api/v1/reconciliations"
@@ -73,6 +92,8 @@ pub struct Request {
     pub words: StatusWords,
     pub file_name: String,
     pub action_id: String,
+    /// When the export was taken, if said: it covers every call up to then.
+    pub covers_until: Option<chrono::DateTime<chrono::Utc>>,
 }
 
 impl Request {
@@ -117,6 +138,7 @@ impl Request {
                 file_name
             },
             action_id,
+            covers_until: None,
         })
     }
 }
@@ -189,7 +211,12 @@ impl<'s> Intake<'s> {
     pub fn new(store: &'s Store, request: &Request) -> Self {
         Intake {
             reader: ExportReader::new(request.words.clone()),
-            reconciler: store.reconciler(request.consumer.clone(), request.latency_seconds),
+            reconciler: match request.covers_until {
+                Some(at) => store
+                    .reconciler(request.consumer.clone(), request.latency_seconds)
+                    .covering_until(at),
+                None => store.reconciler(request.consumer.clone(), request.latency_seconds),
+            },
             read: Vec::new(),
             hash: Sha256::new(),
             bytes: 0,
@@ -271,6 +298,8 @@ struct FormFields {
     consumer: String,
     latency: String,
     words: String,
+    /// "The export covers every call up to now" was ticked.
+    covers_now: bool,
 }
 
 /// `POST /reconcile/upload`: the form's fields, then the export (a file,
@@ -352,6 +381,7 @@ async fn from_form(
                     "consumer" => fields.consumer = text,
                     "latency_seconds" => fields.latency = text,
                     "status_words" => fields.words = text,
+                    "covers_now" => fields.covers_now = !text.is_empty(),
                     _ => {}
                 }
             }
@@ -415,7 +445,10 @@ async fn stream_field(
         file_name,
         fields.action_id.clone(),
     )?;
-    let request = request.with_catalogue(&state.catalogue);
+    let mut request = request.with_catalogue(&state.catalogue);
+    if fields.covers_now {
+        request.covers_until = Some(chrono::Utc::now());
+    }
     may_reconcile(state, user, request.consumer.as_str()).await?;
     let mut intake = Intake::new(&state.store, &request);
     intake.push(&first).await?;

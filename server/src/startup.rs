@@ -378,10 +378,6 @@ fn oidc_for_pages(auth: &crate::auth::AuthSettings) -> (Option<String>, Option<S
     (Some(oidc.name.clone()), origin)
 }
 
-/// The largest body an export's upload may send: the export and the
-/// form's other fields.
-const UPLOAD_BODY_LIMIT: usize = crate::reconcile::EXPORT_MAX_BYTES + 1024 * 1024;
-
 /// The whole HTTP surface: health probes, the pages and their server
 /// functions, and the static assets `cargo xtask site` built.
 ///
@@ -410,16 +406,8 @@ pub fn router(
             idem_app::CREATE_TOKEN_PATH,
             post(crate::tokens::create_from_page),
         )
-        // A provider's export, streamed into a reconciliation (`reconcile`).
-        .route(
-            idem_app::api::RECONCILE_UPLOAD_PATH,
-            post(crate::reconcile::upload_from_page)
-                .layer(axum::extract::DefaultBodyLimit::max(UPLOAD_BODY_LIMIT)),
-        )
-        .route(
-            idem_app::api::DEMO_PROVIDER_LOG_PATH,
-            get(crate::demo::provider_log),
-        )
+        // A provider's export, streamed into a reconciliation.
+        .merge(crate::reconcile::page_routes())
         .route("/login", post(auth::login).with_state(auth.clone()))
         .route("/logout", post(auth::logout).with_state(auth.clone()))
         .route(
@@ -481,7 +469,7 @@ pub fn router(
         // Every body but an export's is read whole (and bounded by
         // `body_limit`) in `limits::read_body`; an export is streamed.
         .layer(tower_http::limit::RequestBodyLimitLayer::new(
-            limits.body_limit.max(UPLOAD_BODY_LIMIT),
+            limits.body_limit.max(crate::reconcile::UPLOAD_BODY_LIMIT),
         ));
     crate::compression::compress(router)
         .layer(crate::telemetry::request_layer(state.log_keys.clone()))

@@ -60,6 +60,21 @@ fn memory() -> (u64, u64) {
     (field("VmRSS:"), field("VmHWM:"))
 }
 
+/// The records read so far; bad lines go to `reconciler`.
+fn take(
+    read: &mut Vec<Result<idem_domain::ProviderRecord, idem_domain::BadLine>>,
+    reconciler: &mut idem_store::Reconciler<'_>,
+) -> Vec<idem_domain::ProviderRecord> {
+    let mut batch = Vec::new();
+    for r in read.drain(..) {
+        match r {
+            Ok(record) => batch.push(record),
+            Err(bad) => reconciler.bad_line(&bad),
+        }
+    }
+    batch
+}
+
 /// Reconciles an export of `records` records of `consumer` and prints the
 /// time and the memory it took.
 pub async fn run(store: &Store, consumer: &str, records: usize) -> Result<(), String> {
@@ -71,21 +86,11 @@ pub async fn run(store: &Store, consumer: &str, records: usize) -> Result<(), St
     let mut reader = ExportReader::new(StatusWords::default());
     let mut reconciler = store.reconciler(name, 300);
     let mut read = Vec::new();
-    let mut take = |read: &mut Vec<_>| {
-        let mut batch = Vec::new();
-        for r in read.drain(..) {
-            match r {
-                Ok(record) => batch.push(record),
-                Err(bad) => reconciler.bad_line(&bad),
-            }
-        }
-        batch
-    };
     let mut feed_time = std::time::Duration::ZERO;
     for chunk in export.as_bytes().chunks(64 * 1024) {
         reader.push(chunk, &mut read);
         if read.len() >= 2_000 {
-            let batch = take(&mut read);
+            let batch = take(&mut read, &mut reconciler);
             let fed = Instant::now();
             reconciler
                 .feed(&batch)
@@ -95,7 +100,7 @@ pub async fn run(store: &Store, consumer: &str, records: usize) -> Result<(), St
         }
     }
     reader.finish(&mut read);
-    let batch = take(&mut read);
+    let batch = take(&mut read, &mut reconciler);
     reconciler
         .feed(&batch)
         .await

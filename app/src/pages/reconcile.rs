@@ -57,18 +57,25 @@ fn upload_form(home: &ReconcileHome) -> AnyView {
         .map(|c| view! { <option value=c.clone()>{c.clone()}</option> })
         .collect_view();
     view! {
-        <form method="post" action=RECONCILE_UPLOAD_PATH enctype="multipart/form-data" class="stacked-form reconcile-form">
+        <section class="action-form">
+        <h3>"Upload an export"</h3>
+        <form method="post" action=RECONCILE_UPLOAD_PATH enctype="multipart/form-data" class="reconcile-form">
             <input type="hidden" name="action_id" value=form_id(&home.action_id, "reconcile")/>
             <label>"Consumer" <select name="consumer" required>{options}</select></label>
             <label>
                 "Provider latency bound (seconds)"
                 <input type="number" name="latency_seconds" value="300" min="0" max="86400" required/>
-                <small>"How long the provider may take to show a call in its export. A claim that became unknown within this bound of the export's last record is not judged."</small>
+                <small>"How long the provider may take to show a call in its export. Only calls further than this from the export's first and last records are judged absent."</small>
             </label>
             <label>
                 "Status words besides the usual ones"
                 <input type="text" name="status_words" maxlength="2000" placeholder="queued=accepted, soft_bounce=failed"/>
                 <small>"Accepted: accepted, delivered, sent, succeeded, paid, completed. Failed: failed, bounced, rejected, dropped, declined."</small>
+            </label>
+            <label class="check">
+                <input type="checkbox" name="covers_now" value="yes"/>
+                " The export covers every call up to now (it was taken just now)"
+                <small>"Else it is taken to cover calls up to its last record only."</small>
             </label>
             <label>
                 "Export file (CSV with a header, or JSON lines)"
@@ -78,6 +85,7 @@ fn upload_form(home: &ReconcileHome) -> AnyView {
             <label>"Or paste it" <textarea name="pasted" rows="6" maxlength="1000000"></textarea></label>
             <button type="submit">"Reconcile"</button>
         </form>
+        </section>
     }
     .into_any()
 }
@@ -165,7 +173,7 @@ pub fn ReconciliationPage() -> impl IntoView {
                     <dt>"Run by"</dt><dd>{r.actor.clone()} " at " <Time at=r.created_at/></dd>
                     <dt>"File"</dt><dd><bdi>{r.file_name.clone()}</bdi> {format!(" ({} bytes), SHA-256 ", r.file_bytes)} <code>{r.file_sha256.clone()}</code></dd>
                     <dt>"Records"</dt><dd>{format!("{} read, {} bad lines", r.records, r.bad_lines)}</dd>
-                    <dt>"Export's span"</dt><dd>{span}</dd>
+                    <dt>"Export covers"</dt><dd>{span}</dd>
                     <dt>"Latency bound"</dt><dd>{format!("{} s", r.latency_seconds)}</dd>
                     {words}
                     <dt>"Found"</dt><dd>{counts_line(&r)}</dd>
@@ -265,7 +273,8 @@ fn apply_form(
         view! { <small>{format!("One run takes {shown} of the {to_apply}; apply again for the rest.")}</small> }
     });
     view! {
-        <form method="post" action=path class="inline-form apply-form">
+        <div class="action-form">
+        <form method="post" action=path class="apply-form">
             <input type="hidden" name="action_id" value=form_id(&detail.action_id, class.as_str())/>
             <input type="hidden" name="id" value=id.to_string()/>
             <input type="hidden" name="class" value=class.as_str()/>
@@ -274,6 +283,7 @@ fn apply_form(
             <button type="submit">{label}</button>
             {note}
         </form>
+        </div>
     }
 }
 

@@ -57,6 +57,11 @@ pub struct UploadParams {
     #[serde(default)]
     #[param(max_length = 200)]
     pub file_name: Option<String>,
+    /// When the export was taken (RFC 3339, not in the future): it covers
+    /// every call up to then, though its last record may be older.
+    #[serde(default)]
+    #[param(value_type = Option<String>, format = DateTime)]
+    pub covers_until: Option<String>,
 }
 
 /// Reconciles a provider's export (the body: CSV with a header naming
@@ -117,7 +122,21 @@ pub async fn upload(
         Ok(upload) => upload,
         Err(err) => return problem(err),
     };
-    let upload = upload.with_catalogue(&state.catalogue);
+    let mut upload = upload.with_catalogue(&state.catalogue);
+    if let Some(text) = params.covers_until.as_deref() {
+        let now = Utc::now();
+        match DateTime::parse_from_rfc3339(text.trim()) {
+            Ok(at) if at.with_timezone(&Utc) <= now + chrono::TimeDelta::minutes(1) => {
+                upload.covers_until = Some(at.with_timezone(&Utc));
+            }
+            _ => {
+                return Problem::bad_request(format!(
+                    "`covers_until` “{text}” is not an RFC 3339 time up to now."
+                ))
+                .answer();
+            }
+        }
+    }
     let kept = reconcile(&state, &user, &upload, req.into_body()).await;
     let id = match kept {
         Ok(id) => id,

@@ -1,5 +1,5 @@
 //! The demo's email provider's message log: what it says became of each
-//! reminder last delivered in the past two hours, as a provider's export
+//! reminder last delivered in the past day, as a provider's export
 //! reads (`message_id,idempotency_key,event,timestamp`; the events are
 //! this provider's own words, `dispatched` and `soft_bounce`, which the
 //! demo's catalogue maps), for the
@@ -21,7 +21,7 @@ use idem_store::Ts;
 use super::flows::Flow;
 
 /// How far back the log goes.
-const SPAN: chrono::TimeDelta = chrono::TimeDelta::hours(2);
+const SPAN: chrono::TimeDelta = chrono::TimeDelta::hours(24);
 
 /// The most messages the log lists.
 const MAX_MESSAGES: i64 = 20_000;

@@ -107,6 +107,9 @@ pub struct Reconciler<'s> {
     bad_lines: i64,
     bad_sample: Vec<String>,
     span: Option<(DateTime<Utc>, DateTime<Utc>)>,
+    /// When the export was taken, if its taker says: it covers every call
+    /// up to then, though its last record may be older.
+    covers_until: Option<DateTime<Utc>>,
     matched: HashMap<String, Matched>,
     /// Accepted records no claim holds, by reference (else key).
     unclaimed: HashMap<String, ProviderRecord>,
@@ -128,6 +131,7 @@ impl Store {
             bad_lines: 0,
             bad_sample: Vec::new(),
             span: None,
+            covers_until: None,
             matched: HashMap::new(),
             unclaimed: HashMap::new(),
             reference_keys: HashMap::new(),
@@ -138,6 +142,20 @@ impl Store {
 }
 
 impl Reconciler<'_> {
+    /// The export covers every call up to `at` (when it was taken), past
+    /// its last record.
+    pub fn covering_until(mut self, at: DateTime<Utc>) -> Self {
+        self.covers_until = Some(at);
+        self
+    }
+
+    /// The export's span: its first record to its last, or to when it was
+    /// taken if that is later.
+    fn span(&self) -> Option<(DateTime<Utc>, DateTime<Utc>)> {
+        self.span
+            .map(|(from, to)| (from, self.covers_until.map_or(to, |until| to.max(until))))
+    }
+
     /// Notes a line that could not be read.
     pub fn bad_line(&mut self, bad: &BadLine) {
         self.bad_lines += 1;
@@ -259,7 +277,7 @@ impl Reconciler<'_> {
     /// sent at, a time between the export's first record and its last,
     /// each moved the latency bound inwards.
     async fn missing(&self) -> StoreResult<Vec<NewRow>> {
-        let Some((from, to)) = self.span else {
+        let Some((from, to)) = self.span() else {
             return Ok(Vec::new());
         };
         // Only calls the export certainly covers are judged: the provider
@@ -424,8 +442,8 @@ impl Reconciler<'_> {
              file_sha256, file_bytes, records, bad_lines, bad_sample, span_from, span_to, latency_seconds, \
              status_words, audit_id) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) \
              RETURNING id";
-        let span_from = self.span.map(|(from, _)| Ts::from(from));
-        let span_to = self.span.map(|(_, to)| Ts::from(to));
+        let span_from = self.span().map(|(from, _)| Ts::from(from));
+        let span_to = self.span().map(|(_, to)| Ts::from(to));
         let bad_sample = self.bad_sample.join("\n");
         let id: i64 = dispatch!(&mut tx.inner, tx => {
             sqlx::query_scalar(RUN).bind(new.action_id).bind(self.consumer.as_str()).bind(new.actor.name)

@@ -219,6 +219,13 @@ async fn a_viewer_s_token_and_a_bad_export_keep_nothing(db: idem_store::testing:
             400,
             "No record",
         ),
+        (
+            "consumer=orders&covers_until=2999-01-01T00:00:00Z",
+            Some("k-7"),
+            export(),
+            400,
+            "covers_until",
+        ),
     ] {
         let (got, kind, answer) = upload(&app, &secret, query, key, &body).await;
         assert_eq!(got, status, "{says}: {answer}");

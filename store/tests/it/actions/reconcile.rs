@@ -23,6 +23,7 @@ idem_store::on_both_backends!(
     a_reconciliation_puts_every_claim_and_record_in_its_class,
     applying_a_class_resolves_its_keys_and_skips_one_changed_since_the_review,
     sending_a_reconciliation_again_keeps_the_first,
+    an_export_taken_after_its_last_record_covers_the_calls_since,
 );
 
 /// A CSV line of the provider's export, `minutes` ago.
@@ -335,4 +336,48 @@ async fn sending_a_reconciliation_again_keeps_the_first(store: &Store) {
             .len(),
         1
     );
+}
+
+async fn an_export_taken_after_its_last_record_covers_the_calls_since(store: &Store) {
+    // Unknown since 29 minutes ago; the export's last record is 40 minutes
+    // old, but it was taken just now and holds no record of the call.
+    unknown_claim(store, "pay:quiet").await;
+    let export = format!(
+        "reference,key,status,time\n{}{}",
+        line("r1", "other-1", "failed", 60),
+        line("r2", "other-2", "failed", 40)
+    );
+    let by_records = reconcile(store, &export, "reconcile-0004").await;
+    assert_eq!(
+        keys_in(&by_records, ReconcileClass::UnknownAbsent),
+        Vec::<String>::new()
+    );
+
+    let consumer = idem_domain::ConsumerName::parse("orders").unwrap();
+    let mut reader = ExportReader::new(StatusWords::default());
+    let mut out = Vec::new();
+    reader.push(export.as_bytes(), &mut out);
+    reader.finish(&mut out);
+    let records: Vec<_> = out.into_iter().map(Result::unwrap).collect();
+    let mut taken_now = store
+        .reconciler(consumer, 300)
+        .covering_until(chrono::Utc::now());
+    taken_now.feed(&records).await.unwrap();
+    let kept = taken_now
+        .finish(&NewReconciliation {
+            action_id: "reconcile-0005",
+            actor: OLGA,
+            file_name: "messages.csv",
+            file_sha256: "taken now",
+            file_bytes: 1,
+            status_words: "",
+        })
+        .await
+        .unwrap();
+    let Reconciled::Kept { id } = kept else {
+        panic!("{kept:?}")
+    };
+    let r = store.reconciliation(id, 50).await.unwrap().unwrap();
+    assert_eq!(keys_in(&r, ReconcileClass::UnknownAbsent), ["pay:quiet"]);
+    assert!(r.span_to.unwrap() > chrono::Utc::now() - chrono::TimeDelta::minutes(1));
 }
