@@ -190,10 +190,10 @@ pub async fn may_reconcile(
             "Idem holds no claim of a consumer named “{consumer}”"
         )));
     }
-    if let Some(reason) = state.read_only.reason(consumer) {
-        if state.store.resolve_write_back(consumer).await?.is_none() {
-            return Err(IntakeError::Forbidden(reason));
-        }
+    if let Some(reason) = state.read_only.reason(consumer)
+        && state.store.resolve_write_back(consumer).await?.is_none()
+    {
+        return Err(IntakeError::Forbidden(reason));
     }
     Ok(())
 }

@@ -135,10 +135,27 @@ async fn main() -> ExitCode {
     }
 }
 
+/// The paths listed in `file`, one a line, if a file is given.
+fn listed_paths(file: Option<&std::path::Path>) -> Result<Vec<String>, String> {
+    let Some(file) = file else {
+        return Ok(Vec::new());
+    };
+    let listed = std::fs::read_to_string(file).map_err(|e| format!("{}: {e}", file.display()))?;
+    Ok(listed
+        .lines()
+        .filter(|l| !l.is_empty())
+        .map(str::to_owned)
+        .collect())
+}
+
+/// DATABASE_URL, else Idem's embedded SQLite file.
+fn database_url() -> String {
+    std::env::var("DATABASE_URL").unwrap_or_else(|_| DEFAULT_DATABASE_URL.to_owned())
+}
+
 /// Runs one command; `Err` is the line to print.
 async fn run(command: Command) -> Result<(), String> {
-    let database_url =
-        std::env::var("DATABASE_URL").unwrap_or_else(|_| DEFAULT_DATABASE_URL.to_owned());
+    let database_url = database_url();
     match command {
         Command::Seed {
             claims,
@@ -198,11 +215,7 @@ async fn run(command: Command) -> Result<(), String> {
             connections,
             name,
         } => {
-            if let Some(file) = paths_file {
-                let listed = std::fs::read_to_string(&file)
-                    .map_err(|e| format!("{}: {e}", file.display()))?;
-                paths.extend(listed.lines().filter(|l| !l.is_empty()).map(str::to_owned));
-            }
+            paths.extend(listed_paths(paths_file.as_deref())?);
             let options = load::LoadOptions {
                 base,
                 paths,
@@ -215,8 +228,7 @@ async fn run(command: Command) -> Result<(), String> {
         }
         Command::Compression { files, runs } => compression::run(&files, runs),
         Command::Reconcile { consumer, records } => {
-            let store = connect(&database_url).await?;
-            reconcile::run(&store, &consumer, records).await
+            reconcile::run(&connect(&database_url).await?, &consumer, records).await
         }
     }
 }

@@ -75,22 +75,19 @@ fn take(
     batch
 }
 
-/// Reconciles an export of `records` records of `consumer` and prints the
-/// time and the memory it took.
-pub async fn run(store: &Store, consumer: &str, records: usize) -> Result<(), String> {
-    let export = export_of(store, consumer, records).await?;
-    let lines = export.lines().count() - 1;
-    let name = ConsumerName::parse(consumer).map_err(|e| e.to_string())?;
-    let (rss_before, _) = memory();
-    let started = Instant::now();
+/// Reads `export` into `reconciler` as the server reads an upload; the
+/// time spent looking records up.
+async fn read_into(
+    export: &str,
+    reconciler: &mut idem_store::Reconciler<'_>,
+) -> Result<std::time::Duration, String> {
     let mut reader = ExportReader::new(StatusWords::default());
-    let mut reconciler = store.reconciler(name, 300);
     let mut read = Vec::new();
     let mut feed_time = std::time::Duration::ZERO;
     for chunk in export.as_bytes().chunks(64 * 1024) {
         reader.push(chunk, &mut read);
         if read.len() >= 2_000 {
-            let batch = take(&mut read, &mut reconciler);
+            let batch = take(&mut read, reconciler);
             let fed = Instant::now();
             reconciler
                 .feed(&batch)
@@ -100,11 +97,25 @@ pub async fn run(store: &Store, consumer: &str, records: usize) -> Result<(), St
         }
     }
     reader.finish(&mut read);
-    let batch = take(&mut read, &mut reconciler);
+    let batch = take(&mut read, reconciler);
+    let fed = Instant::now();
     reconciler
         .feed(&batch)
         .await
         .map_err(|e| crate::cause_chain(&e))?;
+    Ok(feed_time + fed.elapsed())
+}
+
+/// Reconciles an export of `records` records of `consumer` and prints the
+/// time and the memory it took.
+pub async fn run(store: &Store, consumer: &str, records: usize) -> Result<(), String> {
+    let export = export_of(store, consumer, records).await?;
+    let lines = export.lines().count() - 1;
+    let name = ConsumerName::parse(consumer).map_err(|e| e.to_string())?;
+    let (rss_before, _) = memory();
+    let started = Instant::now();
+    let mut reconciler = store.reconciler(name, 300);
+    let feed_time = read_into(&export, &mut reconciler).await?;
     let read_all = started.elapsed();
     let action_id = format!("bench-reconcile-{}", chrono::Utc::now().timestamp_micros());
     let kept = reconciler

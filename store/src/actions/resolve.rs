@@ -74,18 +74,7 @@ pub(super) async fn resolve(
             )));
         }
     }
-    // The outcome is recorded now: it counts in `outcome_latency_seconds`
-    // (and so in `reconciled-15m`) from this minute, as a worker's would.
-    let seconds = (now - claim.first_delivery_at).num_milliseconds().max(0) as f64 / 1000.0;
-    let metric = idem_domain::Metric::OutcomeLatencySeconds;
-    let observed = idem_consumer::MetricSample {
-        consumer: claim.consumer.clone(),
-        metric,
-        at: Ts::from(now),
-        bucket: metric.bucket_for(seconds),
-        value: 1.0,
-    };
-    idem_consumer::write_metrics(tx.conn(), &[observed]).await?;
+    observe_outcome(tx, &claim, now).await?;
     let after = state_after(provider_ref.as_deref(), status, claim.version);
     let audit_id = tx
         .append_audit_at(
@@ -113,6 +102,26 @@ pub(super) async fn resolve(
         outbox_id,
         summary: summary(req.resolution.action(), None, Some(&after), outbox_id),
     })
+}
+
+/// The outcome is recorded now: it counts in `outcome_latency_seconds`
+/// (and so in `reconciled-15m`) from this minute, as a worker's would.
+async fn observe_outcome(
+    tx: &mut Tx,
+    claim: &idem_domain::Claim,
+    now: chrono::DateTime<Utc>,
+) -> StoreResult<()> {
+    let seconds = (now - claim.first_delivery_at).num_milliseconds().max(0) as f64 / 1000.0;
+    let metric = idem_domain::Metric::OutcomeLatencySeconds;
+    let observed = idem_consumer::MetricSample {
+        consumer: claim.consumer.clone(),
+        metric,
+        at: Ts::from(now),
+        bucket: metric.bucket_for(seconds),
+        value: 1.0,
+    };
+    idem_consumer::write_metrics(tx.conn(), &[observed]).await?;
+    Ok(())
 }
 
 /// Whether `claim` may be resolved as `req` asks at `now`: the function

@@ -12,10 +12,10 @@ use idem_domain::{
 
 use super::{BAD_LINES_KEPT, LOOKUP_BATCH};
 use crate::{
-    Actor, NewAuditEntry, StoreResult,
+    StoreResult,
     dialect::dispatch,
     sql::{Sql, bind_all},
-    store::{Store, Tx},
+    store::Store,
     ts::Ts,
 };
 
@@ -25,7 +25,7 @@ struct SeenClaim {
     key: String,
     status: ClaimStatus,
     version: i64,
-    provider_ref: Option<String>,
+    pub(super) provider_ref: Option<String>,
 }
 
 /// A claim the export holds, with its best record.
@@ -37,14 +37,14 @@ struct Matched {
 
 /// One row to keep.
 #[derive(Debug)]
-struct NewRow {
-    class: ReconcileClass,
-    line: Option<usize>,
-    key: Option<String>,
-    claim: Option<(ClaimStatus, i64)>,
-    provider_ref: Option<String>,
-    provider: Option<(ProviderStatus, DateTime<Utc>)>,
-    note: Option<String>,
+pub(super) struct NewRow {
+    pub(super) class: ReconcileClass,
+    pub(super) line: Option<usize>,
+    pub(super) key: Option<String>,
+    pub(super) claim: Option<(ClaimStatus, i64)>,
+    pub(super) provider_ref: Option<String>,
+    pub(super) provider: Option<(ProviderStatus, DateTime<Utc>)>,
+    pub(super) note: Option<String>,
 }
 
 impl NewRow {
@@ -74,38 +74,16 @@ impl NewRow {
     }
 }
 
-/// What the reconciliation is kept as, besides what it found.
-#[derive(Debug, Clone, Copy)]
-pub struct NewReconciliation<'a> {
-    /// The form's action id, or one derived from the API's Idempotency-Key.
-    pub action_id: &'a str,
-    pub actor: Actor<'a>,
-    pub file_name: &'a str,
-    pub file_sha256: &'a str,
-    pub file_bytes: i64,
-    pub status_words: &'a str,
-}
-
-/// What keeping a reconciliation answered.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Reconciled {
-    /// Kept as this one (or, sent again, the one this action id kept).
-    Kept { id: i64 },
-    /// The action id kept a reconciliation of another file or by someone
-    /// else: nothing was kept.
-    FormReused { id: i64 },
-}
-
 /// A reconciliation being read: `feed` it the export's records and bad
 /// lines as they arrive, then `finish` it.
 #[derive(Debug)]
 pub struct Reconciler<'s> {
-    store: &'s Store,
-    consumer: ConsumerName,
-    latency_seconds: i64,
-    records: i64,
-    bad_lines: i64,
-    bad_sample: Vec<String>,
+    pub(super) store: &'s Store,
+    pub(super) consumer: ConsumerName,
+    pub(super) latency_seconds: i64,
+    pub(super) records: i64,
+    pub(super) bad_lines: i64,
+    pub(super) bad_sample: Vec<String>,
     span: Option<(DateTime<Utc>, DateTime<Utc>)>,
     /// When the export was taken, if its taker says: it covers every call
     /// up to then, though its last record may be older.
@@ -115,7 +93,7 @@ pub struct Reconciler<'s> {
     unclaimed: HashMap<String, ProviderRecord>,
     /// Each reference's key, to find one reference on two keys.
     reference_keys: HashMap<String, String>,
-    shared: Vec<NewRow>,
+    pub(super) shared: Vec<NewRow>,
     shared_refs: HashSet<String>,
 }
 
@@ -151,7 +129,7 @@ impl Reconciler<'_> {
 
     /// The export's span: its first record to its last, or to when it was
     /// taken if that is later.
-    fn span(&self) -> Option<(DateTime<Utc>, DateTime<Utc>)> {
+    pub(super) fn span(&self) -> Option<(DateTime<Utc>, DateTime<Utc>)> {
         self.span
             .map(|(from, to)| (from, self.covers_until.map_or(to, |until| to.max(until))))
     }
@@ -276,7 +254,7 @@ impl Reconciler<'_> {
     /// The claims the export should hold and does not: unknown since, or
     /// sent at, a time between the export's first record and its last,
     /// each moved the latency bound inwards.
-    async fn missing(&self) -> StoreResult<Vec<NewRow>> {
+    pub(super) async fn missing(&self) -> StoreResult<Vec<NewRow>> {
         let Some((from, to)) = self.span() else {
             return Ok(Vec::new());
         };
@@ -319,7 +297,7 @@ impl Reconciler<'_> {
     }
 
     /// What each matched claim and unclaimed record says, by class.
-    fn classified(&self) -> Vec<NewRow> {
+    pub(super) fn classified(&self) -> Vec<NewRow> {
         let mut rows = Vec::new();
         let mut matched: Vec<&Matched> = self.matched.values().collect();
         matched.sort_by_key(|m| m.record.line);
@@ -357,121 +335,6 @@ impl Reconciler<'_> {
         }
         rows
     }
-
-    /// Keeps the reconciliation and what it found, with its audit row, in
-    /// one transaction.
-    pub async fn finish(self, new: &NewReconciliation<'_>) -> StoreResult<Reconciled> {
-        if let Some(first) = self.store.reconciliation_by_action(new).await? {
-            return Ok(first);
-        }
-        let mut rows = self.classified();
-        rows.extend(self.missing().await?);
-        rows.extend(self.shared.iter().map(|r| NewRow {
-            class: r.class,
-            line: r.line,
-            key: r.key.clone(),
-            claim: r.claim,
-            provider_ref: r.provider_ref.clone(),
-            provider: r.provider,
-            note: r.note.clone(),
-        }));
-        rows.sort_by_key(|r| ReconcileClass::ALL.iter().position(|c| *c == r.class));
-        let mut tx = self.store.begin().await?;
-        match self.keep(&mut tx, new, &rows).await {
-            Ok(id) => {
-                tx.commit().await?;
-                Ok(Reconciled::Kept { id })
-            }
-            Err(err) if err.is_unique_violation() => {
-                let _ = tx.rollback().await;
-                Ok(self.store.reconciliation_by_action(new).await?.ok_or(err)?)
-            }
-            Err(err) => {
-                let _ = tx.rollback().await;
-                Err(err)
-            }
-        }
-    }
-
-    async fn keep(
-        &self,
-        tx: &mut Tx,
-        new: &NewReconciliation<'_>,
-        rows: &[NewRow],
-    ) -> StoreResult<i64> {
-        let mut counts: Vec<String> = Vec::new();
-        for class in ReconcileClass::ALL {
-            let n = rows.iter().filter(|r| r.class == *class).count();
-            if n > 0 {
-                counts.push(format!("{n} {}", class.title().to_lowercase()));
-            }
-        }
-        let summary = format!(
-            "{} records of “{}” ({} bad lines): {}",
-            self.records,
-            new.file_name,
-            self.bad_lines,
-            if counts.is_empty() {
-                "nothing differs".to_owned()
-            } else {
-                counts.join(", ")
-            }
-        );
-        let now = Ts::now();
-        let audit_id = tx
-            .append_audit_at(
-                &NewAuditEntry {
-                    action_id: Some(new.action_id),
-                    actor: new.actor.name,
-                    actor_role: new.actor.role,
-                    action: "reconcile",
-                    consumer: Some(self.consumer.as_str()),
-                    key: None,
-                    target: None,
-                    state_before: None,
-                    state_after: Some(&summary),
-                    reason: None,
-                    result: "ok",
-                    client_addr: new.actor.client_addr,
-                    recovery_seconds: None,
-                },
-                now,
-            )
-            .await?;
-        const RUN: &str = "INSERT INTO reconciliations (action_id, consumer, actor, created_at, file_name, \
-             file_sha256, file_bytes, records, bad_lines, bad_sample, span_from, span_to, latency_seconds, \
-             status_words, audit_id) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) \
-             RETURNING id";
-        let span_from = self.span().map(|(from, _)| Ts::from(from));
-        let span_to = self.span().map(|(_, to)| Ts::from(to));
-        let bad_sample = self.bad_sample.join("\n");
-        let id: i64 = dispatch!(&mut tx.inner, tx => {
-            sqlx::query_scalar(RUN).bind(new.action_id).bind(self.consumer.as_str()).bind(new.actor.name)
-                .bind(now).bind(new.file_name).bind(new.file_sha256).bind(new.file_bytes)
-                .bind(self.records).bind(self.bad_lines).bind(&bad_sample).bind(span_from).bind(span_to)
-                .bind(self.latency_seconds).bind(new.status_words).bind(audit_id)
-                .fetch_one(&mut **tx).await?
-        });
-        const ROW: &str = "INSERT INTO reconciliation_rows (reconciliation_id, class, seq, line, \
-             idempotency_key, claim_status, version, provider_ref, provider_status, provider_at, note) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)";
-        for (seq, row) in rows.iter().enumerate() {
-            let line = row.line.map(|l| l as i64);
-            let (claim_status, version) = row
-                .claim
-                .map_or((None, None), |(s, v)| (Some(s.as_str()), Some(v)));
-            let (provider_status, provider_at) = row.provider.map_or((None, None), |(s, at)| {
-                (Some(s.as_str()), Some(Ts::from(at)))
-            });
-            dispatch!(&mut tx.inner, tx => {
-                sqlx::query(ROW).bind(id).bind(row.class.as_str()).bind(seq as i64).bind(line)
-                    .bind(row.key.as_deref()).bind(claim_status).bind(version).bind(row.provider_ref.as_deref())
-                    .bind(provider_status).bind(provider_at).bind(row.note.as_deref())
-                    .execute(&mut **tx).await?;
-            });
-        }
-        Ok(id)
-    }
 }
 
 impl Store {
@@ -491,23 +354,5 @@ impl Store {
                 })
             })
             .collect()
-    }
-
-    /// The reconciliation `new`'s action id kept, if any.
-    async fn reconciliation_by_action(
-        &self,
-        new: &NewReconciliation<'_>,
-    ) -> StoreResult<Option<Reconciled>> {
-        const SQL: &str = "SELECT id, actor, file_sha256 FROM reconciliations WHERE action_id = $1";
-        let row: Option<(i64, String, String)> = dispatch!(&self.pools, pool => {
-            sqlx::query_as(SQL).bind(new.action_id).fetch_optional(pool).await?
-        });
-        Ok(row.map(|(id, actor, sha)| {
-            if actor == new.actor.name && sha == new.file_sha256 {
-                Reconciled::Kept { id }
-            } else {
-                Reconciled::FormReused { id }
-            }
-        }))
     }
 }

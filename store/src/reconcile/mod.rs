@@ -1,5 +1,6 @@
 //! Reconciliations: a provider's export held against one consumer's
-//! claims (`matcher`), kept with what each class holds (`read`). Nothing
+//! claims (`matcher`), kept with what each class holds (`keep`) and read
+//! back (`read`). Nothing
 //! here changes a claim: a class is applied as a bulk resolve
 //! (`actions::redrive::reconciled`), bound to the rows kept here.
 //!
@@ -9,10 +10,12 @@
 //! and `claims_by_outcome` with `claims_sent_without_ref` for sent claims)
 //! bounded by the export's time span — never a scan of `claims`.
 
+mod keep;
 mod matcher;
 mod read;
 
-pub use matcher::{NewReconciliation, Reconciled, Reconciler};
+pub use keep::{NewReconciliation, Reconciled};
+pub use matcher::Reconciler;
 
 /// How many bad lines a reconciliation keeps to show (the rest are counted).
 pub const BAD_LINES_KEPT: usize = 20;

@@ -80,8 +80,13 @@ impl StartIn for BulkResolveRequest<'_> {
         &'t self,
         tx: &'t mut Tx,
     ) -> impl std::future::Future<Output = StoreResult<RedriveStart>> + Send + 't {
-        async move { start_keys(tx, self, &self.selection(), &self.offer()).await }
+        start_own(tx, self)
     }
+}
+
+/// A bulk resolve's start recorded as its own selection and offer.
+async fn start_own(tx: &mut Tx, req: &BulkResolveRequest<'_>) -> StoreResult<RedriveStart> {
+    start_keys(tx, req, &req.selection(), &req.offer()).await
 }
 
 /// [`Store::start_bulk_resolve`] inside `tx`, the run recorded as taking
