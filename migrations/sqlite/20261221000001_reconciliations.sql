@@ -43,6 +43,8 @@ CREATE TABLE reconciliation_rows (
     provider_status   TEXT,
     provider_at       INTEGER,
     note              TEXT,
+    -- Shown, but never taken by an apply: the export cannot prove it.
+    held              BOOLEAN NOT NULL DEFAULT FALSE,
     -- The bulk resolve that applied this row, once applied.
     applied_run       BIGINT,
     PRIMARY KEY (reconciliation_id, class, seq)

@@ -123,7 +123,8 @@ pub struct Limits {
     pub max_in_flight_per_client: usize,
     /// A request's body must arrive whole this long after its head; it is
     /// read before the request is admitted, so a slow body holds a
-    /// connection, never an in-flight slot.
+    /// connection, never an in-flight slot — but for a provider's export,
+    /// which is streamed within the request timeout (`crate::reconcile`).
     pub body_timeout: Duration,
 }
 

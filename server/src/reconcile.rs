@@ -125,7 +125,7 @@ impl Request {
         let file_name: String = file_name
             .trim()
             .chars()
-            .filter(|c| !c.is_control())
+            .filter(|c| !c.is_control() && !idem_domain::is_invisible_or_bidi(*c))
             .take(200)
             .collect();
         Ok(Request {
@@ -236,6 +236,9 @@ impl<'s> Intake<'s> {
         }
         self.hash.update(chunk);
         self.reader.push(chunk, &mut self.read);
+        if let Some(why) = self.reader.refused() {
+            return Err(IntakeError::Refused(why.to_owned()));
+        }
         if self.read.len() >= BATCH {
             self.look_up().await?;
         }
@@ -267,8 +270,8 @@ impl<'s> Intake<'s> {
         self.look_up().await?;
         if self.reader.records() == 0 {
             return Err(IntakeError::Refused(
-                "No record of the export could be read; nothing was kept. Check its header \
-                 (reference or key, status, time) and its status words."
+                "No record of the export could be read: check its header (reference or key, \
+                 status, time) and its status words"
                     .into(),
             ));
         }
@@ -287,6 +290,11 @@ impl<'s> Intake<'s> {
         match kept {
             Reconciled::Kept { id } => Ok(id),
             Reconciled::FormReused { id } => Err(IntakeError::FormReused(id)),
+            Reconciled::TooManyDifferences { rows } => Err(IntakeError::Refused(format!(
+                "{rows} rows differ, more than one reconciliation keeps ({}): is it the right \
+                 consumer and the right export? Reconcile it in parts",
+                idem_store::RECONCILIATION_ROWS_MAX
+            ))),
         }
     }
 }
@@ -417,8 +425,13 @@ async fn stream_field(
     file_name: &str,
     mut field: Field<'_>,
 ) -> Result<Option<i64>, IntakeError> {
-    let Some(first) = field.chunk().await.map_err(|_| IntakeError::Broken)? else {
-        return Ok(None);
+    // The first bytes that are not empty (a part may start with an empty chunk).
+    let first = loop {
+        match field.chunk().await.map_err(|_| IntakeError::Broken)? {
+            Some(chunk) if chunk.is_empty() => continue,
+            Some(chunk) => break chunk,
+            None => return Ok(None),
+        }
     };
     if first.iter().all(u8::is_ascii_whitespace) && file_name.is_empty() {
         // Nothing pasted (a textarea sends its empty text); read the rest.

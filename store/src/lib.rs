@@ -57,7 +57,10 @@ pub use reads::{
     DeadLetterFilter, KEY_PAGE_ROWS, KEY_PAGE_SHARED_REFS, KeyRecords, OpenByConsumer,
     OutboxFilter, OverviewRecords, Window,
 };
-pub use reconcile::{BAD_LINES_KEPT, NewReconciliation, Reconciled, Reconciler};
+pub use reconcile::{
+    BAD_LINES_KEPT, NewReconciliation, ROWS_KEPT_MAX as RECONCILIATION_ROWS_MAX, Reconciled,
+    Reconciler,
+};
 pub use refusals::{REFUSAL_WINDOW, Refusal};
 pub use rollup::{ROLLUP_SETTLE, ROLLUP_WATERMARK, Recovery};
 pub use search::{ClaimSearch, SEARCH_CANDIDATES, SearchOrder, SearchResult};

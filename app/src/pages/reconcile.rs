@@ -28,7 +28,7 @@ pub fn ReconcilePage() -> impl IntoView {
         <h1>"Reconcile with a provider"</h1>
         <p class="hint">
             "Hold a provider's own export (what it accepted, what failed) against one consumer's claims. "
-            "Nothing changes until you apply a class: each is then a guarded bulk resolve, bound to the rows shown."
+            "Nothing changes until you apply a class: each is then a guarded bulk resolve of the rows the reconciliation kept for it, each key as it was read."
         </p>
         <Loaded resource=data render=move |home: ReconcileHome| {
             provide_clock(home.clock.clone());
@@ -75,7 +75,7 @@ fn upload_form(home: &ReconcileHome) -> AnyView {
             <label class="check">
                 <input type="checkbox" name="covers_now" value="yes"/>
                 " The export covers every call up to now (it was taken just now)"
-                <small>"Else it is taken to cover calls up to its last record only."</small>
+                <small>"Tick it only for an export taken within the latency bound of now; else it is taken to cover calls up to its last record only."</small>
             </label>
             <label>
                 "Export file (CSV with a header, or JSON lines)"

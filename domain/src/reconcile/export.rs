@@ -245,6 +245,12 @@ impl ExportReader {
             return;
         };
         let text = text.strip_suffix('\r').unwrap_or(text);
+        // A spreadsheet's CSV starts with a byte-order mark.
+        let text = if line == 1 {
+            text.trim_start_matches('\u{feff}')
+        } else {
+            text
+        };
         if text.trim().is_empty() {
             return;
         }
@@ -409,8 +415,21 @@ fn record(words: &StatusWords, line: usize, fields: Fields) -> Result<ProviderRe
 }
 
 /// RFC 3339, `YYYY-MM-DD HH:MM:SS` in UTC, or Unix seconds (milliseconds
-/// past 10^11).
+/// past 10^11), from 2000 to 2099: a time outside is a mistake (a
+/// zero, a field in another unit), and would stretch the export's span.
 fn time(text: &str) -> Result<DateTime<Utc>, String> {
+    let at = any_time(text)?;
+    if (2000..2100).contains(&chrono::Datelike::year(&at)) {
+        Ok(at)
+    } else {
+        Err(format!(
+            "the time “{}” is not between 2000 and 2099",
+            text.trim()
+        ))
+    }
+}
+
+fn any_time(text: &str) -> Result<DateTime<Utc>, String> {
     let text = text.trim();
     if let Ok(t) = DateTime::parse_from_rfc3339(text) {
         return Ok(t.with_timezone(&Utc));

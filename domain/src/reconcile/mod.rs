@@ -98,8 +98,8 @@ pub struct Reconciliation {
 pub struct ClassSummary {
     pub class: ReconcileClass,
     pub count: i64,
-    /// Rows an apply would take now: not yet applied, and (to resolve as
-    /// sent) carrying a reference.
+    /// Rows an apply would take now: not yet applied, not held, and (to
+    /// resolve as sent) carrying a reference.
     pub to_apply: i64,
     /// The bulk resolves that applied rows of this class.
     pub applied_runs: Vec<i64>,
@@ -123,4 +123,7 @@ pub struct ReconcileRow {
     pub provider_at: Option<chrono::DateTime<chrono::Utc>>,
     pub note: Option<String>,
     pub applied_run: Option<i64>,
+    /// Shown, but never taken by an apply: the export cannot prove it (the
+    /// note says why).
+    pub held: bool,
 }

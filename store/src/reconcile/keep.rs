@@ -4,13 +4,11 @@
 
 use idem_domain::ReconcileClass;
 
-use super::matcher::{NewRow, Reconciler};
-use crate::{
-    Actor, NewAuditEntry, StoreResult,
-    dialect::dispatch,
-    store::{Store, Tx},
-    ts::Ts,
+use super::{
+    ROWS_KEPT_MAX,
+    matcher::{NewRow, Reconciler},
 };
+use crate::{Actor, NewAuditEntry, StoreResult, dialect::dispatch, store::Tx, ts::Ts};
 
 /// What the reconciliation is kept as, besides what it found.
 #[derive(Debug, Clone, Copy)]
@@ -29,16 +27,18 @@ pub struct NewReconciliation<'a> {
 pub enum Reconciled {
     /// Kept as this one (or, sent again, the one this action id kept).
     Kept { id: i64 },
-    /// The action id kept a reconciliation of another file or by someone
-    /// else: nothing was kept.
+    /// The action id kept a reconciliation of another file, consumer or
+    /// latency bound, or by someone else: nothing was kept.
     FormReused { id: i64 },
+    /// More rows differ than [`ROWS_KEPT_MAX`]: nothing was kept.
+    TooManyDifferences { rows: usize },
 }
 
 impl Reconciler<'_> {
     /// Keeps the reconciliation and what it found, with its audit row, in
     /// one transaction.
     pub async fn finish(self, new: &NewReconciliation<'_>) -> StoreResult<Reconciled> {
-        if let Some(first) = self.store.reconciliation_by_action(new).await? {
+        if let Some(first) = self.reconciliation_by_action(new).await? {
             return Ok(first);
         }
         let mut rows = self.classified();
@@ -51,7 +51,11 @@ impl Reconciler<'_> {
             provider_ref: r.provider_ref.clone(),
             provider: r.provider,
             note: r.note.clone(),
+            held: r.held,
         }));
+        if rows.len() > ROWS_KEPT_MAX {
+            return Ok(Reconciled::TooManyDifferences { rows: rows.len() });
+        }
         rows.sort_by_key(|r| ReconcileClass::ALL.iter().position(|c| *c == r.class));
         let mut tx = self.store.begin().await?;
         match self.keep(&mut tx, new, &rows).await {
@@ -61,7 +65,7 @@ impl Reconciler<'_> {
             }
             Err(err) if err.is_unique_violation() => {
                 let _ = tx.rollback().await;
-                Ok(self.store.reconciliation_by_action(new).await?.ok_or(err)?)
+                Ok(self.reconciliation_by_action(new).await?.ok_or(err)?)
             }
             Err(err) => {
                 let _ = tx.rollback().await;
@@ -130,8 +134,8 @@ impl Reconciler<'_> {
                 .fetch_one(&mut **tx).await?
         });
         const ROW: &str = "INSERT INTO reconciliation_rows (reconciliation_id, class, seq, line, \
-             idempotency_key, claim_status, version, provider_ref, provider_status, provider_at, note) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)";
+             idempotency_key, claim_status, version, provider_ref, provider_status, provider_at, note, held) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)";
         for (seq, row) in rows.iter().enumerate() {
             let line = row.line.map(|l| l as i64);
             let (claim_status, version) = row
@@ -143,7 +147,7 @@ impl Reconciler<'_> {
             dispatch!(&mut tx.inner, tx => {
                 sqlx::query(ROW).bind(id).bind(row.class.as_str()).bind(seq as i64).bind(line)
                     .bind(row.key.as_deref()).bind(claim_status).bind(version).bind(row.provider_ref.as_deref())
-                    .bind(provider_status).bind(provider_at).bind(row.note.as_deref())
+                    .bind(provider_status).bind(provider_at).bind(row.note.as_deref()).bind(row.held)
                     .execute(&mut **tx).await?;
             });
         }
@@ -151,18 +155,24 @@ impl Reconciler<'_> {
     }
 }
 
-impl Store {
-    /// The reconciliation `new`'s action id kept, if any.
+impl Reconciler<'_> {
+    /// The reconciliation `new`'s action id kept, if any: the same one for
+    /// the same person, file, consumer and latency bound.
     async fn reconciliation_by_action(
         &self,
         new: &NewReconciliation<'_>,
     ) -> StoreResult<Option<Reconciled>> {
-        const SQL: &str = "SELECT id, actor, file_sha256 FROM reconciliations WHERE action_id = $1";
-        let row: Option<(i64, String, String)> = dispatch!(&self.pools, pool => {
+        const SQL: &str = "SELECT id, actor, file_sha256, consumer, latency_seconds FROM reconciliations \
+             WHERE action_id = $1";
+        let row: Option<(i64, String, String, String, i64)> = dispatch!(&self.store.pools, pool => {
             sqlx::query_as(SQL).bind(new.action_id).fetch_optional(pool).await?
         });
-        Ok(row.map(|(id, actor, sha)| {
-            if actor == new.actor.name && sha == new.file_sha256 {
+        Ok(row.map(|(id, actor, sha, consumer, latency)| {
+            let same = actor == new.actor.name
+                && sha == new.file_sha256
+                && consumer == self.consumer.as_str()
+                && latency == self.latency_seconds;
+            if same {
                 Reconciled::Kept { id }
             } else {
                 Reconciled::FormReused { id }

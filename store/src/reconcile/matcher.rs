@@ -25,7 +25,10 @@ struct SeenClaim {
     key: String,
     status: ClaimStatus,
     version: i64,
-    pub(super) provider_ref: Option<String>,
+    provider_ref: Option<String>,
+    /// When its status last changed (for `unknown`: when its last attempt
+    /// became unknown).
+    status_at: DateTime<Utc>,
 }
 
 /// A claim the export holds, with its best record.
@@ -45,6 +48,8 @@ pub(super) struct NewRow {
     pub(super) provider_ref: Option<String>,
     pub(super) provider: Option<(ProviderStatus, DateTime<Utc>)>,
     pub(super) note: Option<String>,
+    /// Shown, but not taken by an apply: the export cannot prove it.
+    pub(super) held: bool,
 }
 
 impl NewRow {
@@ -65,7 +70,18 @@ impl NewRow {
                 .or_else(|| claim.and_then(|c| c.provider_ref.clone())),
             provider: record.map(|r| (r.status, r.at)),
             note: None,
+            held: false,
         }
+    }
+
+    /// Shown, but held back from an apply, and why.
+    fn held(mut self, why: &str) -> Self {
+        self.held = true;
+        self.note = Some(match self.note.take() {
+            Some(note) => format!("{note}; held back: {why}"),
+            None => format!("held back: {why}"),
+        });
+        self
     }
 
     fn noting(mut self, note: impl Into<String>) -> Self {
@@ -95,6 +111,12 @@ pub struct Reconciler<'s> {
     reference_keys: HashMap<String, String>,
     pub(super) shared: Vec<NewRow>,
     shared_refs: HashSet<String>,
+    /// Keys a record names beside the claim it matched by reference: the
+    /// export speaks of them too.
+    also_named: HashSet<String>,
+    /// Records that name no key and match no claim: they may be any
+    /// unknown claim's call.
+    unmatched_without_key: i64,
 }
 
 impl Store {
@@ -115,6 +137,8 @@ impl Store {
             reference_keys: HashMap::new(),
             shared: Vec::new(),
             shared_refs: HashSet::new(),
+            also_named: HashSet::new(),
+            unmatched_without_key: 0,
         }
     }
 }
@@ -132,6 +156,30 @@ impl Reconciler<'_> {
     pub(super) fn span(&self) -> Option<(DateTime<Utc>, DateTime<Utc>)> {
         self.span
             .map(|(from, to)| (from, self.covers_until.map_or(to, |until| to.max(until))))
+    }
+
+    /// The calls the export certainly covers: from its first record to its
+    /// end, each moved the latency bound inwards (the provider may show a
+    /// call up to that long before or after Idem recorded its state).
+    fn window(&self) -> Option<(DateTime<Utc>, DateTime<Utc>)> {
+        let (from, to) = self.span()?;
+        let bound = chrono::TimeDelta::try_seconds(self.latency_seconds)?;
+        let (from, until) = (
+            from.checked_add_signed(bound)?,
+            to.checked_sub_signed(bound)?,
+        );
+        (from <= until).then_some((from, until))
+    }
+
+    /// Why an unknown claim the export has no record of cannot be called
+    /// absent, if it cannot: a record that could not be read, or one that
+    /// names no key and matches no claim, may be its call.
+    fn doubt(&self) -> Option<String> {
+        match (self.bad_lines, self.unmatched_without_key) {
+            (0, 0) => None,
+            (0, n) => Some(format!("{n} records name no key and match no claim")),
+            (n, _) => Some(format!("{n} lines of the export could not be read")),
+        }
     }
 
     /// Notes a line that could not be read.
@@ -207,6 +255,14 @@ impl Reconciler<'_> {
                 }
             }
         }
+        if let (Some(claim), Some(k)) = (claim, &record.key)
+            && claim.key != k.as_str()
+        {
+            self.also_named.insert(k.as_str().to_owned());
+        }
+        if claim.is_none() && record.key.is_none() {
+            self.unmatched_without_key += 1;
+        }
         match claim {
             Some(claim) => {
                 let better = |seen: &Matched| {
@@ -244,7 +300,7 @@ impl Reconciler<'_> {
         let consumer = sql.param(self.consumer.as_str());
         let list: Vec<String> = values.iter().map(|v| sql.param(*v)).collect();
         sql.push(&format!(
-            "SELECT idempotency_key, status, version, provider_ref FROM claims \
+            "SELECT idempotency_key, status, version, provider_ref, status_at FROM claims \
              WHERE consumer = {consumer} AND {column} IN ({})",
             list.join(", ")
         ));
@@ -252,45 +308,61 @@ impl Reconciler<'_> {
     }
 
     /// The claims the export should hold and does not: unknown since, or
-    /// sent at, a time between the export's first record and its last,
-    /// each moved the latency bound inwards.
+    /// sent at, a time within [`Self::window`] (an unknown claim also
+    /// first delivered within it, so no earlier attempt falls outside).
+    /// At most [`super::ROWS_KEPT_MAX`] + 1 of each kind are read.
     pub(super) async fn missing(&self) -> StoreResult<Vec<NewRow>> {
-        let Some((from, to)) = self.span() else {
+        let Some((from, until)) = self.window() else {
             return Ok(Vec::new());
         };
-        // Only calls the export certainly covers are judged: the provider
-        // may show a call up to the latency bound before or after Idem
-        // recorded its state, at either end of the export.
-        let bound = chrono::TimeDelta::seconds(self.latency_seconds);
-        let (from, until) = (from + bound, to - bound);
-        if until < from {
-            return Ok(Vec::new());
-        }
         let (from, until) = (Ts::from(from), Ts::from(until));
         let ranges = [
-            ("status = 'unknown'", "status_at"),
-            ("provider_ref IS NOT NULL AND status = 'sent'", "outcome_at"),
-            ("status = 'sent' AND provider_ref IS NULL", "status_at"),
+            ("status = 'unknown'", "status_at", true),
+            (
+                "provider_ref IS NOT NULL AND status = 'sent'",
+                "outcome_at",
+                false,
+            ),
+            (
+                "status = 'sent' AND provider_ref IS NULL",
+                "status_at",
+                false,
+            ),
         ];
+        let doubt = self.doubt();
         let mut rows = Vec::new();
-        for (condition, column) in ranges {
+        for (condition, column, first_within) in ranges {
             let mut sql = Sql::default();
             let (lo, hi) = (sql.param(from), sql.param(until));
             let consumer = sql.param(self.consumer.as_str());
+            let limit = sql.param(super::ROWS_KEPT_MAX as i64 + 1);
+            let first = if first_within {
+                format!(" AND first_delivery_at >= {lo}")
+            } else {
+                String::new()
+            };
             sql.push(&format!(
-                "SELECT idempotency_key, status, version, provider_ref FROM claims \
-                 WHERE {condition} AND {column} >= {lo} AND {column} <= {hi} \
-                 AND consumer = {consumer} ORDER BY {column}, idempotency_key"
+                "SELECT idempotency_key, status, version, provider_ref, status_at FROM claims \
+                 WHERE {condition} AND {column} >= {lo} AND {column} <= {hi}{first} \
+                 AND consumer = {consumer} ORDER BY {column}, idempotency_key LIMIT {limit}"
             ));
             for claim in self.store.seen_claims(&sql).await? {
-                if self.matched.contains_key(&claim.key) {
+                if self.matched.contains_key(&claim.key) || self.also_named.contains(&claim.key) {
                     continue;
                 }
-                let (class, note) = match claim.status {
-                    ClaimStatus::Unknown => (ReconcileClass::UnknownAbsent, "no record there"),
-                    _ => (ReconcileClass::SentAbsent, "no record there"),
+                let row = match claim.status {
+                    ClaimStatus::Unknown => {
+                        let row = NewRow::of(ReconcileClass::UnknownAbsent, Some(&claim), None)
+                            .noting("no record there");
+                        match &doubt {
+                            Some(why) => row.held(why),
+                            None => row,
+                        }
+                    }
+                    _ => NewRow::of(ReconcileClass::SentAbsent, Some(&claim), None)
+                        .noting("no record there"),
                 };
-                rows.push(NewRow::of(class, Some(&claim), None).noting(note));
+                rows.push(row);
             }
         }
         Ok(rows)
@@ -298,6 +370,7 @@ impl Reconciler<'_> {
 
     /// What each matched claim and unclaimed record says, by class.
     pub(super) fn classified(&self) -> Vec<NewRow> {
+        let window = self.window();
         let mut rows = Vec::new();
         let mut matched: Vec<&Matched> = self.matched.values().collect();
         matched.sort_by_key(|m| m.record.line);
@@ -309,7 +382,14 @@ impl Reconciler<'_> {
                     NewRow::of(ReconcileClass::UnknownAccepted, claim, record)
                 }
                 (ClaimStatus::Unknown, false) => {
-                    NewRow::of(ReconcileClass::UnknownAbsent, claim, record).noting("failed there")
+                    let row = NewRow::of(ReconcileClass::UnknownAbsent, claim, record)
+                        .noting("failed there");
+                    // A failure of an earlier attempt says nothing of the
+                    // last one unless the export covers the last one too.
+                    match window {
+                        Some((from, until)) if (from..=until).contains(&m.claim.status_at) => row,
+                        _ => row.held("the export may not cover its last attempt"),
+                    }
                 }
                 (ClaimStatus::Sent, false) => {
                     NewRow::of(ReconcileClass::SentAbsent, claim, record).noting("failed there")
@@ -339,12 +419,13 @@ impl Reconciler<'_> {
 
 impl Store {
     async fn seen_claims(&self, sql: &Sql) -> StoreResult<Vec<SeenClaim>> {
-        let rows: Vec<(String, String, i64, Option<String>)> = dispatch!(&self.pools, pool => {
+        let rows: Vec<(String, String, i64, Option<String>, Ts)> = dispatch!(&self.pools, pool => {
             bind_all!(sqlx::query_as(&sql.text), &sql.binds).fetch_all(pool).await?
         });
         rows.into_iter()
-            .map(|(key, status, version, provider_ref)| {
+            .map(|(key, status, version, provider_ref, status_at)| {
                 Ok(SeenClaim {
+                    status_at: status_at.0,
                     key,
                     status: status.parse().map_err(|e: idem_domain::UnknownValue| {
                         crate::StoreError::Contract(e.to_string())

@@ -42,10 +42,11 @@ type Row = (
     Option<Ts>,
     Option<String>,
     Option<i64>,
+    bool,
 );
 
 const ROW_COLUMNS: &str = "seq, line, idempotency_key, claim_status, version, provider_ref, \
-     provider_status, provider_at, note, applied_run";
+     provider_status, provider_at, note, applied_run, held";
 
 fn contract(e: idem_domain::UnknownValue) -> StoreError {
     StoreError::Contract(e.to_string())
@@ -86,13 +87,14 @@ fn row(r: Row) -> StoreResult<ReconcileRow> {
         provider_at: r.7.map(|t| t.0),
         note: r.8,
         applied_run: r.9,
+        held: r.10,
     })
 }
 
 /// The rows of a class an apply takes: not applied yet, a claim read, and
 /// to resolve as sent a reference.
-const APPLICABLE: &str = "applied_run IS NULL AND idempotency_key IS NOT NULL AND version IS NOT NULL \
-     AND (class <> 'unknown-accepted' OR provider_ref IS NOT NULL)";
+const APPLICABLE: &str = "applied_run IS NULL AND NOT held AND idempotency_key IS NOT NULL \
+     AND version IS NOT NULL AND (class <> 'unknown-accepted' OR provider_ref IS NOT NULL)";
 
 impl Store {
     /// Reconciliation `id` with every class, each with its first `sample`

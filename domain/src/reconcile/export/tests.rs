@@ -142,3 +142,18 @@ fn status_words_on_the_form_come_before_the_usual_ones() {
         Some(ProviderStatus::Failed)
     );
 }
+
+#[test]
+fn a_byte_order_mark_and_a_time_out_of_range_are_read_as_a_person_means_them() {
+    let text = "\u{feff}key,status,time\nk1,delivered,2026-12-05T01:00:00Z\nk2,delivered,1\nk3,delivered,99999999999999\n";
+    let (good, bad, refused) = read_in_chunks(text, "", 3);
+    assert_eq!(refused, None, "the key column is found past the mark");
+    assert_eq!(good.len(), 1);
+    assert_eq!(good[0].key.as_ref().unwrap().as_str(), "k1");
+    assert_eq!(bad.iter().map(|b| b.line).collect::<Vec<_>>(), [3, 4]);
+    assert!(
+        bad.iter()
+            .all(|b| b.reason.contains("between 2000 and 2099")),
+        "{bad:?}"
+    );
+}

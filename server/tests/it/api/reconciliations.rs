@@ -105,7 +105,7 @@ async fn a_nightly_job_reconciles_an_export_and_applies_the_class_it_proves(
         &secret,
         query,
         Some("nightly-2026-12-05"),
-        "reference,status,time\nx,ok,1\n",
+        "reference,status,time\nx,ok,2026-12-05T00:00:00Z\n",
     )
     .await;
     assert_eq!(status, 422, "{other}");
@@ -144,6 +144,13 @@ async fn a_nightly_job_reconciles_an_export_and_applies_the_class_it_proves(
     assert_eq!(
         status, 422,
         "a count that is not what the class holds starts nothing: {stale}"
+    );
+    assert!(
+        stale["detail"]
+            .as_str()
+            .unwrap()
+            .contains("not the 5 shown"),
+        "{stale}"
     );
     for _ in 0..100 {
         let (_, _, record) = get(&app, &secret, &format!("/api/v1/redrives/{run}")).await;

@@ -4,7 +4,9 @@
 //! the review is skipped by the single resolution's compare-and-set. The
 //! rows taken are marked with the run, in the run's own transaction.
 
-use idem_domain::{BulkKey, ConsumerName, IdempotencyKey, ReconcileClass, action::ActionId};
+use idem_domain::{
+    BulkKey, ConsumerName, IdempotencyKey, ReconcileClass, ResolveAs, action::ActionId,
+};
 
 use super::{
     Actor, REDRIVE_MAX, RedriveStart, ViaToken,
@@ -95,8 +97,7 @@ async fn start_in(tx: &mut Tx, req: &ReconciledResolve<'_>) -> StoreResult<Redri
     }
     if rows.len() as i64 != req.shown {
         return Ok(RedriveStart::NotAllowed(format!(
-            "“{}” now has {} rows to apply, not the {} shown (another apply took some); \
-             reload the page to see them",
+            "“{}” now has {} rows to apply, not the {} shown; reload the page to see them",
             req.class.title(),
             rows.len(),
             req.shown
@@ -111,7 +112,11 @@ async fn start_in(tx: &mut Tx, req: &ReconciledResolve<'_>) -> StoreResult<Redri
                 consumer: consumer.clone(),
                 key: IdempotencyKey::parse(key).map_err(|e| StoreError::Contract(e.to_string()))?,
                 version: Some(*version),
-                provider_ref: provider_ref.clone(),
+                // A reference is what resolving as sent records; a failure
+                // carries none.
+                provider_ref: provider_ref
+                    .clone()
+                    .filter(|_| resolve_as == ResolveAs::Sent),
             })
         })
         .collect::<StoreResult<Vec<_>>>()?;

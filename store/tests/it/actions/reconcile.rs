@@ -24,6 +24,7 @@ idem_store::on_both_backends!(
     applying_a_class_resolves_its_keys_and_skips_one_changed_since_the_review,
     sending_a_reconciliation_again_keeps_the_first,
     an_export_taken_after_its_last_record_covers_the_calls_since,
+    records_without_a_key_and_an_attempt_older_than_the_export_are_not_called_absent,
 );
 
 /// A CSV line of the provider's export, `minutes` ago.
@@ -173,7 +174,14 @@ async fn a_reconciliation_puts_every_claim_and_record_in_its_class(store: &Store
     );
     let summary = |class| r.classes.iter().find(|c| c.class == class).unwrap();
     assert_eq!(summary(UnknownAccepted).to_apply, 1);
-    assert_eq!(summary(UnknownAbsent).to_apply, 2);
+    // The one with no record is held back: the unreadable line may be its call.
+    assert_eq!(summary(UnknownAbsent).to_apply, 1);
+    let absent = &summary(UnknownAbsent).sample;
+    assert!(!absent[0].held && absent[1].held, "{absent:?}");
+    assert_eq!(
+        absent[1].note.as_deref(),
+        Some("no record there; held back: 1 lines of the export could not be read")
+    );
     assert_eq!(summary(SentAbsent).to_apply, 0, "flagged, not applied");
     // Nothing changed: a reconciliation only reads the claims.
     assert_eq!(
@@ -189,6 +197,31 @@ async fn a_reconciliation_puts_every_claim_and_record_in_its_class(store: &Store
         .await
         .unwrap();
     assert_eq!(found, [(r.id, UnknownAbsent, None)]);
+
+    // The failure there is applied as a retry (its reference is not a
+    // sent one's); the held key is left alone.
+    operators(store).await;
+    let form = testing::action_id("apply-absent-1");
+    let start = store
+        .apply_reconciliation(&ReconciledResolve {
+            reconciliation: r.id,
+            class: UnknownAbsent,
+            shown: 1,
+            reason: None,
+            action_id: &form,
+            actor: OLGA,
+            rights: None,
+            via_token: None,
+        })
+        .await
+        .unwrap();
+    let run = started_run(store, start).await;
+    assert_eq!(run_to_end(store, run).await, 1);
+    assert_eq!(claim(store, "u-failed").await.status, ClaimStatus::Failed);
+    assert_eq!(
+        claim(store, "u-absent/%#").await.status,
+        ClaimStatus::Unknown
+    );
 }
 
 async fn applying_a_class_resolves_its_keys_and_skips_one_changed_since_the_review(store: &Store) {
@@ -380,4 +413,69 @@ async fn an_export_taken_after_its_last_record_covers_the_calls_since(store: &St
     let r = store.reconciliation(id, 50).await.unwrap().unwrap();
     assert_eq!(keys_in(&r, ReconcileClass::UnknownAbsent), ["pay:quiet"]);
     assert!(r.span_to.unwrap() > chrono::Utc::now() - chrono::TimeDelta::minutes(1));
+}
+
+async fn records_without_a_key_and_an_attempt_older_than_the_export_are_not_called_absent(
+    store: &Store,
+) {
+    unknown_claim(store, "pay:plain").await;
+    // First delivered an hour ago, before the export's first record; its
+    // last attempt became unknown within the export's span.
+    let mut tx = store.begin().await.unwrap();
+    let delivery = Delivery {
+        consumer: "orders",
+        key: "pay:old",
+        payload_hash: None,
+        at: ago(60),
+    };
+    tx.claim(&delivery).await.unwrap();
+    tx.lease("orders", "pay:old", ago(29), ago(30))
+        .await
+        .unwrap();
+    tx.record(
+        "orders",
+        "pay:old",
+        Outcome::Unknown { error: "timeout" },
+        ago(29),
+    )
+    .await
+    .unwrap();
+    tx.commit().await.unwrap();
+
+    let keyed = format!(
+        "reference,key,status,time\n{}{}",
+        line("r1", "other-1", "failed", 40),
+        line("r2", "other-2", "failed", 0)
+    );
+    let r = reconcile(store, &keyed, "reconcile-0006").await;
+    assert_eq!(
+        keys_in(&r, ReconcileClass::UnknownAbsent),
+        ["pay:plain"],
+        "not pay:old"
+    );
+    assert_eq!(r.classes[1].to_apply, 1);
+
+    // An export that names no key: its records may be any unknown call.
+    let at = |m: i64| ago(m).0.to_rfc3339();
+    let keyless = format!(
+        "reference,status,time\nr1,failed,{}\nr9,delivered,{}\n",
+        at(40),
+        at(0)
+    );
+    let r = reconcile(store, &keyless, "reconcile-0007").await;
+    let absent = &r
+        .classes
+        .iter()
+        .find(|c| c.class == ReconcileClass::UnknownAbsent)
+        .unwrap();
+    assert_eq!(absent.count, 1);
+    assert_eq!(absent.to_apply, 0, "held back");
+    assert!(
+        absent.sample[0]
+            .note
+            .as_deref()
+            .unwrap()
+            .contains("2 records name no key"),
+        "{absent:?}"
+    );
 }
