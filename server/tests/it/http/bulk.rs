@@ -6,11 +6,11 @@
 
 use chrono::TimeDelta;
 use idem_domain::{ClaimStatus, Role};
-use idem_store::{Delivery, Outcome, Store, Ts, testing::TestDatabase};
+use idem_store::{Outcome, Store, Ts, testing::TestDatabase};
 
 use super::{
     common::{forms, get, location, post_as_browser, spawn_with, visible},
-    ended,
+    ended, payments_claim_at, payments_status,
 };
 
 const CHECK: &str = "/checks/unknown-past-objective";
@@ -19,29 +19,7 @@ const CHECK: &str = "/checks/unknown-past-objective";
 /// ago (past any objective); its version.
 async fn unknown_long_ago(store: &Store, key: &str) -> i64 {
     let at = Ts::now() - TimeDelta::hours(6);
-    let mut tx = store.begin().await.unwrap();
-    let delivery = Delivery {
-        consumer: "payments",
-        key,
-        payload_hash: None,
-        at,
-    };
-    tx.claim(&delivery).await.unwrap();
-    tx.lease("payments", key, at, at).await.unwrap();
-    let claim = tx
-        .record("payments", key, Outcome::Unknown { error: "timeout" }, at)
-        .await
-        .unwrap();
-    tx.commit().await.unwrap();
-    claim.version
-}
-
-async fn status_of(store: &Store, key: &str) -> ClaimStatus {
-    let (c, k) = (
-        idem_store::testing::consumer("payments"),
-        idem_store::testing::key(key),
-    );
-    store.claim(&c, &k).await.unwrap().unwrap().status
+    payments_claim_at(store, key, Outcome::Unknown { error: "timeout" }, at).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -123,12 +101,15 @@ async fn resolve_the_shown(db: TestDatabase) {
     );
     for key in [keys[0], keys[2]] {
         assert_eq!(
-            status_of(&app.store, key).await,
+            payments_status(&app.store, key).await,
             ClaimStatus::Failed,
             "{key}"
         );
     }
-    assert_eq!(status_of(&app.store, keys[1]).await, ClaimStatus::Sent);
+    assert_eq!(
+        payments_status(&app.store, keys[1]).await,
+        ClaimStatus::Sent
+    );
 
     // Pressed again (a double click): the same run, nothing resolved twice.
     let again = post_as_browser(&app, &olga, CHECK, &shown.action, &fields).await;
@@ -174,7 +155,7 @@ async fn paste_a_list(db: TestDatabase) {
     assert!(page.contains("line 2: expected 3 fields"), "{page}");
     assert!(!html.contains("<script>alert(1)"), "the bad line is text");
     assert_eq!(
-        status_of(&app.store, "pay:1").await,
+        payments_status(&app.store, "pay:1").await,
         ClaimStatus::Unknown,
         "nothing started"
     );
@@ -189,7 +170,7 @@ async fn paste_a_list(db: TestDatabase) {
     let page = ended(&app, &olga, run.split('?').next().unwrap()).await;
     assert!(page.contains("2 resolved, 0 skipped"), "{page}");
     assert_eq!(
-        status_of(&app.store, "pay,2 \"quoted\"").await,
+        payments_status(&app.store, "pay,2 \"quoted\"").await,
         ClaimStatus::Sent
     );
 }

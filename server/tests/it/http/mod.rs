@@ -54,6 +54,37 @@ pub(crate) async fn claim(store: &Store, consumer: &str, key: &str, outcome: Opt
     tx.commit().await.unwrap();
 }
 
+/// A claim of `payments` for `key`, delivered at `at`, with `outcome`
+/// recorded then; its version.
+pub(crate) async fn payments_claim_at(
+    store: &Store,
+    key: &str,
+    outcome: Outcome<'_>,
+    at: Ts,
+) -> i64 {
+    let mut tx = store.begin().await.unwrap();
+    let delivery = Delivery {
+        consumer: "payments",
+        key,
+        payload_hash: None,
+        at,
+    };
+    tx.claim(&delivery).await.unwrap();
+    tx.lease("payments", key, at, at).await.unwrap();
+    let claim = tx.record("payments", key, outcome, at).await.unwrap();
+    tx.commit().await.unwrap();
+    claim.version
+}
+
+/// Where `payments`' claim of `key` stands.
+pub(crate) async fn payments_status(store: &Store, key: &str) -> idem_domain::ClaimStatus {
+    let (c, k) = (
+        idem_store::testing::consumer("payments"),
+        idem_store::testing::key(key),
+    );
+    store.claim(&c, &k).await.unwrap().unwrap().status
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn livez_and_readyz_answer_ok_when_the_database_is_there() {
     let app = spawn_app(TestDatabase::sqlite().await).await;

@@ -5,36 +5,17 @@
 
 use chrono::TimeDelta;
 use idem_domain::{ClaimStatus, Role};
-use idem_store::{Delivery, Outcome, Store, Ts, testing::TestDatabase};
+use idem_store::{Outcome, Store, Ts, testing::TestDatabase};
 
 use super::{
     common::{TestApp, forms, get, location, post_as_browser, spawn_with, visible},
-    ended,
+    ended, payments_claim_at, payments_status,
 };
 
 /// A claim of `payments` for `key`, delivered 30 minutes ago, with
 /// `outcome` recorded then.
 async fn claimed_half_an_hour_ago(store: &Store, key: &str, outcome: Outcome<'_>) {
-    let at = Ts::now() - TimeDelta::minutes(30);
-    let mut tx = store.begin().await.unwrap();
-    let delivery = Delivery {
-        consumer: "payments",
-        key,
-        payload_hash: None,
-        at,
-    };
-    tx.claim(&delivery).await.unwrap();
-    tx.lease("payments", key, at, at).await.unwrap();
-    tx.record("payments", key, outcome, at).await.unwrap();
-    tx.commit().await.unwrap();
-}
-
-async fn status_of(store: &Store, key: &str) -> ClaimStatus {
-    let (c, k) = (
-        idem_store::testing::consumer("payments"),
-        idem_store::testing::key(key),
-    );
-    store.claim(&c, &k).await.unwrap().unwrap().status
+    payments_claim_at(store, key, outcome, Ts::now() - TimeDelta::minutes(30)).await;
 }
 
 /// A multipart form body as a browser sends it: `fields`, then the file.
@@ -164,7 +145,10 @@ async fn reconcile_and_apply(db: TestDatabase) {
         "nothing to retry that the export proves: {page}"
     );
     // Nothing changed yet.
-    assert_eq!(status_of(&app.store, keys[0]).await, ClaimStatus::Unknown);
+    assert_eq!(
+        payments_status(&app.store, keys[0]).await,
+        ClaimStatus::Unknown
+    );
 
     // Someone settles the second by hand while Olga reviews.
     let by_hand = "UPDATE claims SET status = 'failed', version = version + 1 WHERE idempotency_key = 'pay/2 💶'";
@@ -188,14 +172,17 @@ async fn reconcile_and_apply(db: TestDatabase) {
     let run_page = ended(&app, &olga, run.split('?').next().unwrap()).await;
     assert!(run_page.contains("1 resolved, 1 skipped"), "{run_page}");
     assert!(run_page.contains("reconciliation #"), "{run_page}");
-    assert_eq!(status_of(&app.store, keys[0]).await, ClaimStatus::Sent);
     assert_eq!(
-        status_of(&app.store, keys[1]).await,
+        payments_status(&app.store, keys[0]).await,
+        ClaimStatus::Sent
+    );
+    assert_eq!(
+        payments_status(&app.store, keys[1]).await,
         ClaimStatus::Failed,
         "the hand's stands"
     );
     assert_eq!(
-        status_of(&app.store, keys[2]).await,
+        payments_status(&app.store, keys[2]).await,
         ClaimStatus::Unknown,
         "another class"
     );
@@ -303,23 +290,17 @@ async fn keep_nothing(db: TestDatabase) {
         assert!(visible(&html).contains(says), "{says}: {}", visible(&html));
         assert!(!html.contains("<script>x"), "shown as text");
     }
-    assert!(
-        app.store
-            .reconciliations(&idem_domain::Within::Every, 10)
-            .await
-            .unwrap()
-            .is_empty()
-    );
+    assert_eq!(kept(&app).await, 0, "nothing kept");
 
     // Larger than an export may be: refused while it streams in.
     let huge = "x".repeat(idem::reconcile::EXPORT_MAX_BYTES + 10);
     let response = upload(&app, &olga, &good, ("huge.csv", &huge)).await;
     assert_eq!(response.status().as_u16(), 413);
-    assert!(
-        app.store
-            .reconciliations(&idem_domain::Within::Every, 10)
-            .await
-            .unwrap()
-            .is_empty()
-    );
+    assert_eq!(kept(&app).await, 0, "nothing kept");
+}
+
+/// How many reconciliations `app` keeps.
+async fn kept(app: &TestApp) -> usize {
+    let every = idem_domain::Within::Every;
+    app.store.reconciliations(&every, 10).await.unwrap().len()
 }
