@@ -96,7 +96,7 @@ struct IdempotencyKeyHeader {
         version = "1",
         description = "The console for idempotent queue consumers, for runbooks and scripts: \
             read a key's story, the lists, checks and objectives; replay, discard and resolve, \
-            one at a time or in guarded bulk runs. \
+            one at a time or in guarded bulk runs; reconcile with a provider's export. \
             Send a token as `Authorization: Bearer idem_…` (`idem token create`). Every write \
             needs an `Idempotency-Key`. Lists are keyset-paged: send `next` back as `cursor`."
     ),
