@@ -177,7 +177,9 @@ impl Reconciler<'_> {
     fn doubt(&self) -> Option<String> {
         match (self.bad_lines, self.unmatched_without_key) {
             (0, 0) => None,
+            (0, 1) => Some("a record names no key and matches no claim".into()),
             (0, n) => Some(format!("{n} records name no key and match no claim")),
+            (1, _) => Some("a line of the export could not be read".into()),
             (n, _) => Some(format!("{n} lines of the export could not be read")),
         }
     }

@@ -134,7 +134,7 @@ async fn reconcile_and_apply(db: TestDatabase) {
         "messages <02:00>.csv",
         "Resolve these 2 as sent",
         // The unreadable line may be its call: shown, not offered.
-        "no record there; held back: 1 lines of the export could not be read",
+        "no record there; held back: a line of the export could not be read",
     ] {
         assert!(page.contains(says), "the page says {says:?}: {page}");
     }

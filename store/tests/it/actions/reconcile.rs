@@ -180,7 +180,7 @@ async fn a_reconciliation_puts_every_claim_and_record_in_its_class(store: &Store
     assert!(!absent[0].held && absent[1].held, "{absent:?}");
     assert_eq!(
         absent[1].note.as_deref(),
-        Some("no record there; held back: 1 lines of the export could not be read")
+        Some("no record there; held back: a line of the export could not be read")
     );
     assert_eq!(summary(SentAbsent).to_apply, 0, "flagged, not applied");
     // Nothing changed: a reconciliation only reads the claims.
