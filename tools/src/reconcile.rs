@@ -60,11 +60,12 @@ fn memory() -> (u64, u64) {
     (field("VmRSS:"), field("VmHWM:"))
 }
 
-/// The records read so far; bad lines go to `reconciler`.
-fn take(
+/// Feeds the records read so far to `reconciler` (bad lines too); the
+/// time the lookups took.
+async fn feed_read(
     read: &mut Vec<Result<idem_domain::ProviderRecord, idem_domain::BadLine>>,
     reconciler: &mut idem_store::Reconciler<'_>,
-) -> Vec<idem_domain::ProviderRecord> {
+) -> Result<std::time::Duration, String> {
     let mut batch = Vec::new();
     for r in read.drain(..) {
         match r {
@@ -72,7 +73,12 @@ fn take(
             Err(bad) => reconciler.bad_line(&bad),
         }
     }
-    batch
+    let fed = Instant::now();
+    reconciler
+        .feed(&batch)
+        .await
+        .map_err(|e| crate::cause_chain(&e))?;
+    Ok(fed.elapsed())
 }
 
 /// Reads `export` into `reconciler` as the server reads an upload; the
@@ -87,23 +93,11 @@ async fn read_into(
     for chunk in export.as_bytes().chunks(64 * 1024) {
         reader.push(chunk, &mut read);
         if read.len() >= 2_000 {
-            let batch = take(&mut read, reconciler);
-            let fed = Instant::now();
-            reconciler
-                .feed(&batch)
-                .await
-                .map_err(|e| crate::cause_chain(&e))?;
-            feed_time += fed.elapsed();
+            feed_time += feed_read(&mut read, reconciler).await?;
         }
     }
     reader.finish(&mut read);
-    let batch = take(&mut read, reconciler);
-    let fed = Instant::now();
-    reconciler
-        .feed(&batch)
-        .await
-        .map_err(|e| crate::cause_chain(&e))?;
-    Ok(feed_time + fed.elapsed())
+    Ok(feed_time + feed_read(&mut read, reconciler).await?)
 }
 
 /// Reconciles an export of `records` records of `consumer` and prints the

@@ -154,8 +154,14 @@ pub async fn apply_reconciliation(
             .parse()
             .map_err(|_| AppError::BadRequest(format!("“{shown}” is not a number of rows.")))?;
         let reason = idem_domain::action::reason(&reason)?;
-        let found = ssr::readable(id, idem_domain::Role::Operator).await?;
-        crate::api::actions::ssr::resolvable(&found.consumer).await?;
+        // Its consumer only: the apply reads the rows it takes itself.
+        let consumer = crate::serving::state()?
+            .store
+            .reconciliation_consumer(id)
+            .await?
+            .ok_or_else(|| AppError::NotFound(format!("There is no reconciliation {id}.")))?;
+        crate::serving::require_on(&consumer, idem_domain::Role::Operator).await?;
+        crate::api::actions::ssr::resolvable(&consumer).await?;
         let (rights, via_token) = crate::api::bulk::ssr::starter(&acting);
         let started = crate::serving::state()?
             .store

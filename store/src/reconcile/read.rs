@@ -116,6 +116,16 @@ impl Store {
         Ok(Some(reconciliation))
     }
 
+    /// The consumer reconciliation `id` is of, if there is one (one probe of
+    /// its primary key: what an apply checks rights against).
+    pub async fn reconciliation_consumer(&self, id: i64) -> StoreResult<Option<String>> {
+        const SQL: &str = "SELECT consumer FROM reconciliations WHERE id = $1";
+        let consumer = dispatch!(&self.pools, pool => {
+            sqlx::query_scalar(SQL).bind(id).fetch_optional(pool).await?
+        });
+        Ok(consumer)
+    }
+
     /// The latest `limit` reconciliations of the consumers `within` allows,
     /// newest first, each with its counts (no rows).
     pub async fn reconciliations(
