@@ -238,6 +238,13 @@ async fn keep_nothing(db: TestDatabase) {
         ("latency_seconds", "60"),
     ];
 
+    // Nobody signed in, however often: refused, nothing kept.
+    for _ in 0..20 {
+        let response = upload(&app, &app.client, &good, ("m.csv", &export)).await;
+        assert_eq!(response.status().as_u16(), 403);
+    }
+    assert_eq!(kept(&app).await, 0);
+
     let (_, html) = get(&vera, &app.url("/reconcile")).await;
     assert!(
         !html.contains("enctype=\"multipart/form-data\""),

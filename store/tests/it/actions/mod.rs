@@ -11,6 +11,7 @@ mod bulk_resolve;
 mod concurrency;
 mod effects;
 mod reconcile;
+mod reconcile_reach;
 mod records;
 mod redrive;
 mod redrive_guards;

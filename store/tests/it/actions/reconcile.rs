@@ -23,12 +23,10 @@ idem_store::on_both_backends!(
     a_reconciliation_puts_every_claim_and_record_in_its_class,
     applying_a_class_resolves_its_keys_and_skips_one_changed_since_the_review,
     sending_a_reconciliation_again_keeps_the_first,
-    an_export_taken_after_its_last_record_covers_the_calls_since,
-    records_without_a_key_and_an_attempt_older_than_the_export_are_not_called_absent,
 );
 
 /// A CSV line of the provider's export, `minutes` ago.
-fn line(reference: &str, key: &str, status: &str, minutes: i64) -> String {
+pub(super) fn line(reference: &str, key: &str, status: &str, minutes: i64) -> String {
     let at = ago(minutes).0.to_rfc3339();
     format!(
         "{reference},\"{}\",{status},{at}\n",
@@ -38,7 +36,7 @@ fn line(reference: &str, key: &str, status: &str, minutes: i64) -> String {
 
 /// Reads `export` and keeps its reconciliation against `orders` (latency
 /// bound five minutes) under the form `form`.
-async fn reconcile(store: &Store, export: &str, form: &str) -> Reconciliation {
+pub(super) async fn reconcile(store: &Store, export: &str, form: &str) -> Reconciliation {
     let mut reader = ExportReader::new(StatusWords::parse("queued=accepted").unwrap());
     let mut out = Vec::new();
     reader.push(export.as_bytes(), &mut out);
@@ -71,7 +69,7 @@ async fn reconcile(store: &Store, export: &str, form: &str) -> Reconciliation {
 }
 
 /// The keys a reconciliation put in `class`, in order.
-fn keys_in(r: &Reconciliation, class: ReconcileClass) -> Vec<String> {
+pub(super) fn keys_in(r: &Reconciliation, class: ReconcileClass) -> Vec<String> {
     let summary = r.classes.iter().find(|c| c.class == class).unwrap();
     assert_eq!(summary.count as usize, summary.sample.len());
     summary
@@ -368,114 +366,5 @@ async fn sending_a_reconciliation_again_keeps_the_first(store: &Store) {
             .unwrap()
             .len(),
         1
-    );
-}
-
-async fn an_export_taken_after_its_last_record_covers_the_calls_since(store: &Store) {
-    // Unknown since 29 minutes ago; the export's last record is 40 minutes
-    // old, but it was taken just now and holds no record of the call.
-    unknown_claim(store, "pay:quiet").await;
-    let export = format!(
-        "reference,key,status,time\n{}{}",
-        line("r1", "other-1", "failed", 60),
-        line("r2", "other-2", "failed", 40)
-    );
-    let by_records = reconcile(store, &export, "reconcile-0004").await;
-    assert_eq!(
-        keys_in(&by_records, ReconcileClass::UnknownAbsent),
-        Vec::<String>::new()
-    );
-
-    let consumer = idem_domain::ConsumerName::parse("orders").unwrap();
-    let mut reader = ExportReader::new(StatusWords::default());
-    let mut out = Vec::new();
-    reader.push(export.as_bytes(), &mut out);
-    reader.finish(&mut out);
-    let records: Vec<_> = out.into_iter().map(Result::unwrap).collect();
-    let mut taken_now = store
-        .reconciler(consumer, 300)
-        .covering_until(chrono::Utc::now());
-    taken_now.feed(&records).await.unwrap();
-    let kept = taken_now
-        .finish(&NewReconciliation {
-            action_id: "reconcile-0005",
-            actor: OLGA,
-            file_name: "messages.csv",
-            file_sha256: "taken now",
-            file_bytes: 1,
-            status_words: "",
-        })
-        .await
-        .unwrap();
-    let Reconciled::Kept { id } = kept else {
-        panic!("{kept:?}")
-    };
-    let r = store.reconciliation(id, 50).await.unwrap().unwrap();
-    assert_eq!(keys_in(&r, ReconcileClass::UnknownAbsent), ["pay:quiet"]);
-    assert!(r.span_to.unwrap() > chrono::Utc::now() - chrono::TimeDelta::minutes(1));
-}
-
-async fn records_without_a_key_and_an_attempt_older_than_the_export_are_not_called_absent(
-    store: &Store,
-) {
-    unknown_claim(store, "pay:plain").await;
-    // First delivered an hour ago, before the export's first record; its
-    // last attempt became unknown within the export's span.
-    let mut tx = store.begin().await.unwrap();
-    let delivery = Delivery {
-        consumer: "orders",
-        key: "pay:old",
-        payload_hash: None,
-        at: ago(60),
-    };
-    tx.claim(&delivery).await.unwrap();
-    tx.lease("orders", "pay:old", ago(29), ago(30))
-        .await
-        .unwrap();
-    tx.record(
-        "orders",
-        "pay:old",
-        Outcome::Unknown { error: "timeout" },
-        ago(29),
-    )
-    .await
-    .unwrap();
-    tx.commit().await.unwrap();
-
-    let keyed = format!(
-        "reference,key,status,time\n{}{}",
-        line("r1", "other-1", "failed", 40),
-        line("r2", "other-2", "failed", 0)
-    );
-    let r = reconcile(store, &keyed, "reconcile-0006").await;
-    assert_eq!(
-        keys_in(&r, ReconcileClass::UnknownAbsent),
-        ["pay:plain"],
-        "not pay:old"
-    );
-    assert_eq!(r.classes[1].to_apply, 1);
-
-    // An export that names no key: its records may be any unknown call.
-    let at = |m: i64| ago(m).0.to_rfc3339();
-    let keyless = format!(
-        "reference,status,time\nr1,failed,{}\nr9,delivered,{}\n",
-        at(40),
-        at(0)
-    );
-    let r = reconcile(store, &keyless, "reconcile-0007").await;
-    let absent = &r
-        .classes
-        .iter()
-        .find(|c| c.class == ReconcileClass::UnknownAbsent)
-        .unwrap();
-    assert_eq!(absent.count, 1);
-    assert_eq!(absent.to_apply, 0, "held back");
-    assert!(
-        absent.sample[0]
-            .note
-            .as_deref()
-            .unwrap()
-            .contains("2 records name no key"),
-        "{absent:?}"
     );
 }
