@@ -1,18 +1,5 @@
 import { expect, test } from "@playwright/test";
-import { consumerSql, expectHydrated, signIn } from "./helpers";
-
-/** Unknown outcomes of `consumer` for keys `${prefix}:n`, unknown for six hours. */
-function unknownOutcomes(consumer: string, prefix: string, count: number) {
-  const micros = (Date.now() - 6 * 3_600_000) * 1000;
-  const rows: string[] = [];
-  for (let n = 1; n <= count; n++) {
-    rows.push(
-      `INSERT INTO claims (consumer, idempotency_key, status, status_at, first_delivery_at, last_delivery_at, delivery_count, attempts, last_error) ` +
-        `VALUES ('${consumer}', '${prefix}:${n}', 'unknown', ${micros}, ${micros}, ${micros}, 1, 1, 'timeout e2e');`,
-    );
-  }
-  consumerSql(`BEGIN; ${rows.join(" ")} COMMIT;`);
-}
+import { expectHydrated, signIn, unknownOutcomes } from "./helpers";
 
 test("an operator pastes the provider's references and the unknown outcomes they prove are resolved as sent", async ({ page }) => {
   const consumer = "e2e-bulk";

@@ -54,3 +54,16 @@ export function deadLetters(consumer: string, prefix: string, from: number, coun
   }
   consumerSql(`BEGIN; ${rows.join(" ")} COMMIT;`);
 }
+
+/** Unknown outcomes of `consumer` for keys `${prefix}:n`, unknown since `minutesAgo`. */
+export function unknownOutcomes(consumer: string, prefix: string, count: number, minutesAgo = 360) {
+  const micros = (Date.now() - minutesAgo * 60_000) * 1000;
+  const rows: string[] = [];
+  for (let n = 1; n <= count; n++) {
+    rows.push(
+      `INSERT INTO claims (consumer, idempotency_key, status, status_at, first_delivery_at, last_delivery_at, delivery_count, attempts, last_error) ` +
+        `VALUES ('${consumer}', '${prefix}:${n}', 'unknown', ${micros}, ${micros}, ${micros}, 1, 1, 'timeout e2e');`,
+    );
+  }
+  consumerSql(`BEGIN; ${rows.join(" ")} COMMIT;`);
+}
