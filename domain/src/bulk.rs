@@ -157,6 +157,10 @@ fn reference_line(fields: Vec<String>) -> Result<BulkKey, String> {
     })
 }
 
+/// Why [`records`] ends a record at the end of the text: a quoted field
+/// is still open.
+pub(crate) const UNCLOSED_QUOTE: &str = "a quoted field is not closed";
+
 /// The CSV records of `text` (RFC 4180: `"` quotes a field, `""` is a
 /// quote inside one, a quoted field may span lines), each with the line it
 /// starts on.
@@ -201,7 +205,7 @@ pub(crate) fn records(text: &str) -> Vec<(usize, Result<Vec<String>, String>)> {
             }
         }
         if quoted {
-            error = Some("a quoted field is not closed".to_owned());
+            error = Some(UNCLOSED_QUOTE.to_owned());
         }
         fields.push(field);
         out.push((start, error.map_or(Ok(fields), Err)));

@@ -36,8 +36,8 @@ pub use key::{
 pub use metric::{FIFO_DEDUPE_WINDOW_SECONDS, Metric, MetricKind};
 pub use read_only::ReadOnlyConsumers;
 pub use reconcile::{
-    ClassSummary, EXPORT_MAX_LINE_BYTES, EXPORT_MAX_RECORDS, ExportReader, ProviderRecord,
-    ReconcileRow, Reconciliation, StatusWords,
+    ClassSummary, EXPORT_MAX_LINE_BYTES, EXPORT_MAX_RECORD_LINES, EXPORT_MAX_RECORDS, ExportReader,
+    ProviderRecord, ReconcileRow, Reconciliation, StatusWords,
 };
 pub use record::{
     AuditEntry, BrokerDeath, Claim, DeadLetter, OutboxRow, Page, ReplayPublication,

@@ -1,44 +1,27 @@
 //! A provider's export, read a chunk at a time as it arrives: CSV with a
-//! header naming its columns, or JSON lines. Each record is one line (a
-//! quoted CSV field may hold commas and quotes, not line breaks); a line
-//! that cannot be taken is kept with its number and why. What makes the
+//! header naming its columns, or JSON lines. A record is one line, but
+//! for a quoted CSV field that holds line breaks (up to
+//! [`EXPORT_MAX_RECORD_LINES`] lines); a record that cannot be taken is
+//! kept with the number of the line it starts on and why. What makes the
 //! whole export unreadable — a header without a status column, more
 //! records than a reconciliation takes — is [`ExportReader::refused`].
 
-use chrono::{DateTime, NaiveDateTime, Utc};
+mod fields;
 
-use crate::{BadLine, IdempotencyKey, ProviderStatus, action, bulk::records};
+use chrono::{DateTime, Utc};
+
+use self::fields::{Columns, CsvError};
+use crate::{BadLine, IdempotencyKey, ProviderStatus, bulk::UNCLOSED_QUOTE};
 
 /// The longest line taken; a longer one is a bad line.
 pub const EXPORT_MAX_LINE_BYTES: usize = 16 * 1024;
 
+/// The most lines one CSV record may span (a quoted field holding line
+/// breaks: an address, a description).
+pub const EXPORT_MAX_RECORD_LINES: usize = 32;
+
 /// The most records one reconciliation takes.
 pub const EXPORT_MAX_RECORDS: usize = 500_000;
-
-/// The words each column may be headed with (lowercase, `_` for spaces
-/// and dashes), as providers name them.
-const REFERENCE: &[&str] = &[
-    "reference",
-    "provider_ref",
-    "provider_reference",
-    "ref",
-    "message_id",
-    "transaction_id",
-    "charge_id",
-    "id",
-];
-const KEY: &[&str] = &["key", "idempotency_key", "our_key", "custom_id"];
-const STATUS: &[&str] = &["status", "state", "event", "outcome", "result"];
-const TIME: &[&str] = &[
-    "time",
-    "timestamp",
-    "at",
-    "created_at",
-    "created",
-    "date",
-    "sent_at",
-    "event_time",
-];
 
 /// The status words every provider's export is read with, unless the
 /// catalogue or the form says otherwise.
@@ -141,20 +124,22 @@ impl StatusWords {
     }
 }
 
-/// Where each field is in a CSV export's lines.
-#[derive(Debug, Clone)]
-struct Columns {
-    reference: Option<usize>,
-    key: Option<usize>,
-    status: usize,
-    time: usize,
-    width: usize,
-}
-
 #[derive(Debug, Clone)]
 enum Format {
     Csv(Columns),
     JsonLines,
+}
+
+/// A CSV record whose quoted field runs on past the end of its first
+/// line: its lines so far, joined by line breaks.
+#[derive(Debug)]
+struct OpenRecord {
+    line: usize,
+    text: String,
+    lines: usize,
+    /// Whether its quotes so far leave a field open, counted as they
+    /// come so that a long field is parsed again only when it may close.
+    odd_quotes: bool,
 }
 
 /// Reads an export as it arrives (`push` each chunk, then `finish`).
@@ -164,6 +149,7 @@ pub struct ExportReader {
     format: Option<Format>,
     partial: Vec<u8>,
     overlong: bool,
+    open: Option<OpenRecord>,
     line: usize,
     records: usize,
     refused: Option<String>,
@@ -176,14 +162,15 @@ impl ExportReader {
             format: None,
             partial: Vec::new(),
             overlong: false,
+            open: None,
             line: 0,
             records: 0,
             refused: None,
         }
     }
 
-    /// Reads `chunk`, adding each whole line's record (or why it is bad)
-    /// to `out`.
+    /// Reads `chunk`, adding each whole record (or why it is bad) to
+    /// `out`.
     pub fn push(&mut self, chunk: &[u8], out: &mut Vec<Result<ProviderRecord, BadLine>>) {
         let mut rest = chunk;
         while let Some(end) = rest.iter().position(|b| *b == b'\n') {
@@ -195,12 +182,14 @@ impl ExportReader {
         self.take(rest);
     }
 
-    /// Reads the last line (one without a line break after it).
+    /// Reads the last line (one without a line break after it), and says
+    /// of a quoted field still open that it never closed.
     pub fn finish(&mut self, out: &mut Vec<Result<ProviderRecord, BadLine>>) {
         if !self.partial.is_empty() || self.overlong {
             let line = std::mem::take(&mut self.partial);
             self.read_line(&line, out);
         }
+        self.give_up("by the end of the export", out);
         if self.format.is_none() && self.refused.is_none() {
             self.refused = Some("The export is empty: it holds no header and no record.".into());
         }
@@ -232,26 +221,43 @@ impl ExportReader {
         if self.refused.is_some() {
             return;
         }
-        let bad = |reason: String| Err(BadLine { line, reason });
-        if overlong {
-            out.push(bad(format!(
-                "longer than {} KiB",
-                EXPORT_MAX_LINE_BYTES / 1024
-            )));
-            return;
-        }
-        let Ok(text) = std::str::from_utf8(bytes) else {
-            out.push(bad("not UTF-8 text".into()));
-            return;
-        };
-        let text = text.strip_suffix('\r').unwrap_or(text);
-        // A spreadsheet's CSV starts with a byte-order mark.
-        let text = if line == 1 {
-            text.trim_start_matches('\u{feff}')
+        let text = if overlong {
+            Err(format!("longer than {} KiB", EXPORT_MAX_LINE_BYTES / 1024))
         } else {
-            text
+            std::str::from_utf8(bytes).map_err(|_| "not UTF-8 text".to_owned())
         };
-        if text.trim().is_empty() {
+        match text {
+            Ok(text) => {
+                let text = text.strip_suffix('\r').unwrap_or(text);
+                // A spreadsheet's CSV starts with a byte-order mark.
+                let text = if line == 1 {
+                    text.trim_start_matches('\u{feff}')
+                } else {
+                    text
+                };
+                match self.open.take() {
+                    Some(open) => self.continue_record(open, text, out),
+                    None => self.read_text(line, text, true, out),
+                }
+            }
+            Err(reason) => {
+                self.give_up("before a line that cannot be read", out);
+                out.push(Err(BadLine { line, reason }));
+            }
+        }
+    }
+
+    /// Reads one line that starts a record. A CSV record whose quoted
+    /// field is still open at the line's end is kept open for the next
+    /// lines if `may_run_on`, else it is bad.
+    fn read_text(
+        &mut self,
+        line: usize,
+        text: &str,
+        may_run_on: bool,
+        out: &mut Vec<Result<ProviderRecord, BadLine>>,
+    ) {
+        if text.trim().is_empty() || self.refused.is_some() {
             return;
         }
         let format = match &self.format {
@@ -261,7 +267,7 @@ impl ExportReader {
                 Format::JsonLines
             }
             None => {
-                match header(text) {
+                match fields::header(text) {
                     Ok(columns) => self.format = Some(Format::Csv(columns)),
                     Err(why) => self.refused = Some(format!("Line {line}: {why}.")),
                 }
@@ -276,176 +282,94 @@ impl ExportReader {
             return;
         }
         let read = match format {
-            Format::Csv(columns) => csv_record(&columns, text),
-            Format::JsonLines => json_record(text),
+            Format::Csv(columns) => match fields::csv_record(&columns, text) {
+                Err(CsvError::Unclosed) if may_run_on => {
+                    self.open = Some(OpenRecord {
+                        line,
+                        text: text.to_owned(),
+                        lines: 1,
+                        odd_quotes: text.matches('"').count() % 2 == 1,
+                    });
+                    return;
+                }
+                Err(CsvError::Unclosed) => Err(format!("{UNCLOSED_QUOTE} on this line")),
+                Err(CsvError::Bad(why)) => Err(why),
+                Ok(fields) => Ok(fields),
+            },
+            Format::JsonLines => fields::json_record(text),
         };
+        self.keep(line, read, out);
+    }
+
+    /// Adds the next line to a record whose quoted field is open, and
+    /// reads it once the field may have closed.
+    fn continue_record(
+        &mut self,
+        mut open: OpenRecord,
+        text: &str,
+        out: &mut Vec<Result<ProviderRecord, BadLine>>,
+    ) {
+        open.text.push('\n');
+        open.text.push_str(text);
+        open.lines += 1;
+        let quotes = text.matches('"').count();
+        open.odd_quotes ^= quotes % 2 == 1;
+        let columns = match &self.format {
+            Some(Format::Csv(columns)) if quotes > 0 && !open.odd_quotes => columns.clone(),
+            _ => return self.keep_open(open, out),
+        };
+        match fields::csv_record(&columns, &open.text) {
+            Err(CsvError::Unclosed) => self.keep_open(open, out),
+            Err(CsvError::Bad(why)) => self.keep(open.line, Err(why), out),
+            Ok(fields) => self.keep(open.line, Ok(fields), out),
+        }
+    }
+
+    fn keep_open(&mut self, open: OpenRecord, out: &mut Vec<Result<ProviderRecord, BadLine>>) {
+        let too_long =
+            open.lines > EXPORT_MAX_RECORD_LINES || open.text.len() > EXPORT_MAX_LINE_BYTES;
+        self.open = Some(open);
+        if too_long {
+            let within = format!(
+                "within {EXPORT_MAX_RECORD_LINES} lines and {} KiB",
+                EXPORT_MAX_LINE_BYTES / 1024
+            );
+            self.give_up(&within, out);
+        }
+    }
+
+    /// A quoted field that never closed: its first line is bad, and the
+    /// lines after it are read again, each as a record of its own (so a
+    /// stray quote costs one record, not those after it).
+    fn give_up(&mut self, closed: &str, out: &mut Vec<Result<ProviderRecord, BadLine>>) {
+        let Some(open) = self.open.take() else {
+            return;
+        };
+        out.push(Err(BadLine {
+            line: open.line,
+            reason: format!("{UNCLOSED_QUOTE} {closed} (a quote opens it on this line)"),
+        }));
+        for (n, text) in open.text.split('\n').enumerate().skip(1) {
+            self.read_text(open.line + n, text, false, out);
+        }
+    }
+
+    fn keep(
+        &mut self,
+        line: usize,
+        read: Result<fields::Fields, String>,
+        out: &mut Vec<Result<ProviderRecord, BadLine>>,
+    ) {
         out.push(
-            match read.and_then(|fields| record(&self.words, line, fields)) {
+            match read.and_then(|fields| fields::record(&self.words, line, fields)) {
                 Ok(record) => {
                     self.records += 1;
                     Ok(record)
                 }
-                Err(reason) => bad(reason),
+                Err(reason) => Err(BadLine { line, reason }),
             },
         );
     }
-}
-
-/// A record's fields as text, before they are checked.
-struct Fields {
-    reference: Option<String>,
-    key: Option<String>,
-    status: String,
-    time: String,
-}
-
-fn header(text: &str) -> Result<Columns, String> {
-    let Some((_, Ok(names))) = records(text).into_iter().next() else {
-        return Err("the header is not a CSV line".into());
-    };
-    let names: Vec<String> = names
-        .iter()
-        .map(|n| n.trim().to_lowercase().replace([' ', '-'], "_"))
-        .collect();
-    let find = |aliases: &[&str]| names.iter().position(|n| aliases.contains(&n.as_str()));
-    let needed = |aliases: &[&str], what: &str| {
-        find(aliases).ok_or_else(|| {
-            format!(
-                "the header has no {what} column (name it one of: {})",
-                aliases.join(", ")
-            )
-        })
-    };
-    let columns = Columns {
-        reference: find(REFERENCE),
-        key: find(KEY),
-        status: needed(STATUS, "status")?,
-        time: needed(TIME, "time")?,
-        width: names.len(),
-    };
-    if columns.reference.is_none() && columns.key.is_none() {
-        return Err(format!(
-            "the header has neither a reference column ({}) nor a key column ({})",
-            REFERENCE.join(", "),
-            KEY.join(", ")
-        ));
-    }
-    Ok(columns)
-}
-
-fn csv_record(columns: &Columns, text: &str) -> Result<Fields, String> {
-    let Some((_, fields)) = records(text).into_iter().next() else {
-        return Err("not a CSV line".into());
-    };
-    let fields = fields.map_err(|e| {
-        if e.contains("not closed") {
-            "a quoted field is not closed (a record is one line)".to_owned()
-        } else {
-            e
-        }
-    })?;
-    if fields.len() != columns.width {
-        return Err(format!(
-            "expected {} fields, as the header names, found {}",
-            columns.width,
-            fields.len()
-        ));
-    }
-    let at = |i: usize| fields[i].clone();
-    Ok(Fields {
-        reference: columns.reference.map(at),
-        key: columns.key.map(at),
-        status: at(columns.status),
-        time: at(columns.time),
-    })
-}
-
-fn json_record(text: &str) -> Result<Fields, String> {
-    let object: serde_json::Map<String, serde_json::Value> =
-        serde_json::from_str(text).map_err(|e| format!("not a JSON object: {e}"))?;
-    let find = |aliases: &[&str]| {
-        aliases.iter().find_map(|a| match object.get(*a) {
-            Some(serde_json::Value::String(s)) => Some(s.clone()),
-            Some(serde_json::Value::Number(n)) => Some(n.to_string()),
-            _ => None,
-        })
-    };
-    Ok(Fields {
-        reference: find(REFERENCE),
-        key: find(KEY),
-        status: find(STATUS).ok_or("no status field")?,
-        time: find(TIME).ok_or("no time field")?,
-    })
-}
-
-fn record(words: &StatusWords, line: usize, fields: Fields) -> Result<ProviderRecord, String> {
-    let reference = match fields.reference.as_deref().map(str::trim) {
-        None | Some("") => None,
-        Some(r) => Some(
-            action::provider_ref(r)
-                .map_err(|e| e.to_string())?
-                .map(str::to_owned)
-                .ok_or("the reference is blank")?,
-        ),
-    };
-    // A key is taken exactly as written: it may hold spaces.
-    let key = match fields.key.as_deref() {
-        None | Some("") => None,
-        Some(k) => Some(IdempotencyKey::parse(k).map_err(|e| format!("the key: {e}"))?),
-    };
-    if reference.is_none() && key.is_none() {
-        return Err("neither a reference nor a key".into());
-    }
-    let status = words.status(&fields.status).ok_or_else(|| {
-        format!(
-            "the status “{}” means neither accepted nor failed here; name it on the form \
-             ({}=accepted or {}=failed)",
-            fields.status.trim(),
-            fields.status.trim(),
-            fields.status.trim()
-        )
-    })?;
-    Ok(ProviderRecord {
-        line,
-        reference,
-        key,
-        status,
-        at: time(&fields.time)?,
-    })
-}
-
-/// RFC 3339, `YYYY-MM-DD HH:MM:SS` in UTC, or Unix seconds (milliseconds
-/// past 10^11), from 2000 to 2099: a time outside is a mistake (a
-/// zero, a field in another unit), and would stretch the export's span.
-fn time(text: &str) -> Result<DateTime<Utc>, String> {
-    let at = any_time(text)?;
-    if (2000..2100).contains(&chrono::Datelike::year(&at)) {
-        Ok(at)
-    } else {
-        Err(format!(
-            "the time “{}” is not between 2000 and 2099",
-            text.trim()
-        ))
-    }
-}
-
-fn any_time(text: &str) -> Result<DateTime<Utc>, String> {
-    let text = text.trim();
-    if let Ok(t) = DateTime::parse_from_rfc3339(text) {
-        return Ok(t.with_timezone(&Utc));
-    }
-    for format in ["%Y-%m-%d %H:%M:%S%.f", "%Y-%m-%dT%H:%M:%S%.f"] {
-        if let Ok(t) = NaiveDateTime::parse_from_str(text, format) {
-            return Ok(t.and_utc());
-        }
-    }
-    let unix = text.parse::<i64>().ok().and_then(|n| match n {
-        n if n > 100_000_000_000 => DateTime::from_timestamp_millis(n),
-        n => DateTime::from_timestamp(n, 0),
-    });
-    unix.ok_or_else(|| {
-        format!("the time “{text}” is not RFC 3339, YYYY-MM-DD HH:MM:SS (UTC) or Unix seconds")
-    })
 }
 
 #[cfg(test)]

@@ -6,7 +6,8 @@
 mod export;
 
 pub use export::{
-    EXPORT_MAX_LINE_BYTES, EXPORT_MAX_RECORDS, ExportReader, ProviderRecord, StatusWords,
+    EXPORT_MAX_LINE_BYTES, EXPORT_MAX_RECORD_LINES, EXPORT_MAX_RECORDS, ExportReader,
+    ProviderRecord, StatusWords,
 };
 
 use crate::{ReconcileClass, ResolveAs};

@@ -157,3 +157,49 @@ fn a_byte_order_mark_and_a_time_out_of_range_are_read_as_a_person_means_them() {
         "{bad:?}"
     );
 }
+
+#[test]
+fn a_quoted_field_that_holds_line_breaks_is_one_record_numbered_by_its_first_line() {
+    let text = "reference,key,status,description,time\r\n\
+                ch_1,pay:1,succeeded,\"Invoice 7\r\n\
+                \r\n\
+                Berlin, \"\"Mitte\"\"\",2026-12-05T01:00:00Z\r\n\
+                ch_2,pay:2,failed,plain,2026-12-05T01:00:01Z\r\n";
+    for chunk in [1, 2, 5, 4096] {
+        let (good, bad, refused) = read_in_chunks(text, "", chunk);
+        assert_eq!(refused, None);
+        assert_eq!(bad, Vec::new(), "chunk {chunk}");
+        let read: Vec<(usize, &str)> = good
+            .iter()
+            .map(|r| (r.line, r.key.as_ref().unwrap().as_str()))
+            .collect();
+        assert_eq!(read, [(2, "pay:1"), (5, "pay:2")], "chunk {chunk}");
+    }
+}
+
+#[test]
+fn a_stray_quote_costs_its_own_record_not_those_after_it() {
+    let text = "reference,key,status,time\n\
+                r1,\"k1,delivered,2026-12-05T01:00:00Z\n\
+                r2,k2,delivered,2026-12-05T01:00:01Z\n\
+                r3,k3,failed,2026-12-05T01:00:02Z\n";
+    let (good, bad, refused) = read_in_chunks(text, "", 7);
+    assert_eq!(refused, None);
+    assert_eq!(good.iter().map(|r| r.line).collect::<Vec<_>>(), [3, 4]);
+    assert_eq!(bad.len(), 1, "{bad:?}");
+    assert_eq!(bad[0].line, 2);
+    assert!(bad[0].reason.contains("not closed by the end"), "{bad:?}");
+
+    // One that never closes is given up after so many lines, and the
+    // lines it held are read each on its own.
+    let mut text =
+        String::from("reference,key,status,time\nr0,\"k0,delivered,2026-12-05T01:00:00Z\n");
+    for n in 1..=EXPORT_MAX_RECORD_LINES + 5 {
+        text += &format!("r{n},k{n},delivered,2026-12-05T01:00:00Z\n");
+    }
+    let (good, bad, _) = read_in_chunks(&text, "", 4096);
+    assert_eq!(good.len(), EXPORT_MAX_RECORD_LINES + 5);
+    assert_eq!(good[0].line, 3);
+    assert_eq!(bad.len(), 1, "{bad:?}");
+    assert!(bad[0].reason.contains("within 32 lines"), "{bad:?}");
+}

@@ -1,7 +1,7 @@
 //! Reconciliations through the API, as a nightly job runs them: the
 //! provider's export as the body, the same Idempotency-Key sent twice, a
-//! class applied and followed to its end; a viewer's token and a bad
-//! export keep nothing.
+//! class applied and followed to its end; a CSV whose quoted fields hold
+//! line breaks; a viewer's token and a bad export keep nothing.
 
 use chrono::TimeDelta;
 use idem_store::{Outcome, Ts};
@@ -13,6 +13,7 @@ use crate::common::TestApp;
 on_both_backends!(
     a_nightly_job_reconciles_an_export_and_applies_the_class_it_proves,
     a_viewer_s_token_and_a_bad_export_keep_nothing,
+    a_payment_provider_s_csv_with_descriptions_over_several_lines_reads_record_by_record,
 );
 
 async fn unknown_half_an_hour_ago(app: &TestApp, key: &str) {
@@ -168,6 +169,46 @@ async fn a_nightly_job_reconciles_an_export_and_applies_the_class_it_proves(
     .await;
     assert_eq!(key["claim"]["status"], "sent", "{key}");
     assert_eq!(key["claim"]["provider_ref"], "re_1", "{key}");
+}
+
+async fn a_payment_provider_s_csv_with_descriptions_over_several_lines_reads_record_by_record(
+    db: idem_store::testing::TestDatabase,
+) {
+    let (app, _, secret) = app_with_token(db).await;
+    unknown_half_an_hour_ago(&app, "refund:7").await;
+    unknown_half_an_hour_ago(&app, "refund:8").await;
+    let at = (chrono::Utc::now() - TimeDelta::minutes(30)).to_rfc3339();
+    // A balance-transaction export: a description over three lines (one
+    // blank, one with a quoted comma), then a record with a stray quote,
+    // then the record after it.
+    let export = format!(
+        "id,idempotency_key,status,description,created\r\n\
+         re_7,refund:7,succeeded,\"Refund for order 7\r\n\r\nBerlin, \"\"Mitte\"\"\",{at}\r\n\
+         re_x,\"refund:x,succeeded,stray,{at}\r\n\
+         re_8,refund:8,failed,plain,{at}\r\n"
+    );
+    let (status, _, made) = upload(
+        &app,
+        &secret,
+        "consumer=orders&latency_seconds=0&file_name=balance.csv",
+        Some("balance-1"),
+        &export,
+    )
+    .await;
+    assert_eq!(status, 201, "{made}");
+    let reconciliation = &made["reconciliation"];
+    assert_eq!(reconciliation["records"], 2, "{made}");
+    assert_eq!(reconciliation["bad_lines"], 1, "{made}");
+    let bad = reconciliation["bad_sample"][0].as_str().unwrap();
+    assert!(
+        bad.starts_with("line 5: a quoted field is not closed"),
+        "{bad}"
+    );
+    let accepted = &class(&made, "unknown-accepted")["sample"][0];
+    assert_eq!(
+        (&accepted["key"], &accepted["line"]),
+        (&json!("refund:7"), &json!(2))
+    );
 }
 
 async fn a_viewer_s_token_and_a_bad_export_keep_nothing(db: idem_store::testing::TestDatabase) {
