@@ -189,7 +189,7 @@ impl ExportReader {
             let line = std::mem::take(&mut self.partial);
             self.read_line(&line, out);
         }
-        self.give_up("by the end of the export", out);
+        self.give_up(&format!("{UNCLOSED_QUOTE} by the end of the export"), out);
         if self.format.is_none() && self.refused.is_none() {
             self.refused = Some("The export is empty: it holds no header and no record.".into());
         }
@@ -241,7 +241,10 @@ impl ExportReader {
                 }
             }
             Err(reason) => {
-                self.give_up("before a line that cannot be read", out);
+                self.give_up(
+                    &format!("{UNCLOSED_QUOTE} before a line that cannot be read"),
+                    out,
+                );
                 out.push(Err(BadLine { line, reason }));
             }
         }
@@ -283,12 +286,14 @@ impl ExportReader {
         }
         let read = match format {
             Format::Csv(columns) => match fields::csv_record(&columns, text) {
-                Err(CsvError::Unclosed) if may_run_on => {
+                // An even count of quotes with a field still open means a
+                // stray quote: a bad line, not a record to run on.
+                Err(CsvError::Unclosed) if may_run_on && text.matches('"').count() % 2 == 1 => {
                     self.open = Some(OpenRecord {
                         line,
                         text: text.to_owned(),
                         lines: 1,
-                        odd_quotes: text.matches('"').count() % 2 == 1,
+                        odd_quotes: true,
                     });
                     return;
                 }
@@ -302,7 +307,9 @@ impl ExportReader {
     }
 
     /// Adds the next line to a record whose quoted field is open, and
-    /// reads it once the field may have closed.
+    /// reads it once its quotes pair up. In well-formed CSV they pair up
+    /// exactly when the field has closed, so a record is parsed once; if
+    /// it is still open then, a quote is astray and the record is given up.
     fn continue_record(
         &mut self,
         mut open: OpenRecord,
@@ -312,42 +319,45 @@ impl ExportReader {
         open.text.push('\n');
         open.text.push_str(text);
         open.lines += 1;
-        let quotes = text.matches('"').count();
-        open.odd_quotes ^= quotes % 2 == 1;
-        let columns = match &self.format {
-            Some(Format::Csv(columns)) if quotes > 0 && !open.odd_quotes => columns.clone(),
-            _ => return self.keep_open(open, out),
+        open.odd_quotes ^= text.matches('"').count() % 2 == 1;
+        let Some(Format::Csv(columns)) = self.format.clone() else {
+            unreachable!("only a CSV record runs on");
         };
-        match fields::csv_record(&columns, &open.text) {
-            Err(CsvError::Unclosed) => self.keep_open(open, out),
-            Err(CsvError::Bad(why)) => self.keep(open.line, Err(why), out),
-            Ok(fields) => self.keep(open.line, Ok(fields), out),
-        }
-    }
-
-    fn keep_open(&mut self, open: OpenRecord, out: &mut Vec<Result<ProviderRecord, BadLine>>) {
         let too_long =
             open.lines > EXPORT_MAX_RECORD_LINES || open.text.len() > EXPORT_MAX_LINE_BYTES;
-        self.open = Some(open);
-        if too_long {
-            let within = format!(
-                "within {EXPORT_MAX_RECORD_LINES} lines and {} KiB",
+        let why = if too_long {
+            format!(
+                "{UNCLOSED_QUOTE} within {EXPORT_MAX_RECORD_LINES} lines and {} KiB",
                 EXPORT_MAX_LINE_BYTES / 1024
-            );
-            self.give_up(&within, out);
-        }
+            )
+        } else if open.odd_quotes {
+            self.open = Some(open);
+            return;
+        } else {
+            match fields::csv_record(&columns, &open.text) {
+                Ok(fields) => return self.keep(open.line, Ok(fields), out),
+                Err(CsvError::Unclosed) => format!("{UNCLOSED_QUOTE}: a quote is astray"),
+                Err(CsvError::Bad(why)) => why,
+            }
+        };
+        self.open = Some(open);
+        self.give_up(&why, out);
     }
 
-    /// A quoted field that never closed: its first line is bad, and the
-    /// lines after it are read again, each as a record of its own (so a
-    /// stray quote costs one record, not those after it).
-    fn give_up(&mut self, closed: &str, out: &mut Vec<Result<ProviderRecord, BadLine>>) {
+    /// A record whose quoted field ran on and could not be read (`why`):
+    /// its first line is bad, and the lines after it are read again, each
+    /// as a record of its own (so a stray quote costs its own record, and
+    /// not the one-line records after it).
+    fn give_up(&mut self, why: &str, out: &mut Vec<Result<ProviderRecord, BadLine>>) {
         let Some(open) = self.open.take() else {
             return;
         };
         out.push(Err(BadLine {
             line: open.line,
-            reason: format!("{UNCLOSED_QUOTE} {closed} (a quote opens it on this line)"),
+            reason: format!(
+                "{why} (from a quote on this line, over {} lines)",
+                open.lines
+            ),
         }));
         for (n, text) in open.text.split('\n').enumerate().skip(1) {
             self.read_text(open.line + n, text, false, out);

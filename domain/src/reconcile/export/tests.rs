@@ -203,3 +203,66 @@ fn a_stray_quote_costs_its_own_record_not_those_after_it() {
     assert_eq!(bad.len(), 1, "{bad:?}");
     assert!(bad[0].reason.contains("within 32 lines"), "{bad:?}");
 }
+
+#[test]
+fn a_record_that_runs_on_into_a_bad_one_gives_back_the_lines_it_held() {
+    let text = "reference,key,status,description,time\n\
+                r1,k1,delivered,\"stray,2026-12-05T01:00:00Z\n\
+                r2,k2,delivered,plain,2026-12-05T01:00:01Z\n\
+                r3,k3,delivered,\"two\n\
+                lines\",2026-12-05T01:00:02Z\n\
+                r4,k4,delivered,plain,2026-12-05T01:00:03Z\n";
+    let (good, bad, _) = read_in_chunks(text, "", 16);
+    assert_eq!(good.iter().map(|r| r.line).collect::<Vec<_>>(), [3, 6]);
+    let lines: Vec<(usize, &str)> = bad.iter().map(|b| (b.line, b.reason.as_str())).collect();
+    assert_eq!(lines.len(), 3, "{lines:?}");
+    assert!(
+        lines[0].0 == 2 && lines[0].1.contains("over 3 lines"),
+        "{lines:?}"
+    );
+    assert!(lines[1].0 == 4 && lines[1].1.contains("not closed on this line"));
+    assert!(lines[2].0 == 5 && lines[2].1.contains("a quote inside an unquoted field"));
+
+    // A line whose quotes pair up but leave a field open has a stray
+    // quote: it does not run on, so the lines after it are records.
+    let text = "reference,key,status,time\n\
+                r1,k\"1,\"delivered,2026-12-05T01:00:00Z\n\
+                r2,k2,delivered,2026-12-05T01:00:01Z\n";
+    let (good, bad, _) = read_in_chunks(text, "", 4096);
+    assert_eq!(good.iter().map(|r| r.line).collect::<Vec<_>>(), [3]);
+    assert_eq!(bad.iter().map(|b| b.line).collect::<Vec<_>>(), [2]);
+}
+
+#[test]
+fn a_record_may_span_thirty_two_lines_and_sixteen_kib_its_closing_line_included() {
+    let spanning = |lines: usize, last: &str| {
+        let mut text =
+            String::from("reference,key,status,description,time\nr1,k1,delivered,\"first");
+        for _ in 2..lines {
+            text += "\nmore";
+        }
+        text += &format!(
+            "\n{last}\",2026-12-05T01:00:00Z\nr2,k2,delivered,plain,2026-12-05T01:00:01Z\n"
+        );
+        text
+    };
+    let (good, bad, _) = read_in_chunks(&spanning(EXPORT_MAX_RECORD_LINES, "end"), "", 4096);
+    assert_eq!(bad, Vec::new());
+    let lines = EXPORT_MAX_RECORD_LINES + 2;
+    assert_eq!(good.iter().map(|r| r.line).collect::<Vec<_>>(), [2, lines]);
+
+    let (good, bad, _) = read_in_chunks(&spanning(EXPORT_MAX_RECORD_LINES + 1, "end"), "", 4096);
+    assert_eq!(good.iter().map(|r| r.line).collect::<Vec<_>>(), [lines + 1]);
+    assert!(
+        bad[0].line == 2 && bad[0].reason.contains("within 32 lines"),
+        "{bad:?}"
+    );
+
+    let long = "x".repeat(EXPORT_MAX_LINE_BYTES - 30);
+    let (good, bad, _) = read_in_chunks(&spanning(3, &long), "", 4096);
+    assert_eq!(good.iter().map(|r| r.line).collect::<Vec<_>>(), [5]);
+    assert!(
+        bad[0].line == 2 && bad[0].reason.contains("16 KiB"),
+        "{bad:?}"
+    );
+}
