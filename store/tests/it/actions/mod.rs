@@ -59,6 +59,26 @@ async fn claimed(tx: &mut Tx, key: &str, outcome: Outcome<'_>) -> idem_domain::C
     tx.record("orders", key, outcome, ago(29)).await.unwrap()
 }
 
+/// Delivers `key` to `orders` `delivered` minutes ago; its last attempt
+/// became unknown `unknown` minutes ago.
+async fn unknown_since(tx: &mut Tx, key: &str, delivered: i64, unknown: i64) -> idem_domain::Claim {
+    tx.claim(&Delivery {
+        consumer: "orders",
+        key,
+        payload_hash: None,
+        at: ago(delivered),
+    })
+    .await
+    .unwrap();
+    tx.lease("orders", key, ago(unknown), ago(unknown + 1))
+        .await
+        .unwrap();
+    let timeout = Outcome::Unknown { error: "timeout" };
+    tx.record("orders", key, timeout, ago(unknown))
+        .await
+        .unwrap()
+}
+
 async fn dead_lettered(store: &Store, key: &str, outcome: Outcome<'_>) -> i64 {
     let mut tx = store.begin().await.unwrap();
     claimed(&mut tx, key, outcome).await;

@@ -7,8 +7,7 @@ use idem_domain::{
     slo::Indicator,
 };
 use idem_store::{
-    Delivery, NewReconciliation, Outcome, Reconciled, ReconciledResolve, RedriveStart, Store, Ts,
-    testing,
+    NewReconciliation, Outcome, Reconciled, ReconciledResolve, RedriveStart, Store, Ts, testing,
 };
 
 use super::{
@@ -118,23 +117,7 @@ async fn a_reconciliation_puts_every_claim_and_record_in_its_class(store: &Store
         Ts::from(chrono::Utc::now() + chrono::TimeDelta::minutes(5)),
     )
     .await;
-    tx.claim(&Delivery {
-        consumer: "orders",
-        key: "u-late",
-        payload_hash: None,
-        at: ago(3),
-    })
-    .await
-    .unwrap();
-    tx.lease("orders", "u-late", ago(2), ago(3)).await.unwrap();
-    tx.record(
-        "orders",
-        "u-late",
-        Outcome::Unknown { error: "timeout" },
-        ago(2),
-    )
-    .await
-    .unwrap();
+    super::unknown_since(&mut tx, "u-late", 3, 2).await;
     tx.commit().await.unwrap();
 
     let export = format!(

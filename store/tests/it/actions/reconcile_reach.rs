@@ -3,10 +3,7 @@
 //! export; and two people applying one class at once.
 
 use idem_domain::{ExportReader, ReconcileClass, StatusWords};
-use idem_store::{
-    Delivery, NewReconciliation, Outcome, Reconciled, ReconciledResolve, RedriveStart, Store,
-    testing,
-};
+use idem_store::{NewReconciliation, Reconciled, ReconciledResolve, RedriveStart, Store, testing};
 
 use super::{
     OLGA, ago,
@@ -72,24 +69,7 @@ async fn records_without_a_key_and_an_attempt_older_than_the_export_are_not_call
     // First delivered an hour ago, before the export's first record; its
     // last attempt became unknown within the export's span.
     let mut tx = store.begin().await.unwrap();
-    let delivery = Delivery {
-        consumer: "orders",
-        key: "pay:old",
-        payload_hash: None,
-        at: ago(60),
-    };
-    tx.claim(&delivery).await.unwrap();
-    tx.lease("orders", "pay:old", ago(29), ago(30))
-        .await
-        .unwrap();
-    tx.record(
-        "orders",
-        "pay:old",
-        Outcome::Unknown { error: "timeout" },
-        ago(29),
-    )
-    .await
-    .unwrap();
+    super::unknown_since(&mut tx, "pay:old", 60, 29).await;
     tx.commit().await.unwrap();
 
     let keyed = format!(
