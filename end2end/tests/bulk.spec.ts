@@ -1,5 +1,5 @@
 import { expect, test } from "@playwright/test";
-import { expectHydrated, signIn, unknownOutcomes } from "./helpers";
+import { expectHydrated, signIn, unknownOutcomes, waitForRunToFinish } from "./helpers";
 
 test("an operator pastes the provider's references and the unknown outcomes they prove are resolved as sent", async ({ page }) => {
   const consumer = "e2e-bulk";
@@ -23,10 +23,7 @@ test("an operator pastes the provider's references and the unknown outcomes they
   await expect(page).toHaveURL(/\/redrives\/\d+\?answer=/);
   await expect(page.locator("h1")).toContainText("Bulk resolve #");
   await expect(page.locator(".outcome.done")).toContainText("2 unknown outcomes to go through");
-  await expect(async () => {
-    await page.reload();
-    await expect(page.locator(".fields")).toContainText("finished", { timeout: 1_000 });
-  }).toPass({ timeout: 30_000 });
+  await waitForRunToFinish(page);
   await expect(page.locator(".fields")).toContainText("2 resolved, 0 skipped, 0 waiting");
   await expect(page.locator(".fields")).toContainText("in the provider's message log");
   await expect(page.locator("table tbody tr td:nth-child(4)")).toHaveText(["ch_e2e_1", "ch_e2e_2"]);

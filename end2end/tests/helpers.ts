@@ -67,3 +67,11 @@ export function unknownOutcomes(consumer: string, prefix: string, count: number,
   }
   consumerSql(`BEGIN; ${rows.join(" ")} COMMIT;`);
 }
+
+/** Reloads a bulk run's page (`/redrives/N`) until it says the run finished. */
+export async function waitForRunToFinish(page: Page, timeout = 30_000) {
+  await expect(async () => {
+    await page.reload();
+    await expect(page.locator(".fields")).toContainText("finished", { timeout: 1_000 });
+  }).toPass({ timeout });
+}

@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 
 import { expect, test, type Page } from "@playwright/test";
-import { expectHydrated, signIn } from "./helpers";
+import { expectHydrated, signIn, waitForRunToFinish } from "./helpers";
 
 /** Presses an apply form's button and waits for its bulk resolve to finish. */
 async function applyAndFinish(page: Page, button: RegExp) {
@@ -9,10 +9,7 @@ async function applyAndFinish(page: Page, button: RegExp) {
   await page.getByRole("button", { name: button }).click();
   await expect(page).toHaveURL(/\/redrives\/\d+\?answer=/);
   await expect(page.locator("h1")).toContainText("Bulk resolve #");
-  await expect(async () => {
-    await page.reload();
-    await expect(page.locator(".fields")).toContainText("finished", { timeout: 1_000 });
-  }).toPass({ timeout: 60_000 });
+  await waitForRunToFinish(page, 60_000);
   await expect(page.locator(".fields")).toContainText("reconciliation #");
   await page.goto(reconciliation);
 }

@@ -1,5 +1,5 @@
 import { expect, test } from "@playwright/test";
-import { consumerSql, deadLetters, expectHydrated, signIn } from "./helpers";
+import { consumerSql, deadLetters, expectHydrated, signIn, waitForRunToFinish } from "./helpers";
 
 test("an operator redrives a list that grew after the page was drawn, and sees what really happened", async ({ page }) => {
   const consumer = "e2e-grown";
@@ -16,10 +16,7 @@ test("an operator redrives a list that grew after the page was drawn, and sees w
   await redrive.getByRole("button").click();
   await expect(page).toHaveURL(/\/redrives\/\d+\?answer=/);
   await expect(page.locator(".outcome.done")).toContainText("started: 3 dead letters to go through");
-  await expect(async () => {
-    await page.reload();
-    await expect(page.locator(".fields")).toContainText("finished", { timeout: 1_000 });
-  }).toPass({ timeout: 30_000 });
+  await waitForRunToFinish(page);
   await expect(page.locator(".fields")).toContainText("3 replayed, 0 skipped, 0 waiting");
   const keys = await page.locator("table tbody tr td:nth-child(3)").allInnerTexts();
   expect(keys.map((k) => k.trim()).sort()).toEqual(["grown:1", "grown:2", "grown:3"]);
@@ -69,10 +66,7 @@ test("an operator redrives the open incident's rate-limited reminders and reads 
   await expect(page.locator(".fields")).toContainText(`open dead letters of ${consumer}`);
 
   // The server paces it in the background; the page follows it to its end.
-  await expect(async () => {
-    await page.reload();
-    await expect(page.locator(".fields")).toContainText("finished", { timeout: 1_000 });
-  }).toPass({ timeout: 45_000 });
+  await waitForRunToFinish(page, 45_000);
   await expect(page.locator(".fields")).toContainText(/\d+ replayed, \d+ skipped, 0 waiting/);
   await expect(page.getByRole("button", { name: "Stop the redrive" })).toHaveCount(0);
   const outcomes = await page.locator("table tbody tr td:nth-child(4)").allInnerTexts();
