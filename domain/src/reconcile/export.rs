@@ -134,6 +134,7 @@ enum Format {
 /// line: its lines so far, joined by line breaks.
 #[derive(Debug)]
 struct OpenRecord {
+    columns: Columns,
     line: usize,
     text: String,
     lines: usize,
@@ -290,6 +291,7 @@ impl ExportReader {
                 // stray quote: a bad line, not a record to run on.
                 Err(CsvError::Unclosed) if may_run_on && text.matches('"').count() % 2 == 1 => {
                     self.open = Some(OpenRecord {
+                        columns,
                         line,
                         text: text.to_owned(),
                         lines: 1,
@@ -320,9 +322,6 @@ impl ExportReader {
         open.text.push_str(text);
         open.lines += 1;
         open.odd_quotes ^= text.matches('"').count() % 2 == 1;
-        let Some(Format::Csv(columns)) = self.format.clone() else {
-            unreachable!("only a CSV record runs on");
-        };
         let too_long =
             open.lines > EXPORT_MAX_RECORD_LINES || open.text.len() > EXPORT_MAX_LINE_BYTES;
         let why = if too_long {
@@ -334,7 +333,7 @@ impl ExportReader {
             self.open = Some(open);
             return;
         } else {
-            match fields::csv_record(&columns, &open.text) {
+            match fields::csv_record(&open.columns, &open.text) {
                 Ok(fields) => return self.keep(open.line, Ok(fields), out),
                 Err(CsvError::Unclosed) => format!("{UNCLOSED_QUOTE}: a quote is astray"),
                 Err(CsvError::Bad(why)) => why,

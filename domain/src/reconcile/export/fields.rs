@@ -36,7 +36,7 @@ const TIME: &[&str] = &[
 ];
 
 /// Where each field is in a CSV export's lines.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Copy)]
 pub(super) struct Columns {
     reference: Option<usize>,
     key: Option<usize>,
