@@ -169,6 +169,24 @@ async fn a_nightly_job_reconciles_an_export_and_applies_the_class_it_proves(
     .await;
     assert_eq!(key["claim"]["status"], "sent", "{key}");
     assert_eq!(key["claim"]["provider_ref"], "re_1", "{key}");
+
+    // The token's owner is made a viewer before the job applies the other
+    // class: refused, and the key stays unknown.
+    app.store
+        .set_role("olga", idem_domain::Role::Viewer)
+        .await
+        .unwrap();
+    let (status, _, refused) = post(
+        &app,
+        &secret,
+        &path,
+        "apply-3",
+        &json!({"class": "unknown-absent", "count": 1}),
+    )
+    .await;
+    assert_eq!(status, 403, "{refused}");
+    let (_, _, key) = get(&app, &secret, "/api/v1/keys/orders/night%2F2%25%23").await;
+    assert_eq!(key["claim"]["status"], "unknown", "{key}");
 }
 
 async fn a_payment_provider_s_csv_with_descriptions_over_several_lines_reads_record_by_record(
