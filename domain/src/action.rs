@@ -100,6 +100,10 @@ pub enum TextError {
     ProviderRefInvisible(u32),
     #[error("The form's action id is missing or malformed; reload the page.")]
     MalformedActionId,
+    #[error("The reason is empty.")]
+    ReasonEmpty,
+    #[error("The provider reference is empty.")]
+    ProviderRefEmpty,
 }
 
 /// The token a confirmation form carries, so that a resubmission of the
@@ -127,48 +131,104 @@ impl std::fmt::Display for ActionId {
     }
 }
 
-/// A reason as typed: trimmed, `None` when empty; refused over
-/// [`MAX_REASON_CHARS`] characters or with control characters other than
-/// line breaks and tabs.
-pub fn reason(text: &str) -> Result<Option<&str>, TextError> {
-    let text = text.trim();
-    let chars = text.chars().count();
-    if chars > MAX_REASON_CHARS {
-        return Err(TextError::ReasonTooLong(chars));
+/// A reason an operator gave, as the audit log keeps it: trimmed, at most
+/// [`MAX_REASON_CHARS`] characters, no control character but line breaks
+/// and tabs, no invisible or text-direction character.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct Reason(String);
+
+impl Reason {
+    /// The reason as typed: `None` when it is empty.
+    pub fn parse(text: &str) -> Result<Option<Reason>, TextError> {
+        let text = text.trim();
+        let chars = text.chars().count();
+        if chars > MAX_REASON_CHARS {
+            return Err(TextError::ReasonTooLong(chars));
+        }
+        if text
+            .chars()
+            .any(|c| c.is_control() && !matches!(c, '\n' | '\r' | '\t'))
+        {
+            return Err(TextError::ReasonControl);
+        }
+        if let Some(c) = text.chars().find(|c| crate::is_invisible_or_bidi(*c)) {
+            return Err(TextError::ReasonInvisible(c as u32));
+        }
+        Ok((!text.is_empty()).then(|| Reason(text.to_owned())))
     }
-    if text
-        .chars()
-        .any(|c| c.is_control() && !matches!(c, '\n' | '\r' | '\t'))
-    {
-        return Err(TextError::ReasonControl);
+
+    /// A reason Idem itself words (a run's tally, the demo's on-call).
+    pub fn of_idem(text: impl Into<String>) -> Reason {
+        Reason(text.into())
     }
-    if let Some(c) = text.chars().find(|c| crate::is_invisible_or_bidi(*c)) {
-        return Err(TextError::ReasonInvisible(c as u32));
+
+    pub fn as_str(&self) -> &str {
+        &self.0
     }
-    Ok((!text.is_empty()).then_some(text))
 }
 
-/// A provider reference as typed: trimmed, `None` when empty; refused over
-/// [`MAX_PROVIDER_REF_BYTES`] bytes or with any control character.
-pub fn provider_ref(text: &str) -> Result<Option<&str>, TextError> {
-    let text = text.trim();
-    if text.len() > MAX_PROVIDER_REF_BYTES {
-        return Err(TextError::ProviderRefTooLong(text.len()));
+/// A provider's reference for an effect it took (what its support quotes):
+/// trimmed, at most [`MAX_PROVIDER_REF_BYTES`] bytes, no control,
+/// invisible or text-direction character.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct ProviderRef(String);
+
+impl ProviderRef {
+    /// The reference as typed: `None` when it is empty.
+    pub fn parse(text: &str) -> Result<Option<ProviderRef>, TextError> {
+        let text = text.trim();
+        if text.len() > MAX_PROVIDER_REF_BYTES {
+            return Err(TextError::ProviderRefTooLong(text.len()));
+        }
+        if text.chars().any(char::is_control) {
+            return Err(TextError::ProviderRefControl);
+        }
+        if let Some(c) = text.chars().find(|c| crate::is_invisible_or_bidi(*c)) {
+            return Err(TextError::ProviderRefInvisible(c as u32));
+        }
+        Ok((!text.is_empty()).then(|| ProviderRef(text.to_owned())))
     }
-    if text.chars().any(char::is_control) {
-        return Err(TextError::ProviderRefControl);
+
+    pub fn as_str(&self) -> &str {
+        &self.0
     }
-    if let Some(c) = text.chars().find(|c| crate::is_invisible_or_bidi(*c)) {
-        return Err(TextError::ProviderRefInvisible(c as u32));
-    }
-    Ok((!text.is_empty()).then_some(text))
 }
+
+macro_rules! text_newtype {
+    ($ty:ident, $empty:expr) => {
+        impl TryFrom<String> for $ty {
+            type Error = TextError;
+            fn try_from(value: String) -> Result<Self, TextError> {
+                $ty::parse(&value)?.ok_or($empty)
+            }
+        }
+        impl From<$ty> for String {
+            fn from(value: $ty) -> String {
+                value.0
+            }
+        }
+        impl std::fmt::Display for $ty {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(&self.0)
+            }
+        }
+        impl AsRef<str> for $ty {
+            fn as_ref(&self) -> &str {
+                &self.0
+            }
+        }
+    };
+}
+text_newtype!(Reason, TextError::ReasonEmpty);
+text_newtype!(ProviderRef, TextError::ProviderRefEmpty);
 
 /// How an operator resolves an unknown outcome.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Resolution {
     /// The provider did act: record `sent` with its reference.
-    Sent { provider_ref: String },
+    Sent { provider_ref: ProviderRef },
     /// It did not: record `failed` and retry through the outbox, same key.
     FailedRetry,
     /// It did not, and must not be retried.
@@ -177,14 +237,15 @@ pub enum Resolution {
 
 impl crate::ResolveAs {
     /// The single resolution one key of a bulk resolve takes.
-    pub fn resolution(self, provider_ref: Option<&str>) -> Resolution {
-        match self {
+    /// `None`: resolving as sent without a reference, which no check lets through.
+    pub fn resolution(self, provider_ref: Option<&ProviderRef>) -> Option<Resolution> {
+        Some(match self {
             crate::ResolveAs::Sent => Resolution::Sent {
-                provider_ref: provider_ref.unwrap_or_default().to_owned(),
+                provider_ref: provider_ref?.clone(),
             },
             crate::ResolveAs::FailedRetry => Resolution::FailedRetry,
             crate::ResolveAs::Failed => Resolution::FailedPermanently,
-        }
+        })
     }
 }
 
@@ -196,12 +257,17 @@ impl Resolution {
         }
     }
 
-    /// The audit spelling.
-    pub fn action(&self) -> &'static str {
+    /// The audit log's action for it.
+    pub fn action(&self) -> crate::AuditAction {
+        crate::AuditAction::resolved(self.resolve_as())
+    }
+
+    /// The bulk resolution of the same kind.
+    pub fn resolve_as(&self) -> crate::ResolveAs {
         match self {
-            Resolution::Sent { .. } => "resolve:sent",
-            Resolution::FailedRetry => "resolve:failed-retry",
-            Resolution::FailedPermanently => "resolve:failed",
+            Resolution::Sent { .. } => crate::ResolveAs::Sent,
+            Resolution::FailedRetry => crate::ResolveAs::FailedRetry,
+            Resolution::FailedPermanently => crate::ResolveAs::Failed,
         }
     }
 }
@@ -241,6 +307,15 @@ impl ActionOutcome {
 
 #[cfg(test)]
 mod tests {
+    /// A reason as typed, as the audit log would keep it.
+    fn reason(text: &str) -> Result<Option<String>, TextError> {
+        Reason::parse(text).map(|r| r.map(String::from))
+    }
+
+    /// A provider reference as typed, as a claim would record it.
+    fn provider_ref(text: &str) -> Result<Option<String>, TextError> {
+        ProviderRef::parse(text).map(|r| r.map(String::from))
+    }
 
     #[test]
     fn a_reason_or_reference_with_a_hidden_text_direction_change_is_refused() {
@@ -248,7 +323,7 @@ mod tests {
             reason("sent by \u{202E}nimda"),
             Err(TextError::ReasonInvisible(0x202E))
         );
-        assert_eq!(reason("שולם אצל הספק"), Ok(Some("שולם אצל הספק")));
+        assert_eq!(reason("שולם אצל הספק"), Ok(Some("שולם אצל הספק".into())));
         assert_eq!(
             provider_ref("msg_\u{200B}1842"),
             Err(TextError::ProviderRefInvisible(0x200B))
@@ -319,11 +394,14 @@ mod tests {
     #[test]
     fn a_reason_is_bounded_in_characters_and_keeps_its_line_breaks() {
         assert_eq!(reason("  "), Ok(None));
-        assert_eq!(reason(" ok\nthen\tthis "), Ok(Some("ok\nthen\tthis")));
+        assert_eq!(
+            reason(" ok\nthen\tthis "),
+            Ok(Some("ok\nthen\tthis".into()))
+        );
         let longest = "é".repeat(MAX_REASON_CHARS);
         assert_eq!(
             reason(&longest),
-            Ok(Some(longest.as_str())),
+            Ok(Some(longest.clone())),
             "characters, not bytes"
         );
         assert_eq!(
@@ -340,14 +418,14 @@ mod tests {
 
     #[test]
     fn a_provider_reference_is_bounded_in_bytes_without_control_characters() {
-        assert_eq!(provider_ref(" pi_3Nf "), Ok(Some("pi_3Nf")));
+        assert_eq!(provider_ref(" pi_3Nf "), Ok(Some("pi_3Nf".into())));
         assert_eq!(provider_ref(""), Ok(None));
         assert_eq!(
             provider_ref(&"r".repeat(5000)),
             Err(TextError::ProviderRefTooLong(5000))
         );
         assert_eq!(
-            provider_ref(&"r".repeat(256)).map(|r| r.map(str::len)),
+            provider_ref(&"r".repeat(256)).map(|r| r.map(|r| r.len())),
             Ok(Some(256))
         );
         assert_eq!(provider_ref("a\tb"), Err(TextError::ProviderRefControl));

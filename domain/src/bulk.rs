@@ -79,7 +79,7 @@ fn check_lines(
         }
         match (
             resolve_as,
-            k.provider_ref.as_deref().map(action::provider_ref),
+            k.provider_ref.as_deref().map(action::ProviderRef::parse),
         ) {
             (ResolveAs::Sent, None | Some(Ok(None))) => {
                 refuse("resolving as sent needs the provider's reference for each key".into())

@@ -59,25 +59,42 @@ pub fn is_invisible_or_bidi(c: char) -> bool {
 
 /// The name of an account, as a person, the identity proxy or an OpenID
 /// provider gives it: a consumer name's rules (not empty, at most 128
-/// bytes, no control character), and no invisible or text-direction
-/// character ([`is_invisible_or_bidi`]).
-pub fn account_name(text: &str) -> Result<String, KeyError> {
-    let name = ConsumerName::parse(text.trim())?;
-    if let Some((at, c)) = name
-        .as_str()
-        .char_indices()
-        .find(|(_, c)| is_invisible_or_bidi(*c))
-    {
-        return Err(KeyError::Invisible {
-            what: "account name",
-            code: c as u32,
-            at,
-        });
+/// bytes, no control character, trimmed), and no invisible or
+/// text-direction character ([`is_invisible_or_bidi`]), so an audit row
+/// reading "admin" is admin.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct AccountName(String);
+
+impl AccountName {
+    pub fn parse(text: impl AsRef<str>) -> Result<Self, KeyError> {
+        let name = ConsumerName::parse(text.as_ref().trim())?;
+        if let Some((at, c)) = name
+            .as_str()
+            .char_indices()
+            .find(|(_, c)| is_invisible_or_bidi(*c))
+        {
+            return Err(KeyError::Invisible {
+                what: "account name",
+                code: c as u32,
+                at,
+            });
+        }
+        Ok(AccountName(name.0))
     }
-    Ok(name.to_string())
+
+    /// A name read back from Idem's own tables, which hold only names
+    /// [`parse`](Self::parse) let in.
+    pub fn of_row(name: String) -> Self {
+        AccountName(name)
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
 }
 
-/// A name the rules of [`token_name`] refuse; the text says them.
+/// A name the rules of [`TokenName`] refuse; the text says them.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
     "“{0}” is not a token name: use 1 to 64 lower-case letters, digits, '-', '_' and '.', starting with a letter or digit."
@@ -87,17 +104,49 @@ pub struct BadTokenName(pub String);
 /// An API token's name: 1 to 64 lower-case ASCII letters, digits, `-`,
 /// `_` and `.`, starting with a letter or digit (it names the token in the
 /// audit log's actor, `owner (token name)`, and on the command line).
-pub fn token_name(text: &str) -> Result<&str, BadTokenName> {
-    let valid = (1..=64).contains(&text.len())
-        && text.starts_with(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit())
-        && text
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"-_.".contains(&b));
-    if valid {
-        Ok(text)
-    } else {
-        let shown: String = text.chars().take(80).filter(|c| !c.is_control()).collect();
-        Err(BadTokenName(shown))
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct TokenName(String);
+
+impl TokenName {
+    pub const MAX_BYTES: usize = 64;
+
+    pub fn parse(text: impl AsRef<str>) -> Result<Self, BadTokenName> {
+        let text = text.as_ref();
+        let valid = (1..=Self::MAX_BYTES).contains(&text.len())
+            && text.starts_with(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit())
+            && text
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"-_.".contains(&b));
+        if valid {
+            Ok(TokenName(text.to_owned()))
+        } else {
+            let shown: String = text.chars().take(80).filter(|c| !c.is_control()).collect();
+            Err(BadTokenName(shown))
+        }
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl TryFrom<String> for TokenName {
+    type Error = BadTokenName;
+    fn try_from(value: String) -> Result<Self, BadTokenName> {
+        Self::parse(value)
+    }
+}
+
+impl From<TokenName> for String {
+    fn from(value: TokenName) -> String {
+        value.0
+    }
+}
+
+impl fmt::Display for TokenName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
     }
 }
 
@@ -207,6 +256,7 @@ macro_rules! string_newtype_conversions {
 }
 string_newtype_conversions!(IdempotencyKey);
 string_newtype_conversions!(ConsumerName);
+string_newtype_conversions!(AccountName);
 
 /// Everything but RFC 3986 unreserved characters and `:`/`@` (which are legal
 /// in a path segment and keep `renewal:account-1842` readable in a link).
@@ -244,11 +294,11 @@ mod tests {
     #[test]
     fn an_account_name_refuses_invisible_and_text_direction_characters() {
         assert_eq!(
-            account_name("  olga@example.com ").unwrap(),
+            AccountName::parse("  olga@example.com ").unwrap().as_str(),
             "olga@example.com"
         );
         assert_eq!(
-            account_name("دانيال").unwrap(),
+            AccountName::parse("دانيال").unwrap().as_str(),
             "دانيال",
             "right-to-left letters are letters"
         );
@@ -260,7 +310,7 @@ mod tests {
             "\u{FEFF}admin",
         ] {
             assert!(
-                matches!(account_name(sneaky), Err(KeyError::Invisible { .. })),
+                matches!(AccountName::parse(sneaky), Err(KeyError::Invisible { .. })),
                 "{sneaky:?}"
             );
         }

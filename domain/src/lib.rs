@@ -4,12 +4,16 @@
 //! framework. A value of a type from this crate has already been checked, so
 //! code that receives an [`IdempotencyKey`] never re-validates it.
 
+#[macro_use]
+mod status;
 pub mod action;
+mod audit;
 mod bulk;
 mod catalogue;
 mod check;
 mod count;
 mod histogram;
+mod ids;
 mod key;
 mod metric;
 mod read_only;
@@ -20,18 +24,19 @@ mod retention;
 mod rights;
 pub mod sign_in;
 pub mod slo;
-mod status;
 pub mod story;
 mod zone;
 
+pub use audit::{AuditAction, AuditResult, AuditState, ClaimState};
 pub use bulk::{BadLine, BulkKey, check_keys, parse_references};
 pub use catalogue::{Catalogue, CatalogueEntry, ProviderContract, check_team};
 pub use check::{Check, Finding};
 pub use count::CappedCount;
 pub use histogram::{Histogram, le_bound, le_label};
+pub use ids::{BadId, DeadLetterId, ReconciliationId, RunId};
 pub use key::{
-    BadTokenName, ConsumerName, IdempotencyKey, KeyError, account_name, decode_segment,
-    encode_segment, is_invisible_or_bidi, token_name,
+    AccountName, BadTokenName, ConsumerName, IdempotencyKey, KeyError, TokenName, decode_segment,
+    encode_segment, is_invisible_or_bidi,
 };
 pub use metric::{FIFO_DEDUPE_WINDOW_SECONDS, Metric, MetricKind};
 pub use read_only::ReadOnlyConsumers;

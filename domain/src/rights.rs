@@ -42,6 +42,39 @@ impl Within {
     pub fn is_every(&self) -> bool {
         matches!(self, Within::Every)
     }
+
+    /// The consumers a read narrowed to `consumer` (when one is named)
+    /// reaches: that one if it is among these, else none.
+    pub fn narrowed_to(&self, consumer: Option<&ConsumerName>) -> Within {
+        match consumer {
+            None => self.clone(),
+            Some(c) if self.allows(c.as_str()) => Within::Only(vec![c.clone()]),
+            Some(_) => Within::Only(Vec::new()),
+        }
+    }
+
+    /// Whether an objective over `scope` counts only consumers among these
+    /// (a fleet-wide one counts every consumer; a team's, every one the
+    /// catalogue gives the team).
+    pub fn reads(&self, catalogue: &Catalogue, scope: &crate::slo::Scope) -> bool {
+        use crate::slo::Scope;
+        match (self, scope) {
+            (Within::Every, _) => true,
+            (Within::Only(_), Scope::Fleet) => false,
+            (Within::Only(_), Scope::Team(team)) => {
+                let mut of_team = catalogue
+                    .entries()
+                    .iter()
+                    .filter(|e| &e.team == team)
+                    .peekable();
+                of_team.peek().is_some() && of_team.all(|e| self.allows(e.name.as_str()))
+            }
+            (Within::Only(_), Scope::Consumers { names, .. }) => {
+                names.iter().all(|n| self.allows(n))
+            }
+            (Within::Only(_), Scope::Consumer { name, .. }) => self.allows(name),
+        }
+    }
 }
 
 /// Why a person may not read or act on a consumer, in words that name its

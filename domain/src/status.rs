@@ -49,11 +49,11 @@ macro_rules! text_enum {
         }
 
         impl FromStr for $name {
-            type Err = UnknownValue;
-            fn from_str(value: &str) -> Result<Self, UnknownValue> {
+            type Err = $crate::UnknownValue;
+            fn from_str(value: &str) -> Result<Self, $crate::UnknownValue> {
                 match value {
                     $($text => Ok($name::$variant),)+
-                    _ => Err(UnknownValue {
+                    _ => Err($crate::UnknownValue {
                         what: $what,
                         value: value.to_owned(),
                         expected: &[$($text),+],
@@ -242,13 +242,9 @@ impl RunKind {
         }
     }
 
-    /// The audit log's action for its start.
-    pub const fn audit_action(self) -> &'static str {
-        match self {
-            RunKind::Replay => "redrive",
-            RunKind::Discard => "bulk-discard",
-            RunKind::Resolve => "bulk-resolve",
-        }
+    /// The audit log's action for its start and its end.
+    pub const fn audit_action(self) -> crate::AuditAction {
+        crate::AuditAction::run(self)
     }
 
     /// The outcome of an item it settled (not skipped).

@@ -147,12 +147,16 @@ impl Slo {
                 {
                     return None;
                 }
+                // The instance carries its own consumer and objective only:
+                // a person shown it learns nothing of the SLO's others.
                 let mut own = self.clone();
                 if let Some((_, objective)) =
                     self.objectives.iter().find(|(c, _)| c.as_str() == name)
                 {
                     own.objective = *objective;
                 }
+                own.objectives.clear();
+                own.consumers.retain(|c| c.as_str() == name);
                 Some(Instance {
                     slo: own,
                     scope: Scope::Consumer {

@@ -275,6 +275,31 @@ mod scopes {
     }
 
     #[test]
+    fn a_per_consumer_instance_names_no_other_consumer_nor_its_objective() {
+        let mut named = slo(0.999, Span::days(28), 0);
+        named.per_consumer = true;
+        named.consumers = ["payment-webhooks", "reminders"]
+            .map(|n| ConsumerName::parse(n).unwrap())
+            .to_vec();
+        named
+            .objectives
+            .insert(ConsumerName::parse("reminders").unwrap(), Objective(0.95));
+        let got = instances(&set(vec![named]), &catalogue(), &[]);
+        let mine = got
+            .iter()
+            .find(|i| i.scope.consumer() == Some("payment-webhooks"))
+            .unwrap();
+        let shown = format!("{:?}", mine.slo);
+        assert!(!shown.contains("reminders"), "{shown}");
+        assert_eq!(mine.slo.objective.get(), 0.999);
+        let theirs = got
+            .iter()
+            .find(|i| i.scope.consumer() == Some("reminders"))
+            .unwrap();
+        assert_eq!(theirs.slo.objective.get(), 0.95);
+    }
+
+    #[test]
     fn every_consumer_means_the_catalogues_and_those_seen_in_the_tables() {
         let mut each = slo(0.999, Span::days(28), 0);
         each.per_consumer = true;

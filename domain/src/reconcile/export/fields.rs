@@ -148,9 +148,9 @@ pub(super) fn record(
     let reference = match fields.reference.as_deref().map(str::trim) {
         None | Some("") => None,
         Some(r) => Some(
-            action::provider_ref(r)
+            action::ProviderRef::parse(r)
                 .map_err(|e| e.to_string())?
-                .map(str::to_owned)
+                .map(String::from)
                 .ok_or("the reference is blank")?,
         ),
     };
