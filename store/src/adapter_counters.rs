@@ -10,12 +10,12 @@
 //! sequences nor adapters: there the table only holds declarations that a
 //! consumer's duplicates cannot be observed.
 
-use idem_domain::Metric;
+use idem_domain::{Metric, Within};
 
+use crate::facets::Metrics;
 use crate::{
     StoreResult,
     dialect::{Backend, dispatch},
-    store::Store,
     ts::Ts,
 };
 
@@ -47,11 +47,11 @@ WITH locked AS (
 UPDATE adapter_counters AS a SET sampled = g.value
 FROM gained AS g WHERE a.consumer = g.consumer AND a.metric = g.metric";
 
-impl Store {
+impl Metrics<'_> {
     /// Adds what every registered adapter sequence gained since the last
     /// sample to `at`'s minute; how many counters moved. Nothing to do on
     /// SQLite.
-    pub async fn sample_adapter_counters(&self, at: Ts) -> StoreResult<u64> {
+    pub async fn sample_adapter_counters(self, at: Ts) -> StoreResult<u64> {
         match &self.pools {
             Backend::Sqlite(_) => Ok(0),
             Backend::Postgres(pool) => {
@@ -61,13 +61,18 @@ impl Store {
         }
     }
 
-    /// The consumers whose `metric` an adapter has declared it cannot
-    /// observe (a registration without a sequence), in name order.
-    pub async fn unobservable(&self, metric: Metric) -> StoreResult<Vec<String>> {
-        const SQL: &str = "SELECT consumer FROM adapter_counters \
-             WHERE metric = $1 AND sequence_name IS NULL ORDER BY consumer";
+    /// The consumers `within` allows whose `metric` an adapter has declared
+    /// it cannot observe (a registration without a sequence), in name order.
+    pub async fn unobservable(self, metric: Metric, within: &Within) -> StoreResult<Vec<String>> {
+        let mut sql = crate::sql::Sql::default();
+        let m = sql.param(metric.name());
+        sql.push(&format!(
+            "SELECT consumer FROM adapter_counters WHERE metric = {m} AND sequence_name IS NULL"
+        ));
+        sql.and_within(within, "consumer");
+        sql.push(" ORDER BY consumer");
         let names = dispatch!(&self.pools, pool => {
-            sqlx::query_scalar(SQL).bind(metric.name()).fetch_all(pool).await?
+            crate::sql::bind_all!(sqlx::query_scalar(&sql.text), &sql.binds).fetch_all(pool).await?
         });
         Ok(names)
     }
@@ -76,7 +81,7 @@ impl Store {
     /// sequence, where its running count is kept): what an adapter's
     /// install script does in SQL, for tests and tools.
     pub async fn register_adapter_counter(
-        &self,
+        self,
         consumer: &str,
         metric: Metric,
         sequence: Option<&str>,

@@ -18,7 +18,8 @@
 use chrono::TimeDelta;
 use idem_domain::{Metric, ReplayPublication};
 
-use crate::{MetricSample, StoreResult, dialect::dispatch, store::Store, ts::Ts};
+use crate::facets::Brokers;
+use crate::{MetricSample, StoreResult, dialect::dispatch, ts::Ts};
 
 /// A message a broker dead-lettered, as Idem stores it.
 #[derive(Debug, Clone, PartialEq)]
@@ -88,12 +89,12 @@ const REPLAY_COLUMNS: &str = "o.id AS outbox_id, o.consumer, o.idempotency_key, 
      COALESCE(d.properties, '{}') AS properties, o.published_at, o.attempts, \
      o.last_error, o.next_attempt_at";
 
-impl Store {
+impl Brokers<'_> {
     /// Stores a broker's dead letter and counts it in the consumer's dead
     /// letters for the minute `now`, in one transaction; its id, and whether
     /// it is new (false: the same death was stored before).
     pub async fn record_broker_dead_letter(
-        &self,
+        self,
         dl: &NewBrokerDeadLetter,
         now: Ts,
     ) -> StoreResult<(i64, bool)> {
@@ -140,7 +141,7 @@ impl Store {
 
     /// The replay outbox row `outbox_id` when it replays a broker's dead
     /// letter (`None` for any other row).
-    pub async fn broker_replay(&self, outbox_id: i64) -> StoreResult<Option<BrokerReplay>> {
+    pub async fn broker_replay(self, outbox_id: i64) -> StoreResult<Option<BrokerReplay>> {
         let sql = format!(
             "SELECT {REPLAY_COLUMNS} FROM outbox o JOIN dead_letters d ON d.id = o.dead_letter_id \
              WHERE o.id = $1 AND d.broker IS NOT NULL"
@@ -152,7 +153,7 @@ impl Store {
 
     /// Unpublished replays of broker dead letters whose next attempt is due
     /// at `now`, oldest first (at most `limit`): the background relay's work.
-    pub async fn broker_replays_due(&self, now: Ts, limit: i64) -> StoreResult<Vec<BrokerReplay>> {
+    pub async fn broker_replays_due(self, now: Ts, limit: i64) -> StoreResult<Vec<BrokerReplay>> {
         let sql = format!(
             "SELECT {REPLAY_COLUMNS} FROM outbox o JOIN dead_letters d ON d.id = o.dead_letter_id \
              WHERE o.published_at IS NULL AND o.dead_letter_id IS NOT NULL AND d.broker IS NOT NULL \
@@ -167,7 +168,7 @@ impl Store {
 
     /// Takes the row for one attempt to publish: true when it is still
     /// unpublished and nobody else is publishing it.
-    pub async fn lease_publication(&self, outbox_id: i64, now: Ts) -> StoreResult<bool> {
+    pub async fn lease_publication(self, outbox_id: i64, now: Ts) -> StoreResult<bool> {
         const SQL: &str = "UPDATE outbox SET publishing_until = $2, attempts = attempts + 1 \
              WHERE id = $1 AND published_at IS NULL \
              AND (publishing_until IS NULL OR publishing_until < $3)";
@@ -179,7 +180,7 @@ impl Store {
     }
 
     /// The broker confirmed the row's message at `at`.
-    pub async fn publication_confirmed(&self, outbox_id: i64, at: Ts) -> StoreResult<()> {
+    pub async fn publication_confirmed(self, outbox_id: i64, at: Ts) -> StoreResult<()> {
         const SQL: &str = "UPDATE outbox SET published_at = $2, publishing_until = NULL, \
              next_attempt_at = NULL, last_error = NULL WHERE id = $1 AND published_at IS NULL";
         dispatch!(&self.pools, pool => {
@@ -191,7 +192,7 @@ impl Store {
     /// The broker did not confirm the row's message: why, and when the
     /// background relay tries again.
     pub async fn publication_failed(
-        &self,
+        self,
         outbox_id: i64,
         error: &str,
         next_attempt_at: Ts,

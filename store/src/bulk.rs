@@ -241,11 +241,12 @@ impl Store {
             Backend::Postgres(pool) => {
                 let mut data = String::with_capacity(rows.len() * 160);
                 for a in rows {
+                    let (before, after) = states(a);
                     csv_row!(&mut data;
                         text a.action_id.as_deref(), time Some(a.at), text Some(&a.actor), text Some(&a.actor_role),
-                        text Some(&a.action), text a.consumer.as_deref(), text a.key.as_deref(), text a.target.as_deref(),
-                        text a.state_before.as_deref(), text a.state_after.as_deref(), text a.reason.as_deref(),
-                        text Some(&a.result), text a.client_addr.as_deref(),
+                        text Some(a.action.as_str()), text a.consumer.as_deref(), text a.key.as_deref(), text a.target.as_deref(),
+                        text before.as_deref(), text after.as_deref(), text a.reason.as_deref(),
+                        text Some(a.result.as_str()), text a.client_addr.as_deref(),
                     );
                 }
                 copy_csv(pool, "COPY audit_log (action_id, at, actor, actor_role, action, consumer, idempotency_key, target, \
@@ -254,18 +255,19 @@ impl Store {
             Backend::Sqlite(pool) => {
                 insert_chunks(pool, "INSERT INTO audit_log (action_id, at, actor, actor_role, action, consumer, idempotency_key, \
                          target, state_before, state_after, reason, result, client_addr) ", rows, |mut row, a| {
+                        let (before, after) = states(a);
                         row.push_bind(&a.action_id)
                             .push_bind(Ts(a.at))
                             .push_bind(&a.actor)
                             .push_bind(&a.actor_role)
-                            .push_bind(&a.action)
+                            .push_bind(a.action.as_str())
                             .push_bind(&a.consumer)
                             .push_bind(&a.key)
                             .push_bind(&a.target)
-                            .push_bind(&a.state_before)
-                            .push_bind(&a.state_after)
+                            .push_bind(before)
+                            .push_bind(after)
                             .push_bind(&a.reason)
-                            .push_bind(&a.result)
+                            .push_bind(a.result.as_str())
                             .push_bind(&a.client_addr);
                     })
                 .await?;
@@ -288,4 +290,10 @@ impl Store {
         }
         Ok(())
     }
+}
+
+/// An audit entry's states as the audit log spells them.
+fn states(entry: &idem_domain::AuditEntry) -> (Option<String>, Option<String>) {
+    let spelled = |s: &Option<idem_domain::AuditState>| s.as_ref().map(ToString::to_string);
+    (spelled(&entry.state_before), spelled(&entry.state_after))
 }

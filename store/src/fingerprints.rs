@@ -2,7 +2,8 @@
 //! which key each fingerprint Idem has logged stands for — kept while it is
 //! logged, deleted [`FINGERPRINT_KEEP_DAYS`] after it was last logged.
 
-use crate::{StoreResult, dialect::dispatch, store::Store, ts::Ts};
+use crate::facets::{Claims, System};
+use crate::{StoreResult, dialect::dispatch, ts::Ts};
 
 /// `idem_meta` name of the secret fingerprints are keyed with, when
 /// `IDEM_LOG_KEY_SECRET` does not set one.
@@ -11,11 +12,11 @@ pub const LOG_FINGERPRINT_SECRET: &str = "log_fingerprint_secret";
 /// How long after it was last logged a fingerprint still finds its key.
 pub const FINGERPRINT_KEEP_DAYS: i64 = 30;
 
-impl Store {
+impl System<'_> {
     /// This install's fingerprint secret: the one stored, or else
     /// `generated`, stored now. Every replica gets the same one, whichever
     /// stored it first.
-    pub async fn log_fingerprint_secret(&self, generated: &str) -> StoreResult<String> {
+    pub async fn log_fingerprint_secret(self, generated: &str) -> StoreResult<String> {
         const KEEP: &str =
             "INSERT INTO idem_meta (name, value) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING";
         dispatch!(&self.pools, pool => {
@@ -30,7 +31,7 @@ impl Store {
     /// Keeps which key `fingerprint` stands for, logged at `at`: its first
     /// key stays, and the time it was last logged moves on.
     pub async fn record_key_fingerprint(
-        &self,
+        self,
         fingerprint: &str,
         consumer: &str,
         key: &str,
@@ -50,7 +51,7 @@ impl Store {
 
     /// Deletes the fingerprints not logged for [`FINGERPRINT_KEEP_DAYS`]
     /// before `now` (a range of their index); how many.
-    pub async fn prune_key_fingerprints(&self, now: Ts) -> StoreResult<u64> {
+    pub async fn prune_key_fingerprints(self, now: Ts) -> StoreResult<u64> {
         const SQL: &str = "DELETE FROM key_fingerprints WHERE last_logged_at < $1";
         let before = Ts::from(now.0 - chrono::TimeDelta::days(FINGERPRINT_KEEP_DAYS));
         let deleted = dispatch!(&self.pools, pool => {
@@ -58,10 +59,12 @@ impl Store {
         });
         Ok(deleted)
     }
+}
 
+impl Claims<'_> {
     /// The consumer and key a logged fingerprint stands for, if Idem logged it.
     pub async fn key_by_fingerprint(
-        &self,
+        self,
         fingerprint: &str,
     ) -> StoreResult<Option<(String, String)>> {
         const SQL: &str =

@@ -18,7 +18,8 @@
 
 use chrono::TimeDelta;
 
-use crate::{StoreResult, dialect::dispatch, store::Store, ts::Ts};
+use crate::facets::Tokens;
+use crate::{StoreResult, dialect::dispatch, ts::Ts};
 
 /// How long keys are kept: the draft asks for at least 24 hours.
 pub const IDEMPOTENCY_KEEP: TimeDelta = TimeDelta::hours(48);
@@ -46,11 +47,11 @@ struct KeyRow {
     body: Option<String>,
 }
 
-impl Store {
+impl Tokens<'_> {
     /// Binds `key` to `fingerprint` for `token_id`, or says what an earlier
     /// request with the key left.
     pub async fn begin_idempotent(
-        &self,
+        self,
         token_id: i64,
         key: &str,
         fingerprint: &str,
@@ -100,7 +101,7 @@ impl Store {
 
     /// Keeps the answer to the request that began `key`.
     pub async fn finish_idempotent(
-        &self,
+        self,
         token_id: i64,
         key: &str,
         status: u16,
@@ -117,7 +118,7 @@ impl Store {
 
     /// Forgets a key whose request was not answered for good (a 5xx): the
     /// client may send it again.
-    pub async fn abandon_idempotent(&self, token_id: i64, key: &str) -> StoreResult<()> {
+    pub async fn abandon_idempotent(self, token_id: i64, key: &str) -> StoreResult<()> {
         const SQL: &str = "DELETE FROM api_idempotency \
              WHERE token_id = $1 AND idempotency_key = $2 AND status IS NULL";
         dispatch!(&self.pools, pool => {
@@ -127,7 +128,7 @@ impl Store {
     }
 
     /// Deletes keys begun before `before` (an index range); how many.
-    pub async fn sweep_idempotency(&self, before: Ts) -> StoreResult<u64> {
+    pub async fn sweep_idempotency(self, before: Ts) -> StoreResult<u64> {
         const SQL: &str = "DELETE FROM api_idempotency WHERE started_at < $1";
         let done = dispatch!(&self.pools, pool => {
             sqlx::query(SQL).bind(before).execute(pool).await?.rows_affected()

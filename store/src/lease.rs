@@ -7,16 +7,17 @@
 //! it expires; a holder that stops releases it, and one that dies loses it
 //! when it expires.
 
-use crate::{StoreResult, Ts, dialect::dispatch, store::Store};
+use crate::facets::System;
+use crate::{StoreResult, Ts, dialect::dispatch};
 
 /// The lease under which hourly rollups, the demo and the session sweeper run.
 pub const BACKGROUND_LEASE: &str = "background";
 
-impl Store {
+impl System<'_> {
     /// Takes or renews `name` for `holder` until `until`; whether `holder`
     /// holds it now. `now` decides whether another holder's lease expired.
     pub async fn hold_lease(
-        &self,
+        self,
         name: &str,
         holder: &str,
         now: Ts,
@@ -39,7 +40,7 @@ impl Store {
     }
 
     /// Gives `name` up, if `holder` holds it, so another replica takes over at once.
-    pub async fn release_lease(&self, name: &str, holder: &str) -> StoreResult<()> {
+    pub async fn release_lease(self, name: &str, holder: &str) -> StoreResult<()> {
         const SQL: &str = "DELETE FROM idem_leases WHERE name = $1 AND holder = $2";
         dispatch!(&self.pools, pool => {
             sqlx::query(SQL).bind(name).bind(holder).execute(pool).await?;

@@ -17,6 +17,7 @@ mod consumer;
 mod cursor;
 mod dialect;
 mod error;
+mod facets;
 mod fingerprints;
 mod idempotency;
 mod lease;
@@ -48,6 +49,10 @@ pub use checks::{CheckLimits, SHARED_REFS_WATERMARK, SharedRefSweep};
 pub use consumer::{Claimed, Delivery, NewDeadLetter, NewOutboxRow, Outcome};
 pub use cursor::PageRequest;
 pub use error::{StoreError, StoreResult};
+pub use facets::{
+    Actions, Audit, Brokers, Checks, Claims, Lists, Metrics, People, Reconcile, Runs, System,
+    Tokens,
+};
 pub use fingerprints::{FINGERPRINT_KEEP_DAYS, LOG_FINGERPRINT_SECRET};
 pub use idempotency::{Begun, IDEMPOTENCY_KEEP};
 pub use lease::BACKGROUND_LEASE;

@@ -8,7 +8,8 @@
 
 use chrono::TimeDelta;
 
-use crate::{NewAuditEntry, StoreResult, dialect::dispatch, store::Store, ts::Ts};
+use crate::facets::People;
+use crate::{NewAuditEntry, StoreResult, dialect::dispatch, ts::Ts};
 
 /// How long one counter counts.
 pub const REFUSAL_WINDOW: TimeDelta = TimeDelta::minutes(15);
@@ -40,10 +41,10 @@ struct Ended {
     client_addr: Option<String>,
 }
 
-impl Store {
+impl People<'_> {
     /// Counts one refused request in its window (the window starts at the
     /// first refusal).
-    pub async fn count_refusal(&self, refusal: &Refusal<'_>, now: Ts) -> StoreResult<()> {
+    pub async fn count_refusal(self, refusal: &Refusal<'_>, now: Ts) -> StoreResult<()> {
         const COUNT: &str = "UPDATE refusal_counts SET refused = refused + 1 \
              WHERE actor = $1 AND reason = $2 AND window_start > $3";
         const OPEN: &str = "INSERT INTO refusal_counts \
@@ -69,7 +70,7 @@ impl Store {
 
     /// Audits every window that ended by `now` (one row each) and deletes
     /// its counter; how many.
-    pub async fn close_refusal_windows(&self, now: Ts) -> StoreResult<usize> {
+    pub async fn close_refusal_windows(self, now: Ts) -> StoreResult<usize> {
         const CLOSE: &str = "DELETE FROM refusal_counts WHERE (actor, reason, window_start) IN ( \
              SELECT actor, reason, window_start FROM refusal_counts \
              WHERE window_start <= $1 LIMIT $2) \
@@ -96,14 +97,15 @@ impl Store {
                 );
                 tx.append_audit_at(
                     &NewAuditEntry {
-                        actor: &window.actor,
-                        actor_role: &window.actor_role,
-                        action: "denied",
                         target: Some(&window.first_target),
                         reason: Some(&reason),
-                        result: "refused",
                         client_addr: window.client_addr.as_deref(),
-                        ..Default::default()
+                        ..NewAuditEntry::new(
+                            &window.actor,
+                            &window.actor_role,
+                            idem_domain::AuditAction::Denied,
+                            idem_domain::AuditResult::Refused,
+                        )
                     },
                     now,
                 )

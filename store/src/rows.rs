@@ -219,14 +219,20 @@ impl TryFrom<AuditRow> for idem_domain::AuditEntry {
             at: row.at.0,
             actor: row.actor,
             actor_role: row.actor_role,
-            action: row.action,
+            action: parse(&row.action)?,
             consumer: row.consumer,
             key: row.idempotency_key,
             target: row.target,
-            state_before: row.state_before,
-            state_after: row.state_after,
+            state_before: row
+                .state_before
+                .as_deref()
+                .map(idem_domain::AuditState::parse),
+            state_after: row
+                .state_after
+                .as_deref()
+                .map(idem_domain::AuditState::parse),
             reason: row.reason,
-            result: row.result,
+            result: parse(&row.result)?,
             client_addr: row.client_addr,
             recovery_seconds: row.recovery_seconds,
         })

@@ -10,8 +10,9 @@
 //! - **consumer** (without a prefix or small status): the consumer's activity index;
 //! - nothing (or `sent`): the activity index.
 
-use idem_domain::{CappedCount, Claim, ClaimStatus, ConsumerName, IdempotencyKey, Page};
+use idem_domain::{CappedCount, Claim, ClaimStatus, ConsumerName, Page};
 
+use crate::facets::Claims;
 use crate::{
     StoreResult,
     cursor::{self, PageRequest, paginate},
@@ -69,34 +70,31 @@ pub struct SearchResult {
 }
 
 impl Sql {
-    /// `WHERE …` for the search's filters (empty when there are none). The
-    /// status is an enum, so it is spelled as a literal: that is what lets a
-    /// partial index serve it.
+    /// ` AND …` for the search's filters but its consumers (empty when
+    /// there are none). The status is an enum, so it is spelled as a
+    /// literal: that is what lets a partial index serve it.
     fn filters(&mut self, search: &ClaimSearch) -> String {
-        let mut filters = Vec::new();
+        let mut filters = String::new();
         if let Some(prefix) = &search.prefix {
             let lower = self.param(Bind::Text(prefix.clone()));
-            filters.push(format!("idempotency_key >= {lower}"));
+            filters += &format!(" AND idempotency_key >= {lower}");
             if let Some(upper) = prefix_upper_bound(prefix) {
                 let upper = self.param(Bind::Text(upper));
-                filters.push(format!("idempotency_key < {upper}"));
+                filters += &format!(" AND idempotency_key < {upper}");
             }
         }
-        if let Some(consumer) = &search.consumer {
-            let p = self.param(consumer.as_str());
-            filters.push(format!("consumer = {p}"));
-        }
         if let Some(status) = search.status {
-            filters.push(format!("status = '{}'", status.as_str()));
+            filters += &format!(" AND status = '{}'", status.as_str());
         }
-        if let Some(within) = self.within(&search.within, "consumer") {
-            filters.push(within);
-        }
-        if filters.is_empty() {
-            String::new()
-        } else {
-            format!(" WHERE {}", filters.join(" AND "))
-        }
+        filters
+    }
+}
+
+impl ClaimSearch {
+    /// The consumers it reaches: its one consumer if the reader may see
+    /// it, else those they may.
+    fn reach(&self) -> idem_domain::Within {
+        self.within.narrowed_to(self.consumer.as_ref())
     }
 }
 
@@ -122,76 +120,93 @@ impl SearchOrder {
 }
 
 impl Sql {
-    /// The query for one page of a search in `order`, after the page's cursor.
+    /// The query for one page of a search in `order`, after the page's
+    /// cursor: each consumer's part (its primary key's range for a prefix,
+    /// its activity or status index otherwise), then the page of them all.
     fn page_query(
         search: &ClaimSearch,
         page: &PageRequest,
         order: SearchOrder,
     ) -> StoreResult<Sql> {
         let (time_column, list) = order.column_and_list();
+        let after = match &page.after {
+            Some(after) => {
+                let (at, consumer, key): (i64, String, String) = cursor::decode(list, after)?;
+                Some((cursor::instant(at)?, consumer, key))
+            }
+            None => None,
+        };
+        let newest = format!("ORDER BY {time_column} DESC, consumer DESC, idempotency_key DESC");
         let mut sql = Sql::default();
-        let filtered = sql.filters(search);
-        let (source, mut conditions) = if search.prefix.is_some() {
-            // The candidates: the first matches in key order (a range of the key index).
+        let limit = sql.param(Bind::Int(page.limit + 1));
+        let keyset = |sql: &mut Sql| match &after {
+            Some((at, consumer, key)) => {
+                let (a, c, k) = (
+                    sql.param(Bind::Ts(*at)),
+                    sql.param(Bind::Text(consumer.clone())),
+                    sql.param(Bind::Text(key.clone())),
+                );
+                format!(" AND ({time_column}, consumer, idempotency_key) < ({a}, {c}, {k})")
+            }
+            None => String::new(),
+        };
+        let source = if search.prefix.is_some() {
+            // The candidates: the first matches in key order (each
+            // consumer's a range of its primary key, then the first of all).
             let cap = sql.param(Bind::Int(
                 i64::try_from(search.candidates).unwrap_or(i64::MAX),
             ));
-            let source = format!(
-                "(SELECT {} FROM claims{filtered} ORDER BY idempotency_key, consumer LIMIT {cap}) AS candidates",
-                claim_columns!()
+            let parts = sql.each_consumer(&search.reach(), "consumer", |sql, only| {
+                let filtered = sql.filters(search);
+                format!(
+                    "SELECT {} FROM claims WHERE 1 = 1{filtered}{only} \
+                     ORDER BY idempotency_key, consumer LIMIT {cap}",
+                    claim_columns!()
+                )
+            });
+            let candidates = format!(
+                "SELECT * FROM ({parts}) AS matched ORDER BY idempotency_key, consumer LIMIT {cap}"
             );
-            (source, Vec::new())
+            let keyset = keyset(&mut sql);
+            format!("SELECT * FROM ({candidates}) AS candidates WHERE 1 = 1{keyset}")
         } else {
-            let conditions = filtered
-                .strip_prefix(" WHERE ")
-                .map(|f| vec![f.to_owned()])
-                .unwrap_or_default();
-            ("claims".to_owned(), conditions)
+            sql.each_consumer(&search.reach(), "consumer", |sql, only| {
+                let filtered = sql.filters(search);
+                let keyset = keyset(sql);
+                format!(
+                    "SELECT {} FROM claims WHERE 1 = 1{filtered}{only}{keyset} {newest} LIMIT {limit}",
+                    claim_columns!()
+                )
+            })
         };
-        if let Some(after) = &page.after {
-            let (at, consumer, key): (i64, String, String) = cursor::decode(list, after)?;
-            let at = cursor::instant(at)?;
-            let (a, c, k) = (
-                sql.param(Bind::Ts(at)),
-                sql.param(Bind::Text(consumer)),
-                sql.param(Bind::Text(key)),
-            );
-            conditions.push(format!(
-                "({time_column}, consumer, idempotency_key) < ({a}, {c}, {k})"
-            ));
-        }
-        let limit = sql.param(Bind::Int(page.limit + 1));
-        let condition = if conditions.is_empty() {
-            String::new()
-        } else {
-            format!(" WHERE {}", conditions.join(" AND "))
-        };
-        sql.text = format!(
-            "SELECT {} FROM {source}{condition} \
-             ORDER BY {time_column} DESC, consumer DESC, idempotency_key DESC LIMIT {limit}",
-            claim_columns!()
-        );
+        sql.text = format!("SELECT * FROM ({source}) AS found {newest} LIMIT {limit}");
         Ok(sql)
     }
 
-    /// The count of a prefix search's matches, capped one past its candidates.
+    /// The count of a prefix search's matches, capped one past its
+    /// candidates: each consumer's range of its primary key, ordered by key
+    /// so the count walks an index range, never the table.
     fn prefix_count(search: &ClaimSearch) -> Sql {
         let mut count = Sql::default();
-        let filtered = count.filters(search);
         let cap = count.param(Bind::Int(
             i64::try_from(search.candidates.saturating_add(1)).unwrap_or(i64::MAX),
         ));
-        // Ordered by key so the count walks the key index (the range), never the table.
+        let parts = count.each_consumer(&search.reach(), "consumer", |sql, only| {
+            let filtered = sql.filters(search);
+            format!(
+                "SELECT 1 FROM claims WHERE 1 = 1{filtered}{only} ORDER BY idempotency_key LIMIT {cap}"
+            )
+        });
         count.text = format!(
-            "SELECT COUNT(*) FROM (SELECT 1 FROM claims{filtered} ORDER BY idempotency_key LIMIT {cap}) AS capped"
+            "SELECT COUNT(*) FROM (SELECT 1 FROM ({parts}) AS matched LIMIT {cap}) AS capped"
         );
         count
     }
 }
 
-impl Store {
+impl Claims<'_> {
     pub async fn search_claims(
-        &self,
+        self,
         search: &ClaimSearch,
         page: &PageRequest,
     ) -> StoreResult<SearchResult> {
@@ -219,6 +234,58 @@ impl Store {
         })
     }
 
+    /// The claims whose provider reference is exactly `provider_ref` (what a
+    /// provider's support quotes) of the consumers `reach` allows, at most
+    /// `limit`, in key order. A range of `claims_by_provider_ref`.
+    pub async fn claims_by_provider_ref(
+        self,
+        provider_ref: &str,
+        reach: &idem_domain::Within,
+        limit: i64,
+    ) -> StoreResult<Vec<Claim>> {
+        let mut sql = Sql::default();
+        let r = sql.param(Bind::Text(provider_ref.to_owned()));
+        sql.push(&format!(
+            "SELECT {} FROM claims WHERE provider_ref = {r}",
+            claim_columns!()
+        ));
+        sql.and_within(reach, "consumer");
+        let limit = sql.param(Bind::Int(limit));
+        sql.push(&format!(
+            " ORDER BY consumer, idempotency_key LIMIT {limit}"
+        ));
+        let rows: Vec<ClaimRow> = dispatch!(&self.pools, pool => {
+            bind_all!(sqlx::query_as(&sql.text), &sql.binds).fetch_all(pool).await?
+        });
+        convert(rows)
+    }
+
+    /// The dead letters whose message id is exactly `message_id` of the
+    /// consumers `reach` allows, at most `limit`, newest first. A range of
+    /// `dead_letters_by_message_id`.
+    pub async fn dead_letters_by_message_id(
+        self,
+        message_id: &str,
+        reach: &idem_domain::Within,
+        limit: i64,
+    ) -> StoreResult<Vec<idem_domain::DeadLetter>> {
+        let mut sql = Sql::default();
+        let m = sql.param(Bind::Text(message_id.to_owned()));
+        sql.push(&format!(
+            "SELECT {} FROM dead_letters WHERE message_id = {m}",
+            dead_letter_columns!()
+        ));
+        sql.and_within(reach, "consumer");
+        let limit = sql.param(Bind::Int(limit));
+        sql.push(&format!(" ORDER BY id DESC LIMIT {limit}"));
+        let rows: Vec<DeadLetterRow> = dispatch!(&self.pools, pool => {
+            bind_all!(sqlx::query_as(&sql.text), &sql.binds).fetch_all(pool).await?
+        });
+        convert(rows)
+    }
+}
+
+impl Store {
     /// How many keys a prefix search matches, up to its candidates.
     async fn count_prefix_matches(&self, search: &ClaimSearch) -> StoreResult<CappedCount> {
         let count = Sql::prefix_count(search);
@@ -229,80 +296,6 @@ impl Store {
             u64::try_from(counted).unwrap_or(0),
             search.candidates,
         ))
-    }
-
-    /// The claims whose provider reference is exactly `provider_ref` (what a
-    /// provider's support quotes), at most `limit`; of
-    /// one consumer when given, in key order. A range of `claims_by_provider_ref`.
-    pub async fn claims_by_provider_ref(
-        &self,
-        provider_ref: &str,
-        consumer: Option<&ConsumerName>,
-        limit: i64,
-    ) -> StoreResult<Vec<Claim>> {
-        let mut sql = Sql::default();
-        let r = sql.param(Bind::Text(provider_ref.to_owned()));
-        let mut text = format!(
-            "SELECT {} FROM claims WHERE provider_ref = {r}",
-            claim_columns!()
-        );
-        if let Some(consumer) = consumer {
-            let c = sql.param(consumer.as_str());
-            text.push_str(&format!(" AND consumer = {c}"));
-        }
-        let limit = sql.param(Bind::Int(limit));
-        text.push_str(&format!(
-            " ORDER BY consumer, idempotency_key LIMIT {limit}"
-        ));
-        sql.text = text;
-        let rows: Vec<ClaimRow> = dispatch!(&self.pools, pool => {
-            bind_all!(sqlx::query_as(&sql.text), &sql.binds).fetch_all(pool).await?
-        });
-        convert(rows)
-    }
-
-    /// The dead letters whose message id is exactly `message_id`, at most
-    /// `limit`, newest first; of one consumer when given. A range of
-    /// `dead_letters_by_message_id`.
-    pub async fn dead_letters_by_message_id(
-        &self,
-        message_id: &str,
-        consumer: Option<&ConsumerName>,
-        limit: i64,
-    ) -> StoreResult<Vec<idem_domain::DeadLetter>> {
-        let mut sql = Sql::default();
-        let m = sql.param(Bind::Text(message_id.to_owned()));
-        let mut text = format!(
-            "SELECT {} FROM dead_letters WHERE message_id = {m}",
-            dead_letter_columns!()
-        );
-        if let Some(consumer) = consumer {
-            let c = sql.param(consumer.as_str());
-            text.push_str(&format!(" AND consumer = {c}"));
-        }
-        let limit = sql.param(Bind::Int(limit));
-        text.push_str(&format!(" ORDER BY id DESC LIMIT {limit}"));
-        sql.text = text;
-        let rows: Vec<DeadLetterRow> = dispatch!(&self.pools, pool => {
-            bind_all!(sqlx::query_as(&sql.text), &sql.binds).fetch_all(pool).await?
-        });
-        convert(rows)
-    }
-
-    /// Other claims that record `provider_ref` (at most `limit`).
-    pub async fn claims_with_provider_ref(
-        &self,
-        provider_ref: &str,
-        except: (&ConsumerName, &IdempotencyKey),
-        limit: i64,
-    ) -> StoreResult<Vec<(String, String)>> {
-        let except = (except.0.as_str(), except.1.as_str());
-        const SQL: &str = "SELECT consumer, idempotency_key FROM claims WHERE provider_ref = $1 \
-             AND NOT (consumer = $2 AND idempotency_key = $3) ORDER BY consumer, idempotency_key LIMIT $4";
-        let rows: Vec<(String, String)> = dispatch!(&self.pools, pool => {
-            sqlx::query_as(SQL).bind(provider_ref).bind(except.0).bind(except.1).bind(limit).fetch_all(pool).await?
-        });
-        Ok(rows)
     }
 }
 
@@ -349,20 +342,24 @@ mod tests {
         assert_eq!(
             sql.text,
             format!(
-                "SELECT {columns} FROM (SELECT {columns} FROM claims \
-                 WHERE idempotency_key >= $1 AND idempotency_key < $2 AND consumer = $3 \
-                 ORDER BY idempotency_key, consumer LIMIT $4) AS candidates \
-                 ORDER BY last_delivery_at DESC, consumer DESC, idempotency_key DESC LIMIT $5",
+                "SELECT * FROM (SELECT * FROM (SELECT * FROM (SELECT * FROM (SELECT {columns} \
+                 FROM claims WHERE 1 = 1 AND idempotency_key >= $4 AND idempotency_key < $5 \
+                 AND consumer = $3 ORDER BY idempotency_key, consumer LIMIT $2) AS part0) \
+                 AS matched ORDER BY idempotency_key, consumer LIMIT $2) AS candidates \
+                 WHERE 1 = 1) AS found \
+                 ORDER BY last_delivery_at DESC, consumer DESC, idempotency_key DESC LIMIT $1",
                 columns = claim_columns!()
             )
         );
         assert_eq!(sql.binds.len(), 5);
         let count = Sql::prefix_count(&search);
         assert!(
-            count
-                .text
-                .ends_with("ORDER BY idempotency_key LIMIT $4) AS capped")
+            count.text.ends_with(
+                "ORDER BY idempotency_key LIMIT $1) AS part0) AS matched LIMIT $1) AS capped"
+            ),
+            "{}",
+            count.text
         );
-        assert!(matches!(count.binds[3], Bind::Int(51)));
+        assert!(matches!(count.binds[0], Bind::Int(51)));
     }
 }

@@ -23,7 +23,8 @@
 use chrono::{DateTime, TimeDelta, Utc};
 use idem_domain::sign_in::{Admission, SignInLimits, Window};
 
-use crate::{NewAuditEntry, StoreResult, dialect::dispatch, store::Store, store::Tx, ts::Ts};
+use crate::facets::People;
+use crate::{NewAuditEntry, StoreResult, dialect::dispatch, store::Tx, ts::Ts};
 
 /// The account and client one sign-in attempt is counted under.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -108,18 +109,14 @@ impl Closed {
             end.format("%Y-%m-%d %H:%M:%S")
         );
         let result = if self.throttled > 0 {
-            "throttled"
+            idem_domain::AuditResult::Throttled
         } else {
-            "failed"
+            idem_domain::AuditResult::Failed
         };
         tx.append_audit(&NewAuditEntry {
-            actor,
-            actor_role: "anonymous",
-            action: "login",
             reason: Some(&reason),
-            result,
             client_addr: Some(&self.client),
-            ..Default::default()
+            ..NewAuditEntry::new(actor, "anonymous", idem_domain::AuditAction::Login, result)
         })
         .await?;
         Ok(())
@@ -208,14 +205,14 @@ fn window(row: Option<(Ts, i32, Option<Ts>)>) -> Window {
     }
 }
 
-impl Store {
+impl People<'_> {
     /// Decides whether one sign-in attempt may be checked and, if so,
     /// reserves a failure against its pair and client (released by
     /// [`Store::settle_sign_in`] if the password is right). A refused
     /// attempt is counted as throttled — on its pair's row when the pair
     /// has one, else on the client's — and moves no window.
     pub async fn reserve_sign_in(
-        &self,
+        self,
         limits: &SignInLimits,
         subject: &SignInSubject<'_>,
         now: Ts,
@@ -269,7 +266,7 @@ impl Store {
 
     /// Settles a reserved attempt (see [`SignInResult`]).
     pub async fn settle_sign_in(
-        &self,
+        self,
         subject: &SignInSubject<'_>,
         result: SignInResult,
         now: Ts,
@@ -299,7 +296,7 @@ impl Store {
     /// Whether the browser whose device token hashes to `device` signed in
     /// to `username` within `limits.known_for`.
     pub async fn known_device(
-        &self,
+        self,
         limits: &SignInLimits,
         username: &str,
         device: &str,
@@ -316,7 +313,7 @@ impl Store {
 
     /// Remembers that the browser whose device token hashes to `device`
     /// signed in to `username` now.
-    pub async fn remember_device(&self, username: &str, device: &str, now: Ts) -> StoreResult<()> {
+    pub async fn remember_device(self, username: &str, device: &str, now: Ts) -> StoreResult<()> {
         const SQL: &str = "INSERT INTO login_devices (username, device, last_ok_at) VALUES ($1, $2, $3) \
              ON CONFLICT (username, device) DO UPDATE SET last_ok_at = $3";
         dispatch!(&self.pools, pool => {
@@ -330,11 +327,7 @@ impl Store {
     /// before pairs', the order reservations take them in — and forgets
     /// browsers not seen for `limits.known_for`. Returns how many windows
     /// were closed.
-    pub async fn close_sign_in_windows(
-        &self,
-        limits: &SignInLimits,
-        now: Ts,
-    ) -> StoreResult<usize> {
+    pub async fn close_sign_in_windows(self, limits: &SignInLimits, now: Ts) -> StoreResult<usize> {
         const CLOSE: &str = "DELETE FROM login_failures WHERE (scope, account, client) IN ( \
              SELECT scope, account, client FROM login_failures \
              WHERE scope = $1 AND window_start <= $2 LIMIT $3) \

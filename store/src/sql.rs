@@ -90,6 +90,41 @@ impl Sql {
             self.push(&format!(" AND {condition}"));
         }
     }
+
+    /// A read of the consumers `reach` allows, written once per consumer:
+    /// `one(sql, only)` gives the statement for one of them, `only` being
+    /// the condition to append (` AND consumer = $n`), and the parts are
+    /// joined with `UNION ALL`. Every consumer: one statement, `only`
+    /// empty. None: one statement that matches nothing.
+    ///
+    /// Each part reads an index that leads with the consumer, so a person
+    /// limited to some teams reads their own rows — up to each part's own
+    /// `LIMIT` — never walking past another team's: the cost of the answer
+    /// does not grow with anyone else's data, nor does its time tell them
+    /// how much there is.
+    pub fn each_consumer(
+        &mut self,
+        reach: &idem_domain::Within,
+        column: &str,
+        mut one: impl FnMut(&mut Sql, &str) -> String,
+    ) -> String {
+        match reach {
+            idem_domain::Within::Every => one(self, ""),
+            idem_domain::Within::Only(names) if names.is_empty() => one(self, " AND 1 = 0"),
+            idem_domain::Within::Only(names) => {
+                let parts: Vec<String> = names
+                    .iter()
+                    .enumerate()
+                    .map(|(i, name)| {
+                        let p = self.param(name.as_str());
+                        let part = one(self, &format!(" AND {column} = {p}"));
+                        format!("SELECT * FROM ({part}) AS part{i}")
+                    })
+                    .collect();
+                parts.join(" UNION ALL ")
+            }
+        }
+    }
 }
 
 /// Binds an [`Sql`]'s parameters to a query, in the order they were added
@@ -131,6 +166,37 @@ mod tests {
             Some("c.consumer IN ($1, $2)")
         );
         assert_eq!(sql.binds[1], Bind::Text("x' OR '1'='1".into()));
+    }
+
+    #[test]
+    fn a_scoped_read_is_one_part_per_consumer_each_with_its_own_limit() {
+        use idem_domain::{ConsumerName, Within};
+        let two = Within::Only(vec![
+            ConsumerName::parse("pay").unwrap(),
+            ConsumerName::parse("payments").unwrap(),
+        ]);
+        let part = |sql: &mut Sql, only: &str| {
+            let limit = sql.param(11_i64);
+            format!("SELECT 1 FROM claims WHERE status = 'unknown'{only} LIMIT {limit}")
+        };
+        let mut sql = Sql::default();
+        assert_eq!(
+            sql.each_consumer(&two, "consumer", part),
+            "SELECT * FROM (SELECT 1 FROM claims WHERE status = 'unknown' AND consumer = $1 \
+             LIMIT $2) AS part0 UNION ALL SELECT * FROM (SELECT 1 FROM claims WHERE \
+             status = 'unknown' AND consumer = $3 LIMIT $4) AS part1"
+        );
+        assert_eq!(sql.binds[2], Bind::Text("payments".into()));
+        let mut every = Sql::default();
+        assert_eq!(
+            every.each_consumer(&Within::Every, "consumer", part),
+            "SELECT 1 FROM claims WHERE status = 'unknown' LIMIT $1"
+        );
+        let mut none = Sql::default();
+        assert!(
+            none.each_consumer(&Within::Only(vec![]), "consumer", part)
+                .contains("AND 1 = 0")
+        );
     }
 
     #[test]

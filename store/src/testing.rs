@@ -256,6 +256,53 @@ pub fn action_id(text: &str) -> idem_domain::action::ActionId {
     idem_domain::action::ActionId::parse(text).expect("a valid action id")
 }
 
+/// An account name for a test; panics on one the domain refuses.
+pub fn account(name: &str) -> idem_domain::AccountName {
+    idem_domain::AccountName::parse(name).expect("a valid account name")
+}
+
+/// A token name for a test; panics on one the domain refuses.
+pub fn token(name: &str) -> idem_domain::TokenName {
+    idem_domain::TokenName::parse(name).expect("a valid token name")
+}
+
+/// A reason as an operator would type it; panics on an empty or refused
+/// one. Kept for the test's whole run (requests borrow it).
+pub fn reason(text: &str) -> &'static idem_domain::action::Reason {
+    let reason = idem_domain::action::Reason::parse(text)
+        .expect("a valid reason")
+        .expect("a reason that is not empty");
+    Box::leak(Box::new(reason))
+}
+
+/// A provider reference; panics on an empty or refused one.
+pub fn provider_ref(text: &str) -> idem_domain::action::ProviderRef {
+    idem_domain::action::ProviderRef::parse(text)
+        .expect("a valid provider reference")
+        .expect("a reference that is not empty")
+}
+
+/// The resolution as sent with `reference`.
+pub fn sent(reference: &str) -> idem_domain::action::Resolution {
+    idem_domain::action::Resolution::Sent {
+        provider_ref: provider_ref(reference),
+    }
+}
+
+/// The action id a run started with `form` gives its key at `position`
+/// (what a test takes first to make the database refuse that item).
+pub fn run_key_action_id(
+    form: &idem_domain::action::ActionId,
+    position: i64,
+) -> idem_domain::action::ActionId {
+    crate::actions::redrive::item::derived_action_id(form.as_str(), &format!("key-{position}"))
+}
+
+/// A dead letter's id, as a test holds it from a write.
+pub fn dead_letter_id(id: i64) -> idem_domain::DeadLetterId {
+    idem_domain::DeadLetterId::of_row(id)
+}
+
 /// One stored row of `consumer_metrics`.
 #[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
 pub struct MetricRow {
@@ -268,6 +315,15 @@ pub struct MetricRow {
 
 /// Reads only tests make: what the pages never ask, but a test checks.
 impl Store {
+    /// The dead letter `id`, whoever's it is; panics when there is none.
+    pub async fn letter(&self, id: i64) -> idem_domain::DeadLetter {
+        self.claims()
+            .dead_letter(dead_letter_id(id), &idem_domain::Within::Every)
+            .await
+            .expect("the dead letter is read")
+            .expect("the dead letter exists")
+    }
+
     /// Claims whose key starts with `prefix` (any consumer), in key order.
     /// The prefix is matched literally — it is a range over the key index,
     /// not a `LIKE` pattern, so `%` and `_` are ordinary characters.
@@ -320,6 +376,7 @@ impl Store {
         to: Ts,
     ) -> StoreResult<Events> {
         let events = self
+            .metrics()
             .indicator_events_since(&[indicator], &[from], to)
             .await?;
         Ok(events[0][0])

@@ -6,11 +6,10 @@
 //! The secret itself never reaches this module: callers hand in its hash.
 
 use chrono::{DateTime, Utc};
-use idem_domain::{Rights, Role};
+use idem_domain::{AccountName, AuditAction, AuditResult, AuditState, Rights, Role, TokenName};
 
-use crate::{
-    StoreError, StoreResult, audit::NewAuditEntry, dialect::dispatch, store::Store, ts::Ts,
-};
+use crate::facets::Tokens;
+use crate::{StoreError, StoreResult, audit::NewAuditEntry, dialect::dispatch, ts::Ts};
 
 /// How often a token's "last used" is written: at most once a minute, so a
 /// busy script does not write on every request.
@@ -53,8 +52,8 @@ pub struct LiveToken {
 /// A token to create.
 #[derive(Debug, Clone)]
 pub struct NewToken<'a> {
-    pub name: &'a str,
-    pub owner: &'a str,
+    pub name: &'a TokenName,
+    pub owner: &'a AccountName,
     pub rights: &'a Rights,
     /// SHA-256 of the secret, hex.
     pub secret_sha256: &'a str,
@@ -152,10 +151,10 @@ impl TryFrom<LiveRow> for LiveToken {
 const TOKEN_COLUMNS: &str = "t.id, t.name, t.owner, t.role, t.rights, t.created_by, t.created_at, \
      t.expires_at, t.last_used_at, t.revoked_at";
 
-impl Store {
+impl Tokens<'_> {
     /// Creates a token for an enabled account, audited in the same
     /// transaction (`token created`, naming the token, its owner and rights).
-    pub async fn create_token(&self, new: &NewToken<'_>) -> StoreResult<TokenCreated> {
+    pub async fn create_token(self, new: &NewToken<'_>) -> StoreResult<TokenCreated> {
         const OWNER: &str = "SELECT COUNT(*) FROM users WHERE username = $1 AND NOT disabled";
         const INSERT: &str = "INSERT INTO api_tokens (name, owner, role, rights, secret_sha256, \
              created_by, created_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) \
@@ -168,13 +167,13 @@ impl Store {
         let now = Ts::now();
         let mut tx = self.begin().await?;
         let owners: i64 = dispatch!(&mut tx.inner, t => {
-            sqlx::query_scalar(OWNER).bind(new.owner).fetch_one(&mut **t).await?
+            sqlx::query_scalar(OWNER).bind(new.owner.as_str()).fetch_one(&mut **t).await?
         });
         if owners == 0 {
             return Ok(TokenCreated::NoSuchOwner);
         }
         let id: Option<i64> = dispatch!(&mut tx.inner, t => {
-            sqlx::query_scalar(INSERT).bind(new.name).bind(new.owner).bind(role.as_str())
+            sqlx::query_scalar(INSERT).bind(new.name.as_str()).bind(new.owner.as_str()).bind(role.as_str())
                 .bind(limited.as_deref()).bind(new.secret_sha256).bind(new.created_by)
                 .bind(now).bind(new.expires_at).fetch_optional(&mut **t).await?
         });
@@ -186,14 +185,15 @@ impl Store {
         });
         let state = format!("{} of {}, {expires}", new.rights, new.owner);
         tx.append_audit(&NewAuditEntry {
-            actor: new.created_by,
-            actor_role: Role::Admin.as_str(),
-            action: "token created",
-            target: Some(new.name),
-            state_after: Some(&state),
-            result: "created",
+            target: Some(new.name.as_str()),
+            state_after: Some(AuditState::Words(state)),
             client_addr: new.client_addr,
-            ..NewAuditEntry::default()
+            ..NewAuditEntry::new(
+                new.created_by,
+                Role::Admin.as_str(),
+                AuditAction::TokenCreated,
+                AuditResult::Created,
+            )
         })
         .await?;
         tx.commit().await?;
@@ -201,7 +201,7 @@ impl Store {
     }
 
     /// Every token, live or not, by name.
-    pub async fn tokens(&self) -> StoreResult<Vec<TokenRecord>> {
+    pub async fn list(self) -> StoreResult<Vec<TokenRecord>> {
         let sql = format!("SELECT {TOKEN_COLUMNS} FROM api_tokens t ORDER BY t.name");
         let rows: Vec<TokenRow> =
             dispatch!(&self.pools, pool => { sqlx::query_as(&sql).fetch_all(pool).await? });
@@ -212,8 +212,8 @@ impl Store {
     /// row's id; `None` when no token of that name is live (unknown, or
     /// revoked already).
     pub async fn revoke_token(
-        &self,
-        name: &str,
+        self,
+        name: &TokenName,
         by: &str,
         client_addr: Option<&str>,
     ) -> StoreResult<Option<i64>> {
@@ -222,20 +222,21 @@ impl Store {
         let now = Ts::now();
         let mut tx = self.begin().await?;
         let done = dispatch!(&mut tx.inner, t => {
-            sqlx::query(REVOKE).bind(name).bind(now).execute(&mut **t).await?.rows_affected()
+            sqlx::query(REVOKE).bind(name.as_str()).bind(now).execute(&mut **t).await?.rows_affected()
         });
         if done == 0 {
             return Ok(None);
         }
         let audit_id = tx
             .append_audit(&NewAuditEntry {
-                actor: by,
-                actor_role: Role::Admin.as_str(),
-                action: "token revoked",
-                target: Some(name),
-                result: "revoked",
+                target: Some(name.as_str()),
                 client_addr,
-                ..NewAuditEntry::default()
+                ..NewAuditEntry::new(
+                    by,
+                    Role::Admin.as_str(),
+                    AuditAction::TokenRevoked,
+                    AuditResult::Revoked,
+                )
             })
             .await?;
         tx.commit().await?;
@@ -244,7 +245,7 @@ impl Store {
 
     /// Whether the token `id` still opens the API at `now`: live, and its
     /// owner's account enabled (long work, such as an export, asks again).
-    pub async fn token_is_live(&self, id: i64, now: Ts) -> StoreResult<bool> {
+    pub async fn token_is_live(self, id: i64, now: Ts) -> StoreResult<bool> {
         const SQL: &str = "SELECT COUNT(*) FROM api_tokens t JOIN users u ON u.username = t.owner \
              WHERE t.id = $1 AND t.revoked_at IS NULL AND NOT u.disabled \
              AND (t.expires_at IS NULL OR t.expires_at > $2)";
@@ -260,7 +261,7 @@ impl Store {
     /// minute). `None` for anything else: unknown, revoked, expired, or an
     /// owner disabled or gone.
     pub async fn token_by_secret(
-        &self,
+        self,
         secret_sha256: &str,
         now: Ts,
     ) -> StoreResult<Option<LiveToken>> {

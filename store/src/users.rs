@@ -4,8 +4,9 @@
 //! `Debug` leaves the hash out; [`PasswordHash`] can be read only by the code
 //! that verifies it.
 
-use idem_domain::{AccountOrigin, Rights, Role};
+use idem_domain::{AccountName, AccountOrigin, Rights, Role};
 
+use crate::facets::People;
 use crate::{StoreError, StoreResult, dialect::dispatch, store::Store, ts::Ts};
 
 /// An Argon2id PHC string. Never printed, never serialised.
@@ -111,17 +112,17 @@ impl TryFrom<UserRow> for UserRecord {
 const USER_COLUMNS: &str =
     "id, username, role, rights, disabled, session_epoch, password_hash, origin, subject";
 
-impl Store {
-    pub async fn user_by_name(&self, username: &str) -> StoreResult<Option<UserRecord>> {
+impl People<'_> {
+    pub async fn user_by_name(self, username: &AccountName) -> StoreResult<Option<UserRecord>> {
         let sql = format!("SELECT {USER_COLUMNS} FROM users WHERE username = $1");
         let row: Option<UserRow> = dispatch!(&self.pools, pool => {
-            sqlx::query_as(&sql).bind(username).fetch_optional(pool).await?
+            sqlx::query_as(&sql).bind(username.as_str()).fetch_optional(pool).await?
         });
         row.map(UserRecord::try_from).transpose()
     }
 
     /// The account made for an OpenID Connect subject (issuer and `sub`).
-    pub async fn user_by_subject(&self, subject: &str) -> StoreResult<Option<UserRecord>> {
+    pub async fn user_by_subject(self, subject: &str) -> StoreResult<Option<UserRecord>> {
         let sql = format!("SELECT {USER_COLUMNS} FROM users WHERE subject = $1");
         let row: Option<UserRow> = dispatch!(&self.pools, pool => {
             sqlx::query_as(&sql).bind(subject).fetch_optional(pool).await?
@@ -129,7 +130,7 @@ impl Store {
         row.map(UserRecord::try_from).transpose()
     }
 
-    pub async fn user_by_id(&self, id: i64) -> StoreResult<Option<UserRecord>> {
+    pub async fn user_by_id(self, id: i64) -> StoreResult<Option<UserRecord>> {
         let sql = format!("SELECT {USER_COLUMNS} FROM users WHERE id = $1");
         let row: Option<UserRow> = dispatch!(&self.pools, pool => {
             sqlx::query_as(&sql).bind(id).fetch_optional(pool).await?
@@ -139,7 +140,7 @@ impl Store {
 
     /// Whether any account exists (the sign-in page says how to make the
     /// first one when none does).
-    pub async fn any_users(&self) -> StoreResult<bool> {
+    pub async fn any_users(self) -> StoreResult<bool> {
         const SQL: &str = "SELECT EXISTS (SELECT 1 FROM users)";
         let any: bool = dispatch!(&self.pools, pool => {
             sqlx::query_scalar(SQL).fetch_one(pool).await?
@@ -147,7 +148,7 @@ impl Store {
         Ok(any)
     }
 
-    pub async fn users(&self) -> StoreResult<Vec<UserRecord>> {
+    pub async fn users(self) -> StoreResult<Vec<UserRecord>> {
         let sql = format!("SELECT {USER_COLUMNS} FROM users ORDER BY username");
         let rows: Vec<UserRow> =
             dispatch!(&self.pools, pool => { sqlx::query_as(&sql).fetch_all(pool).await? });
@@ -156,8 +157,8 @@ impl Store {
 
     /// Creates a password account; `Ok(None)` when the name is taken.
     pub async fn create_user(
-        &self,
-        username: &str,
+        self,
+        username: &AccountName,
         role: Role,
         hash: Option<&PasswordHash>,
     ) -> StoreResult<Option<i64>> {
@@ -168,8 +169,8 @@ impl Store {
     /// Creates an account of `origin` (a proxy account has no password);
     /// `Ok(None)` when the name is taken, by an account of either origin.
     pub async fn create_account(
-        &self,
-        username: &str,
+        self,
+        username: &AccountName,
         role: Role,
         hash: Option<&PasswordHash>,
         origin: AccountOrigin,
@@ -180,8 +181,8 @@ impl Store {
 
     /// [`Self::create_account`] with rights that may be limited to teams.
     pub async fn create_account_with(
-        &self,
-        username: &str,
+        self,
+        username: &AccountName,
         rights: &Rights,
         hash: Option<&PasswordHash>,
         origin: AccountOrigin,
@@ -191,7 +192,7 @@ impl Store {
         let (role, limited) = stored(rights)?;
         let now = Ts::now();
         let id: Option<i64> = dispatch!(&self.pools, pool => {
-            sqlx::query_scalar(SQL).bind(username).bind(role).bind(limited.as_deref())
+            sqlx::query_scalar(SQL).bind(username.as_str()).bind(role).bind(limited.as_deref())
                 .bind(hash.map(PasswordHash::expose)).bind(now).bind(origin.as_str())
                 .fetch_optional(pool).await?
         });
@@ -202,8 +203,8 @@ impl Store {
     /// to their `subject` (issuer and `sub`); `Ok(None)` when the name or
     /// the subject already has an account.
     pub async fn create_oidc_account(
-        &self,
-        username: &str,
+        self,
+        username: &AccountName,
         rights: &Rights,
         subject: &str,
     ) -> StoreResult<Option<i64>> {
@@ -212,7 +213,7 @@ impl Store {
         let (role, limited) = stored(rights)?;
         let now = Ts::now();
         let id: Option<i64> = dispatch!(&self.pools, pool => {
-            sqlx::query_scalar(SQL).bind(username).bind(role).bind(limited.as_deref()).bind(now).bind(subject)
+            sqlx::query_scalar(SQL).bind(username.as_str()).bind(role).bind(limited.as_deref()).bind(now).bind(subject)
                 .fetch_optional(pool).await?
         });
         Ok(id)
@@ -220,19 +221,19 @@ impl Store {
 
     /// Changes a user's role (on every consumer) and ends their sessions;
     /// `false` when no such user.
-    pub async fn set_role(&self, username: &str, role: Role) -> StoreResult<bool> {
+    pub async fn set_role(self, username: &AccountName, role: Role) -> StoreResult<bool> {
         self.set_rights(username, &Rights::everywhere(role)).await
     }
 
     /// Changes a user's rights (a role, maybe limited to teams) and ends
     /// their sessions; `false` when no such user.
-    pub async fn set_rights(&self, username: &str, rights: &Rights) -> StoreResult<bool> {
+    pub async fn set_rights(self, username: &AccountName, rights: &Rights) -> StoreResult<bool> {
         const SQL: &str = "UPDATE users SET role = $2, rights = $3, session_epoch = session_epoch + 1, \
              updated_at = $4 WHERE username = $1";
         let (role, limited) = stored(rights)?;
         let now = Ts::now();
         let done = dispatch!(&self.pools, pool => {
-            sqlx::query(SQL).bind(username).bind(role).bind(limited.as_deref()).bind(now)
+            sqlx::query(SQL).bind(username.as_str()).bind(role).bind(limited.as_deref()).bind(now)
                 .execute(pool).await?.rows_affected()
         });
         Ok(done == 1)
@@ -241,7 +242,11 @@ impl Store {
     /// Sets a new password and ends the user's sessions; `false` when no
     /// password account has the name (an identity proxy's account never
     /// gets a password).
-    pub async fn set_password(&self, username: &str, hash: &PasswordHash) -> StoreResult<bool> {
+    pub async fn set_password(
+        self,
+        username: &AccountName,
+        hash: &PasswordHash,
+    ) -> StoreResult<bool> {
         const SQL: &str = "UPDATE users SET password_hash = $2, session_epoch = session_epoch + 1, updated_at = $3 \
              WHERE username = $1 AND origin = 'password'";
         self.update_user(SQL, username, hash.expose()).await
@@ -251,8 +256,8 @@ impl Store {
     /// only if they still are `from` (two sign-ins at once change them
     /// once); `false` when they were not.
     pub async fn change_rights(
-        &self,
-        username: &str,
+        self,
+        username: &AccountName,
         from: &Rights,
         to: &Rights,
     ) -> StoreResult<bool> {
@@ -262,7 +267,7 @@ impl Store {
         let (role, limited) = stored(to)?;
         let now = Ts::now();
         let done = dispatch!(&self.pools, pool => {
-            sqlx::query(SQL).bind(username).bind(from_role).bind(from_limited.unwrap_or_default())
+            sqlx::query(SQL).bind(username.as_str()).bind(from_role).bind(from_limited.unwrap_or_default())
                 .bind(role).bind(limited.as_deref()).bind(now)
                 .execute(pool).await?.rows_affected()
         });
@@ -270,42 +275,44 @@ impl Store {
     }
 
     /// Ends every session of a user (their role stays); `false` when no such user.
-    pub async fn end_sessions(&self, username: &str) -> StoreResult<bool> {
+    pub async fn end_sessions(self, username: &AccountName) -> StoreResult<bool> {
         const SQL: &str = "UPDATE users SET session_epoch = session_epoch + 1, updated_at = $2 WHERE username = $1";
         let now = Ts::now();
         let done = dispatch!(&self.pools, pool => {
-            sqlx::query(SQL).bind(username).bind(now).execute(pool).await?.rows_affected()
+            sqlx::query(SQL).bind(username.as_str()).bind(now).execute(pool).await?.rows_affected()
         });
         Ok(done == 1)
     }
 
     /// Disables (or re-enables) a user; disabling ends their sessions.
-    pub async fn set_disabled(&self, username: &str, disabled: bool) -> StoreResult<bool> {
+    pub async fn set_disabled(self, username: &AccountName, disabled: bool) -> StoreResult<bool> {
         const SQL: &str = "UPDATE users SET disabled = $2, session_epoch = session_epoch + 1, updated_at = $3 WHERE username = $1";
         let now = Ts::now();
         let done = dispatch!(&self.pools, pool => {
-            sqlx::query(SQL).bind(username).bind(disabled).bind(now).execute(pool).await?.rows_affected()
+            sqlx::query(SQL).bind(username.as_str()).bind(disabled).bind(now).execute(pool).await?.rows_affected()
         });
         Ok(done == 1)
     }
 
     /// Replaces a hash with a stronger one after a successful sign-in; the
     /// user's sessions stay valid.
-    pub async fn upgrade_password_hash(&self, id: i64, hash: &PasswordHash) -> StoreResult<()> {
+    pub async fn upgrade_password_hash(self, id: i64, hash: &PasswordHash) -> StoreResult<()> {
         const SQL: &str = "UPDATE users SET password_hash = $2 WHERE id = $1";
         dispatch!(&self.pools, pool => { sqlx::query(SQL).bind(id).bind(hash.expose()).execute(pool).await?; });
         Ok(())
     }
+}
 
+impl Store {
     async fn update_user(
         &self,
         sql: &'static str,
-        username: &str,
+        username: &AccountName,
         value: &str,
     ) -> StoreResult<bool> {
         let now = Ts::now();
         let done = dispatch!(&self.pools, pool => {
-            sqlx::query(sql).bind(username).bind(value).bind(now).execute(pool).await?.rows_affected()
+            sqlx::query(sql).bind(username.as_str()).bind(value).bind(now).execute(pool).await?.rows_affected()
         });
         Ok(done == 1)
     }

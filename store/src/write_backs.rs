@@ -10,7 +10,8 @@
 
 use idem_domain::ClaimStatus;
 
-use crate::{StoreError, StoreResult, dialect::dispatch, store::Store, store::Tx};
+use crate::facets::Actions;
+use crate::{StoreError, StoreResult, dialect::dispatch, store::Tx};
 
 /// What became of a resolution's write-back.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -35,10 +36,10 @@ fn is_function_name(name: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '"' | '$'))
 }
 
-impl Store {
+impl Actions<'_> {
     /// The function that writes `consumer`'s resolutions back into its own
     /// table, if its adapter declares one.
-    pub async fn resolve_write_back(&self, consumer: &str) -> StoreResult<Option<String>> {
+    pub async fn resolve_write_back(self, consumer: &str) -> StoreResult<Option<String>> {
         Ok(dispatch!(&self.pools, pool => {
             sqlx::query_scalar(DECLARED).bind(consumer).fetch_optional(pool).await?
         }))

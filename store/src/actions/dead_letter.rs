@@ -2,8 +2,9 @@
 
 use chrono::Utc;
 use idem_domain::{
-    ClaimStatus, DeadLetter, DeadLetterState, OutboxOrigin,
-    action::{self as text, ActionOutcome, Verdict},
+    AuditAction, AuditResult, AuditState, ClaimStatus, DeadLetter, DeadLetterId, DeadLetterState,
+    OutboxOrigin, Within,
+    action::{ActionOutcome, Verdict},
 };
 
 use super::{DiscardRequest, ReplayRequest, When, recovery_seconds, refused, summary};
@@ -20,15 +21,21 @@ use crate::{
 /// it ends: whatever the action then decides, nobody changes the letter
 /// meanwhile, and the clock read after this is later than any other
 /// action's commit on it.
-async fn dead_letter(tx: &mut Tx, id: i64) -> StoreResult<Option<DeadLetter>> {
-    const SQL: &str = concat!(
-        "SELECT ",
-        dead_letter_columns!(),
-        " FROM dead_letters WHERE id = $1"
-    );
-    let sql = tx.locking(SQL);
+async fn dead_letter(
+    tx: &mut Tx,
+    id: DeadLetterId,
+    scope: &Within,
+) -> StoreResult<Option<DeadLetter>> {
+    let mut sql = crate::sql::Sql::default();
+    let p = sql.param(id.get());
+    sql.push(&format!(
+        "SELECT {} FROM dead_letters WHERE id = {p}",
+        dead_letter_columns!()
+    ));
+    sql.and_within(scope, "consumer");
+    let text = tx.locking(&sql.text);
     let row: Option<DeadLetterRow> = dispatch!(&mut tx.inner, tx => {
-        sqlx::query_as(&sql).bind(id).fetch_optional(&mut **tx).await?
+        crate::sql::bind_all!(sqlx::query_as(&text), &sql.binds).fetch_optional(&mut **tx).await?
     });
     row.map(DeadLetter::try_from).transpose()
 }
@@ -43,9 +50,14 @@ fn already_handled(dl: &DeadLetter) -> ActionOutcome {
 }
 
 /// The open dead letter an action is about, or the answer that ends the
-/// action: there is no such dead letter, or someone already handled it.
-async fn open_dead_letter(tx: &mut Tx, id: i64) -> StoreResult<Result<DeadLetter, ActionOutcome>> {
-    Ok(match dead_letter(tx, id).await? {
+/// action: there is no such dead letter (among those `scope` reaches), or
+/// someone already handled it.
+async fn open_dead_letter(
+    tx: &mut Tx,
+    id: DeadLetterId,
+    scope: &Within,
+) -> StoreResult<Result<DeadLetter, ActionOutcome>> {
+    Ok(match dead_letter(tx, id, scope).await? {
         None => Err(refused(format!("There is no dead letter {id}."))),
         Some(dl) if dl.state != DeadLetterState::Open => Err(already_handled(&dl)),
         Some(dl) => Ok(dl),
@@ -85,7 +97,7 @@ pub(super) async fn replay(
     accept: Accept,
     when: When,
 ) -> StoreResult<ActionOutcome> {
-    let dl = match open_dead_letter(tx, req.dead_letter_id).await? {
+    let dl = match open_dead_letter(tx, req.dead_letter_id, req.scope).await? {
         Ok(dl) => dl,
         Err(answer) => return Ok(answer),
     };
@@ -95,10 +107,7 @@ pub(super) async fn replay(
     if accept == Accept::SafeOnly && verdict != Verdict::Safe {
         return Ok(refused(format!("{}.", verdict.title())));
     }
-    let reason = match text::reason(req.reason.unwrap_or_default()) {
-        Ok(reason) => reason,
-        Err(err) => return Ok(refused(err.to_string())),
-    };
+    let reason = req.reason.map(|r| r.as_str());
     if verdict.needs_override() && !(req.override_verdict && reason.is_some()) {
         return Ok(refused(format!(
             "{}. To replay anyway, tick the override and give a reason.",
@@ -107,7 +116,9 @@ pub(super) async fn replay(
     }
     let at = Ts::from(now);
     if !close_dead_letter(tx, dl.id, DeadLetterState::Replayed, req.actor.name, at).await? {
-        let current = dead_letter(tx, dl.id).await?.unwrap_or(dl);
+        let current = dead_letter(tx, req.dead_letter_id, req.scope)
+            .await?
+            .unwrap_or(dl);
         return Ok(already_handled(&current));
     }
     let target = format!("dead_letter:{}", dl.id);
@@ -121,14 +132,14 @@ pub(super) async fn replay(
                 action_id: Some(req.action_id.as_str()),
                 actor: req.actor.name,
                 actor_role: req.actor.role,
-                action: "replay",
+                action: AuditAction::Replay,
                 consumer: Some(&dl.consumer),
                 key: Some(&dl.key),
                 target: Some(&target),
-                state_before: Some("open"),
-                state_after: Some("replayed"),
+                state_before: Some(AuditState::DeadLetter(DeadLetterState::Open)),
+                state_after: Some(AuditState::DeadLetter(DeadLetterState::Replayed)),
                 reason: noted.as_deref(),
-                result: "ok",
+                result: AuditResult::Ok,
                 client_addr: req.actor.client_addr,
                 recovery_seconds: Some(recovery_seconds(dl.dead_lettered_at, now)),
             },
@@ -151,21 +162,17 @@ pub(super) async fn replay(
     Ok(ActionOutcome::Done {
         audit_id,
         outbox_id: Some(outbox_id),
-        summary: summary("replay", Some(&target), Some("replayed"), Some(outbox_id)),
+        summary: summary(AuditAction::Replay, Some(&target), None, Some(outbox_id)),
     })
 }
 
 /// Discards the open dead letter `req` names, inside `tx`.
 pub(super) async fn discard(tx: &mut Tx, req: &DiscardRequest<'_>) -> StoreResult<ActionOutcome> {
-    let dl = match open_dead_letter(tx, req.dead_letter_id).await? {
+    let dl = match open_dead_letter(tx, req.dead_letter_id, req.scope).await? {
         Ok(dl) => dl,
         Err(answer) => return Ok(answer),
     };
-    let reason = match text::reason(req.reason) {
-        Ok(Some(reason)) => reason,
-        Ok(None) => return Ok(refused("Discarding needs a reason.")),
-        Err(err) => return Ok(refused(err.to_string())),
-    };
+    let reason = req.reason.as_str();
     let claim = tx.read_claim(&dl.consumer, &dl.key).await?;
     if claim.as_ref().is_none_or(|c| c.status != ClaimStatus::Sent) {
         return Ok(refused(
@@ -182,7 +189,9 @@ pub(super) async fn discard(tx: &mut Tx, req: &DiscardRequest<'_>) -> StoreResul
     )
     .await?
     {
-        let current = dead_letter(tx, dl.id).await?.unwrap_or(dl);
+        let current = dead_letter(tx, req.dead_letter_id, req.scope)
+            .await?
+            .unwrap_or(dl);
         return Ok(already_handled(&current));
     }
     let target = format!("dead_letter:{}", dl.id);
@@ -191,14 +200,14 @@ pub(super) async fn discard(tx: &mut Tx, req: &DiscardRequest<'_>) -> StoreResul
             action_id: Some(req.action_id.as_str()),
             actor: req.actor.name,
             actor_role: req.actor.role,
-            action: "discard",
+            action: AuditAction::Discard,
             consumer: Some(&dl.consumer),
             key: Some(&dl.key),
             target: Some(&target),
-            state_before: Some("open"),
-            state_after: Some("discarded"),
+            state_before: Some(AuditState::DeadLetter(DeadLetterState::Open)),
+            state_after: Some(AuditState::DeadLetter(DeadLetterState::Discarded)),
             reason: Some(reason),
-            result: "ok",
+            result: AuditResult::Ok,
             client_addr: req.actor.client_addr,
             recovery_seconds: Some(recovery_seconds(dl.dead_lettered_at, now)),
         })
@@ -206,7 +215,7 @@ pub(super) async fn discard(tx: &mut Tx, req: &DiscardRequest<'_>) -> StoreResul
     Ok(ActionOutcome::Done {
         audit_id,
         outbox_id: None,
-        summary: summary("discard", Some(&target), None, None),
+        summary: summary(AuditAction::Discard, Some(&target), None, None),
     })
 }
 

@@ -10,10 +10,11 @@
 
 use chrono::Utc;
 use idem_domain::{
-    ConsumerName, IdempotencyKey,
-    action::{ActionId, ActionOutcome, Resolution},
+    AuditAction, AuditState, ConsumerName, DeadLetterId, IdempotencyKey, Within,
+    action::{ActionId, ActionOutcome, Reason, Resolution},
 };
 
+use crate::facets::Actions;
 use crate::{
     StoreError, StoreResult,
     dialect::dispatch,
@@ -22,7 +23,7 @@ use crate::{
 };
 
 mod dead_letter;
-mod redrive;
+pub(crate) mod redrive;
 mod resolve;
 
 use dead_letter::{Accept, discard, replay};
@@ -42,22 +43,27 @@ pub struct Actor<'a> {
 
 #[derive(Debug, Clone, Copy)]
 pub struct ReplayRequest<'a> {
-    pub dead_letter_id: i64,
+    pub dead_letter_id: DeadLetterId,
     pub action_id: &'a ActionId,
     pub actor: Actor<'a>,
+    /// The consumers the actor may act on: a dead letter of any other is
+    /// answered as one that does not exist.
+    pub scope: &'a Within,
     /// The operator ticked "override" for a blocked verdict.
     pub override_verdict: bool,
-    pub reason: Option<&'a str>,
+    pub reason: Option<&'a Reason>,
     /// How long each consumer keeps claims.
     pub retention: &'a idem_domain::ClaimRetention,
 }
 
 #[derive(Debug, Clone, Copy)]
 pub struct DiscardRequest<'a> {
-    pub dead_letter_id: i64,
+    pub dead_letter_id: DeadLetterId,
     pub action_id: &'a ActionId,
     pub actor: Actor<'a>,
-    pub reason: &'a str,
+    /// As for a replay.
+    pub scope: &'a Within,
+    pub reason: &'a Reason,
 }
 
 #[derive(Debug, Clone)]
@@ -69,7 +75,10 @@ pub struct ResolveRequest<'a> {
     pub resolution: Resolution,
     pub action_id: &'a ActionId,
     pub actor: Actor<'a>,
-    pub reason: Option<&'a str>,
+    /// The consumers the actor may act on: another's claim is answered as
+    /// one that does not exist.
+    pub scope: &'a Within,
+    pub reason: Option<&'a Reason>,
 }
 
 fn refused(reason: impl Into<String>) -> ActionOutcome {
@@ -80,21 +89,23 @@ fn refused(reason: impl Into<String>) -> ActionOutcome {
 
 /// What a finished action says, rebuilt the same way for a resubmission.
 fn summary(
-    action: &str,
+    action: AuditAction,
     target: Option<&str>,
-    state_after: Option<&str>,
+    state_after: Option<&AuditState>,
     outbox_id: Option<i64>,
 ) -> String {
     let outbox = outbox_id
         .map(|id| format!(" through outbox row #{id}"))
         .unwrap_or_default();
     match (action, target.and_then(|t| t.strip_prefix("dead_letter:"))) {
-        ("replay", Some(id)) => format!("Dead letter #{id} replayed{outbox} with the same key."),
-        ("discard", Some(id)) => format!("Dead letter #{id} discarded."),
-        (_, _) => format!(
-            "Outcome resolved: {}{outbox}.",
-            state_after.unwrap_or("done")
-        ),
+        (AuditAction::Replay, Some(id)) => {
+            format!("Dead letter #{id} replayed{outbox} with the same key.")
+        }
+        (AuditAction::Discard, Some(id)) => format!("Dead letter #{id} discarded."),
+        (_, _) => match state_after {
+            Some(state) => format!("Outcome resolved: {state}{outbox}."),
+            None => format!("Outcome resolved: done{outbox}."),
+        },
     }
 }
 
@@ -103,15 +114,17 @@ fn summary(
 /// action (a resubmission); with any other binding it is a form used twice.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Binding<'a> {
-    /// The audit spelling (`replay`, `discard`, `resolve:sent`, …).
-    action: &'a str,
+    action: AuditAction,
     target: Target<'a>,
     actor: &'a str,
+    /// Whom the answer may name: the first use's key and actor are told
+    /// only to someone who may act on its consumer.
+    scope: &'a Within,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Target<'a> {
-    DeadLetter(i64),
+    DeadLetter(DeadLetterId),
     /// A claim at the version the form showed: a claim resolved, gone
     /// unknown again and shown anew is a new target, not a resubmission.
     Claim {
@@ -134,9 +147,10 @@ impl Target<'_> {
 impl<'a> ReplayRequest<'a> {
     fn binding(&self) -> Binding<'a> {
         Binding {
-            action: "replay",
+            action: AuditAction::Replay,
             target: Target::DeadLetter(self.dead_letter_id),
             actor: self.actor.name,
+            scope: self.scope,
         }
     }
 }
@@ -144,9 +158,10 @@ impl<'a> ReplayRequest<'a> {
 impl<'a> DiscardRequest<'a> {
     fn binding(&self) -> Binding<'a> {
         Binding {
-            action: "discard",
+            action: AuditAction::Discard,
             target: Target::DeadLetter(self.dead_letter_id),
             actor: self.actor.name,
+            scope: self.scope,
         }
     }
 }
@@ -161,34 +176,26 @@ impl<'a> ResolveRequest<'a> {
                 version: self.version,
             },
             actor: self.actor.name,
+            scope: self.scope,
         }
     }
 }
 
-/// A resolution's state before, as its audit row records it (and as the
-/// binding of its action id compares it).
 /// A resolvable claim's state as the audit row records it before the
-/// resolution: `unknown (version 3)`, or for an abandoned lease
+/// resolution (and as the binding of its action id compares it):
+/// `unknown (version 3)`, or for an abandoned lease
 /// `pending, lease expired 2026-12-03 02:14:09 UTC (version 3)`.
-fn claim_state_before(claim: &idem_domain::Claim) -> String {
-    match (claim.status, claim.lease_until) {
-        (idem_domain::ClaimStatus::Pending, Some(until)) => format!(
-            "pending, lease expired {} (version {})",
-            until.format("%Y-%m-%d %H:%M:%S UTC"),
-            claim.version
-        ),
-        (status, _) => format!("{status} (version {})", claim.version),
+fn claim_state_before(claim: &idem_domain::Claim) -> AuditState {
+    let mut state = idem_domain::ClaimState::at(claim.status, claim.version);
+    if claim.status == idem_domain::ClaimStatus::Pending {
+        state.lease_expired = claim.lease_until;
     }
-}
-
-/// Whether an audit row's state before names `version` of its claim.
-fn is_at_version(state_before: Option<&str>, version: i64) -> bool {
-    state_before.is_some_and(|s| s.ends_with(&format!("(version {version})")))
+    AuditState::Claim(state)
 }
 
 /// An action id's audit row, as far as its binding and outcome go.
 #[derive(sqlx::FromRow)]
-struct UsedId {
+struct UsedRow {
     id: i64,
     actor: String,
     action: String,
@@ -197,6 +204,34 @@ struct UsedId {
     target: Option<String>,
     state_before: Option<String>,
     state_after: Option<String>,
+}
+
+/// [`UsedRow`] read through the audit vocabulary.
+struct UsedId {
+    id: i64,
+    actor: String,
+    action: AuditAction,
+    consumer: Option<String>,
+    idempotency_key: Option<String>,
+    target: Option<String>,
+    state_before: Option<AuditState>,
+    state_after: Option<AuditState>,
+}
+
+impl TryFrom<UsedRow> for UsedId {
+    type Error = StoreError;
+    fn try_from(row: UsedRow) -> StoreResult<Self> {
+        Ok(UsedId {
+            id: row.id,
+            actor: row.actor,
+            action: crate::rows::parse(&row.action)?,
+            consumer: row.consumer,
+            idempotency_key: row.idempotency_key,
+            target: row.target,
+            state_before: row.state_before.as_deref().map(AuditState::parse),
+            state_after: row.state_after.as_deref().map(AuditState::parse),
+        })
+    }
 }
 
 impl UsedId {
@@ -211,10 +246,52 @@ impl UsedId {
                 self.target.is_none()
                     && self.consumer.as_deref() == Some(consumer)
                     && self.idempotency_key.as_deref() == Some(key)
-                    && is_at_version(self.state_before.as_deref(), version)
+                    && self.state_before.as_ref().and_then(AuditState::version) == Some(version)
             }
         };
         self.action == binding.action && same_target && self.actor == binding.actor
+    }
+
+    /// Whether the answer may say what the first use was: its consumer is
+    /// one the asker may act on.
+    fn may_be_told_to(&self, binding: &Binding<'_>) -> bool {
+        self.consumer
+            .as_deref()
+            .is_some_and(|c| binding.scope.allows(c))
+    }
+}
+
+impl Actions<'_> {
+    pub async fn replay_dead_letter(self, req: &ReplayRequest<'_>) -> StoreResult<ActionOutcome> {
+        self.once(Act::Replay(req, When::Now)).await
+    }
+
+    /// [`Store::replay_dead_letter`] as of `at`: when the operator acted.
+    /// Only the demo's history replays in the past (its simulated on-call).
+    pub async fn replay_dead_letter_at(
+        self,
+        req: &ReplayRequest<'_>,
+        at: Ts,
+    ) -> StoreResult<ActionOutcome> {
+        self.once(Act::Replay(req, When::At(at))).await
+    }
+
+    pub async fn discard_dead_letter(self, req: &DiscardRequest<'_>) -> StoreResult<ActionOutcome> {
+        self.once(Act::Discard(req)).await
+    }
+
+    pub async fn resolve_unknown(self, req: &ResolveRequest<'_>) -> StoreResult<ActionOutcome> {
+        self.once(Act::Resolve(req, When::Now)).await
+    }
+
+    /// [`Store::resolve_unknown`] as of `at`: when the operator acted. Only
+    /// the demo's history resolves in the past (its simulated on-call).
+    pub async fn resolve_unknown_at(
+        self,
+        req: &ResolveRequest<'_>,
+        at: Ts,
+    ) -> StoreResult<ActionOutcome> {
+        self.once(Act::Resolve(req, When::At(at))).await
     }
 }
 
@@ -230,22 +307,29 @@ impl Store {
         const AUDIT: &str = "SELECT id, actor, action, consumer, idempotency_key, target, state_before, state_after \
              FROM audit_log WHERE action_id = $1";
         const OUTBOX: &str = "SELECT id FROM outbox WHERE audit_id = $1 ORDER BY id LIMIT 1";
-        let row: Option<UsedId> = dispatch!(&self.pools, pool => {
+        let row: Option<UsedRow> = dispatch!(&self.pools, pool => {
             sqlx::query_as(AUDIT).bind(action_id).fetch_optional(pool).await?
         });
-        let Some(used) = row else {
+        let Some(used) = row.map(UsedId::try_from).transpose()? else {
             return Ok(None);
         };
         let outbox_id: Option<i64> = dispatch!(&self.pools, pool => {
             sqlx::query_scalar(OUTBOX).bind(used.id).fetch_optional(pool).await?
         });
         let summary = summary(
-            &used.action,
+            used.action,
             used.target.as_deref(),
-            used.state_after.as_deref(),
+            used.state_after.as_ref(),
             outbox_id,
         );
         if !used.is_bound_to(binding) {
+            // The answer is given only after the asker's rights on what
+            // the id did are confirmed: anyone else learns nothing of it.
+            if !used.may_be_told_to(binding) {
+                return Ok(Some(ActionOutcome::FormReused {
+                    first: "another action".into(),
+                }));
+            }
             let by = if used.actor == binding.actor {
                 String::new()
             } else {
@@ -295,41 +379,6 @@ impl Store {
             return Ok(first);
         }
         Err(error)
-    }
-
-    pub async fn replay_dead_letter(&self, req: &ReplayRequest<'_>) -> StoreResult<ActionOutcome> {
-        self.once(Act::Replay(req, When::Now)).await
-    }
-
-    /// [`Store::replay_dead_letter`] as of `at`: when the operator acted.
-    /// Only the demo's history replays in the past (its simulated on-call).
-    pub async fn replay_dead_letter_at(
-        &self,
-        req: &ReplayRequest<'_>,
-        at: Ts,
-    ) -> StoreResult<ActionOutcome> {
-        self.once(Act::Replay(req, When::At(at))).await
-    }
-
-    pub async fn discard_dead_letter(
-        &self,
-        req: &DiscardRequest<'_>,
-    ) -> StoreResult<ActionOutcome> {
-        self.once(Act::Discard(req)).await
-    }
-
-    pub async fn resolve_unknown(&self, req: &ResolveRequest<'_>) -> StoreResult<ActionOutcome> {
-        self.once(Act::Resolve(req, When::Now)).await
-    }
-
-    /// [`Store::resolve_unknown`] as of `at`: when the operator acted. Only
-    /// the demo's history resolves in the past (its simulated on-call).
-    pub async fn resolve_unknown_at(
-        &self,
-        req: &ResolveRequest<'_>,
-        at: Ts,
-    ) -> StoreResult<ActionOutcome> {
-        self.once(Act::Resolve(req, When::At(at))).await
     }
 
     /// Runs an action once: a resubmission of its action id returns the

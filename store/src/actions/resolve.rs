@@ -7,8 +7,8 @@
 
 use chrono::Utc;
 use idem_domain::{
-    ClaimStatus, OutboxOrigin,
-    action::{self as text, ActionOutcome, Resolution},
+    AuditResult, AuditState, ClaimState, ClaimStatus, OutboxOrigin,
+    action::{ActionOutcome, ProviderRef, Resolution},
 };
 
 use super::{ResolveRequest, claim_state_before, recovery_seconds, refused, summary};
@@ -16,6 +16,18 @@ use crate::{
     NewAuditEntry, StoreResult, consumer::NewOutboxRow, dialect::dispatch, store::Tx, ts::Ts,
     write_backs::WriteBack,
 };
+
+/// The claim `req` names, if the actor's scope reaches its consumer: one
+/// of another team's reads as one nobody wrote.
+async fn claim_in_scope(
+    tx: &mut Tx,
+    req: &ResolveRequest<'_>,
+) -> StoreResult<Option<idem_domain::Claim>> {
+    if !req.scope.allows(req.consumer.as_str()) {
+        return Ok(None);
+    }
+    tx.read_claim(req.consumer.as_str(), req.key.as_str()).await
+}
 
 /// Resolves the unknown outcome `req` names, inside `tx`, as of `now`.
 pub(super) async fn resolve(
@@ -27,10 +39,7 @@ pub(super) async fn resolve(
         Ok(input) => input,
         Err(refusal) => return Ok(refusal),
     };
-    let Some(claim) = tx
-        .read_claim(req.consumer.as_str(), req.key.as_str())
-        .await?
-    else {
+    let Some(claim) = claim_in_scope(tx, req).await? else {
         return Ok(refused(format!(
             "No consumer named “{}” has a claim for “{}”.",
             req.consumer.as_str(),
@@ -47,7 +56,7 @@ pub(super) async fn resolve(
         .resolve_claim(
             &claim,
             status,
-            provider_ref.as_deref(),
+            provider_ref.map(ProviderRef::as_str),
             error.as_deref(),
             Ts::from(now),
         )
@@ -62,7 +71,7 @@ pub(super) async fn resolve(
                 &function,
                 req.key.as_str(),
                 status,
-                provider_ref.as_deref(),
+                provider_ref.map(ProviderRef::as_str),
                 error.as_deref(),
             )
             .await?;
@@ -75,7 +84,7 @@ pub(super) async fn resolve(
         }
     }
     observe_outcome(tx, &claim, now).await?;
-    let after = state_after(provider_ref.as_deref(), status, claim.version);
+    let after = state_after(provider_ref, status, claim.version);
     let audit_id = tx
         .append_audit_at(
             &NewAuditEntry {
@@ -86,10 +95,10 @@ pub(super) async fn resolve(
                 consumer: Some(req.consumer.as_str()),
                 key: Some(req.key.as_str()),
                 target: None,
-                state_before: Some(&claim_state_before(&claim)),
-                state_after: Some(&after),
+                state_before: Some(claim_state_before(&claim)),
+                state_after: Some(after.clone()),
                 reason,
-                result: "ok",
+                result: AuditResult::Ok,
                 client_addr: req.actor.client_addr,
                 recovery_seconds: Some(recovery_seconds(claim.unknown_since(), now)),
             },
@@ -158,25 +167,15 @@ async fn may_resolve(
     Ok(Ok(write_back))
 }
 
-/// The request's reason and provider reference, checked; or the refusal
-/// that ends the action before anything is read.
-fn checked_input<'a>(
-    req: &ResolveRequest<'a>,
-) -> Result<(Option<&'a str>, Option<String>), ActionOutcome> {
-    let reason = match text::reason(req.reason.unwrap_or_default()) {
-        Ok(reason) => reason,
-        Err(err) => return Err(refused(err.to_string())),
-    };
+/// The request's reason and provider reference (each already checked as
+/// it was typed); or the refusal that ends the action before anything is
+/// read.
+fn checked_input<'r>(
+    req: &'r ResolveRequest<'_>,
+) -> Result<(Option<&'r str>, Option<&'r ProviderRef>), ActionOutcome> {
+    let reason = req.reason.map(|r| r.as_str());
     let provider_ref = match &req.resolution {
-        Resolution::Sent { provider_ref } => match text::provider_ref(provider_ref) {
-            Ok(Some(r)) => Some(r.to_owned()),
-            Ok(None) => {
-                return Err(refused(
-                    "Marking an outcome sent needs the provider's reference.",
-                ));
-            }
-            Err(err) => return Err(refused(err.to_string())),
-        },
+        Resolution::Sent { provider_ref } => Some(provider_ref),
         Resolution::FailedPermanently if reason.is_none() => {
             return Err(refused(
                 "Marking an outcome failed for good needs a reason.",
@@ -200,11 +199,15 @@ fn resolved_error(req: &ResolveRequest<'_>, reason: Option<&str>) -> Option<Stri
 }
 
 /// The claim's state after the resolution, as the audit row records it.
-fn state_after(provider_ref: Option<&str>, status: ClaimStatus, version: i64) -> String {
-    match provider_ref {
-        Some(r) => format!("sent (provider reference {r}, version {})", version + 1),
-        None => format!("{status} (version {})", version + 1),
-    }
+fn state_after(
+    provider_ref: Option<&ProviderRef>,
+    status: ClaimStatus,
+    version: i64,
+) -> AuditState {
+    AuditState::Claim(ClaimState {
+        provider_ref: provider_ref.map(|r| r.as_str().to_owned()),
+        ..ClaimState::at(status, version + 1)
+    })
 }
 
 /// For a retry, the outbox row that carries the key's last known message
@@ -315,11 +318,14 @@ impl Tx {
         consumer: &str,
         key: &str,
     ) -> StoreResult<Option<(String, chrono::DateTime<Utc>, Option<String>)>> {
-        const SQL: &str = "SELECT actor, at, state_after FROM audit_log \
-             WHERE consumer = $1 AND idempotency_key = $2 AND action LIKE 'resolve:%' \
-             ORDER BY at DESC, id DESC LIMIT 1";
+        let sql = format!(
+            "SELECT actor, at, state_after FROM audit_log \
+             WHERE consumer = $1 AND idempotency_key = $2 AND {} \
+             ORDER BY at DESC, id DESC LIMIT 1",
+            crate::audit::resolutions("action")
+        );
         let row: Option<(String, Ts, Option<String>)> = dispatch!(&mut self.inner, tx => {
-            sqlx::query_as(SQL).bind(consumer).bind(key).fetch_optional(&mut **tx).await?
+            sqlx::query_as(&sql).bind(consumer).bind(key).fetch_optional(&mut **tx).await?
         });
         Ok(row.map(|(actor, at, after)| (actor, at.0, after)))
     }
@@ -355,11 +361,14 @@ mod tests {
     use super::*;
     use std::sync::LazyLock;
 
-    use idem_domain::{ConsumerName, IdempotencyKey, action::ActionId};
+    use idem_domain::{
+        ConsumerName, IdempotencyKey, Within,
+        action::{ActionId, Reason},
+    };
 
     use crate::Actor;
 
-    fn request(resolution: Resolution, reason: Option<&str>) -> ResolveRequest<'_> {
+    fn request(resolution: Resolution, reason: Option<&Reason>) -> ResolveRequest<'_> {
         static CONSUMER: LazyLock<ConsumerName> =
             LazyLock::new(|| ConsumerName::parse("reminders").unwrap());
         static KEY: LazyLock<IdempotencyKey> =
@@ -376,6 +385,7 @@ mod tests {
                 role: "operator",
                 client_addr: None,
             },
+            scope: &Within::Every,
             reason,
         }
     }
@@ -387,16 +397,21 @@ mod tests {
         }
     }
 
+    fn sent(r: &str) -> Resolution {
+        Resolution::Sent {
+            provider_ref: ProviderRef::parse(r).unwrap().unwrap(),
+        }
+    }
+
     #[test]
     fn a_resolution_needs_what_it_records() {
-        let sent = |r: &str| Resolution::Sent {
-            provider_ref: r.into(),
-        };
+        let checked = Reason::parse("  checked  ").unwrap();
+        let req = request(sent(" msg_1 "), checked.as_ref());
+        let (reason, reference) = checked_input(&req).unwrap();
         assert_eq!(
-            checked_input(&request(sent(" msg_1 "), Some("  checked  "))).unwrap(),
-            (Some("checked"), Some("msg_1".to_owned()))
+            (reason, reference.map(ProviderRef::as_str)),
+            (Some("checked"), Some("msg_1"))
         );
-        assert!(refusal(&request(sent("  "), None)).contains("provider's reference"));
         assert!(refusal(&request(Resolution::FailedPermanently, None)).contains("needs a reason"));
         assert_eq!(
             checked_input(&request(Resolution::FailedRetry, None)).unwrap(),
@@ -411,19 +426,15 @@ mod tests {
             resolved_error(&req, None).as_deref(),
             Some("resolved failed by olga: no reason given")
         );
-        let sent = request(
-            Resolution::Sent {
-                provider_ref: "msg_1".into(),
-            },
-            None,
-        );
-        assert_eq!(resolved_error(&sent, Some("x")), None);
+        let sent_one = request(sent("msg_1"), None);
+        assert_eq!(resolved_error(&sent_one, Some("x")), None);
+        let reference = ProviderRef::parse("msg_1").unwrap();
         assert_eq!(
-            state_after(Some("msg_1"), ClaimStatus::Sent, 3),
+            state_after(reference.as_ref(), ClaimStatus::Sent, 3).to_string(),
             "sent (provider reference msg_1, version 4)"
         );
         assert_eq!(
-            state_after(None, ClaimStatus::Failed, 3),
+            state_after(None, ClaimStatus::Failed, 3).to_string(),
             "failed (version 4)"
         );
     }

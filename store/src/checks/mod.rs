@@ -10,12 +10,12 @@
 use chrono::TimeDelta;
 use idem_domain::{CappedCount, Check, ClaimRetention, Finding, Page};
 
+use crate::facets::Checks;
 use crate::{
     StoreError, StoreResult,
     cursor::{self, PageRequest, paginate},
     dialect::dispatch,
     sql::{Sql, bind_all},
-    store::Store,
     ts::Ts,
 };
 
@@ -45,6 +45,53 @@ struct Shape {
     tie_break: &'static [&'static str],
 }
 
+/// The column a check's findings name their consumer by.
+fn consumer_column(check: Check) -> &'static str {
+    match check {
+        Check::SharedProviderRef => "f.consumer",
+        _ if check.lists_dead_letters() => "d.consumer",
+        _ => "c.consumer",
+    }
+}
+
+/// Whether a check is read consumer by consumer for a reader limited to
+/// some: those whose rows an index leading with the consumer holds (the
+/// unknown outcomes, the open dead letters), which a large backlog of
+/// another team's fills. The others read a partial index that holds only
+/// anomalies (abandoned leases, sent claims without a reference, payload
+/// drift, shared references) and filter it by consumer.
+fn per_consumer(check: Check) -> bool {
+    matches!(
+        check,
+        Check::UnknownPastObjective
+            | Check::DeadLetterAlreadySent
+            | Check::DeadLetterBeyondRetention
+    )
+}
+
+/// `part(sql, shape, only)` for the consumers `limits.within` reaches: once
+/// per consumer (see [`Sql::each_consumer`]), or once filtered.
+fn scoped(
+    check: Check,
+    limits: &CheckLimits,
+    sql: &mut Sql,
+    mut part: impl FnMut(&mut Sql, &Shape, &str) -> String,
+) -> String {
+    let column = consumer_column(check);
+    if per_consumer(check) {
+        return sql.each_consumer(&limits.within, column, |sql, only| {
+            let shape = every_consumer_shape(check, limits, sql);
+            part(sql, &shape, only)
+        });
+    }
+    let shape = every_consumer_shape(check, limits, sql);
+    let only = sql
+        .within(&limits.within, column)
+        .map(|c| format!(" AND {c}"))
+        .unwrap_or_default();
+    part(sql, &shape, &only)
+}
+
 /// The columns of a finding about a claim, from alias `c`, ordered by `at`.
 fn claim_columns(at: &str, extra: &str) -> String {
     format!(
@@ -59,20 +106,6 @@ const NO_HASHES: &str =
     "CAST(NULL AS TEXT) AS payload_hash, CAST(NULL AS TEXT) AS last_payload_hash";
 const NO_LEASE: &str = "CAST(NULL AS TIMESTAMPTZ) AS lease_until";
 const CLAIM_ORDER: &[&str] = &["c.consumer", "c.idempotency_key"];
-
-/// What `check` finds among the consumers `limits.within` allows.
-fn shape(check: Check, limits: &CheckLimits, sql: &mut Sql) -> Shape {
-    let mut shape = every_consumer_shape(check, limits, sql);
-    let column = match check {
-        Check::SharedProviderRef => "f.consumer",
-        _ if check.lists_dead_letters() => "d.consumer",
-        _ => "c.consumer",
-    };
-    if let Some(within) = sql.within(&limits.within, column) {
-        shape.from += &format!(" AND {within}");
-    }
-    shape
-}
 
 fn every_consumer_shape(check: Check, limits: &CheckLimits, sql: &mut Sql) -> Shape {
     let claim = |from: String, at: &'static str, extra: String| Shape {
@@ -196,53 +229,84 @@ fn position(check: Check, f: &Finding) -> Position {
 
 /// A page (`limit + 1` rows) of a check's findings, oldest first.
 fn findings_page(check: Check, limits: &CheckLimits, page: &PageRequest) -> StoreResult<Sql> {
+    let position: Option<Position> = match &page.after {
+        Some(after) => Some(cursor::decode(&list_name(check), after)?),
+        None => None,
+    };
     let mut sql = Sql::default();
-    let shape = shape(check, limits, &mut sql);
-    let mut text = format!("SELECT {} FROM {}", shape.columns, shape.from);
-    if let Some(after) = &page.after {
-        let position: Position = cursor::decode(&list_name(check), after)?;
-        let at = |micros: i64, sql: &mut Sql| -> StoreResult<String> {
-            Ok(sql.param(cursor::instant(micros)?))
-        };
-        let bound = match (position, check.lists_dead_letters()) {
-            (Position::Claim(t, consumer, key), false) => {
-                let t = at(t, &mut sql)?;
-                format!("{t}, {}, {}", sql.param(consumer), sql.param(key))
+    let limit = sql.param(page.limit + 1);
+    let mut bad_cursor = false;
+    let parts = scoped(check, limits, &mut sql, |sql, shape, only| {
+        let keyset = match (&position, check.lists_dead_letters()) {
+            (None, _) => String::new(),
+            (Some(Position::Claim(t, consumer, key)), false) => match cursor::instant(*t) {
+                Ok(t) => {
+                    let t = sql.param(t);
+                    format!(
+                        " AND ({}, {}) > ({t}, {}, {})",
+                        shape.at,
+                        shape.tie_break.join(", "),
+                        sql.param(consumer.as_str()),
+                        sql.param(key.as_str())
+                    )
+                }
+                Err(_) => {
+                    bad_cursor = true;
+                    String::new()
+                }
+            },
+            (Some(Position::DeadLetter(t, id)), true) => match cursor::instant(*t) {
+                Ok(t) => {
+                    let t = sql.param(t);
+                    format!(
+                        " AND ({}, {}) > ({t}, {})",
+                        shape.at,
+                        shape.tie_break.join(", "),
+                        sql.param(*id)
+                    )
+                }
+                Err(_) => {
+                    bad_cursor = true;
+                    String::new()
+                }
+            },
+            _ => {
+                bad_cursor = true;
+                String::new()
             }
-            (Position::DeadLetter(t, id), true) => {
-                let t = at(t, &mut sql)?;
-                format!("{t}, {}", sql.param(id))
-            }
-            _ => return Err(StoreError::BadCursor),
         };
-        text += &format!(
-            " AND ({}, {}) > ({bound})",
+        format!(
+            "SELECT {} FROM {}{only}{keyset} ORDER BY {}, {} LIMIT {limit}",
+            shape.columns,
+            shape.from,
             shape.at,
             shape.tie_break.join(", ")
-        );
+        )
+    });
+    if bad_cursor {
+        return Err(StoreError::BadCursor);
     }
-    let limit = sql.param(page.limit + 1);
-    text += &format!(
-        " ORDER BY {}, {} LIMIT {limit}",
-        shape.at,
-        shape.tie_break.join(", ")
-    );
-    sql.push(&text);
+    // The outer order names the columns the parts select.
+    let order = match check.lists_dead_letters() {
+        true => "at, dead_letter_id",
+        false => "at, consumer, idempotency_key",
+    };
+    sql.text = format!("SELECT * FROM ({parts}) AS scoped ORDER BY {order} LIMIT {limit}");
     Ok(sql)
 }
 
 /// Every check's count in one statement, each stopping after `cap + 1`.
 fn counts(limits: &CheckLimits, cap: u64) -> Sql {
     let mut sql = Sql::default();
-    let limit = i64::try_from(cap.saturating_add(1)).unwrap_or(i64::MAX);
+    let limit = crate::reads::capped_limit(&mut sql, cap);
     let columns: Vec<String> = Check::ALL
         .into_iter()
         .map(|check| {
-            let shape = shape(check, limits, &mut sql);
-            let limit = sql.param(limit);
+            let parts = scoped(check, limits, &mut sql, |_, shape, only| {
+                format!("SELECT 1 FROM {}{only} LIMIT {limit}", shape.from)
+            });
             format!(
-                "(SELECT COUNT(*) FROM (SELECT 1 FROM {} LIMIT {limit}) AS capped)",
-                shape.from
+                "(SELECT COUNT(*) FROM (SELECT 1 FROM ({parts}) AS counted LIMIT {limit}) AS capped)"
             )
         })
         .collect();
@@ -282,10 +346,10 @@ impl From<FindingRow> for Finding {
 
 type Counted = (i64, i64, i64, i64, i64, i64, i64);
 
-impl Store {
+impl Checks<'_> {
     /// One page of what `check` finds, oldest first.
     pub async fn check_findings(
-        &self,
+        self,
         check: Check,
         limits: &CheckLimits,
         page: &PageRequest,
@@ -303,7 +367,7 @@ impl Store {
     /// How many findings each check has, counting no further than `cap`,
     /// in [`Check::ALL`]'s order.
     pub async fn count_check_findings(
-        &self,
+        self,
         limits: &CheckLimits,
         cap: u64,
     ) -> StoreResult<Vec<(Check, CappedCount)>> {

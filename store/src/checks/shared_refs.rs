@@ -16,6 +16,7 @@
 
 use chrono::TimeDelta;
 
+use crate::facets::Checks;
 use crate::{StoreResult, dialect::dispatch, store::Store, ts::Ts};
 
 /// `idem_meta` name of the outcome time up to which the sweep has looked.
@@ -65,11 +66,11 @@ const PRUNE_CHANGED: &str = "DELETE FROM shared_provider_refs WHERE NOT EXISTS (
 const PRUNE_ALONE: &str = "DELETE FROM shared_provider_refs WHERE provider_ref IN ( \
      SELECT provider_ref FROM shared_provider_refs GROUP BY provider_ref HAVING COUNT(*) < 2)";
 
-impl Store {
+impl Checks<'_> {
     /// Looks at the outcomes recorded since the last run (up to
     /// [`SWEEP_SETTLE`] before `now`, at most a couple of days of them) for
     /// references another key also records, then prunes what no longer holds.
-    pub async fn sweep_shared_provider_refs(&self, now: Ts) -> StoreResult<SharedRefSweep> {
+    pub async fn sweep_shared_provider_refs(self, now: Ts) -> StoreResult<SharedRefSweep> {
         let settled = now - SWEEP_SETTLE;
         let mut sweep = SharedRefSweep {
             through: self.shared_refs_watermark().await?,
@@ -103,9 +104,12 @@ impl Store {
         });
         Ok(sweep)
     }
+}
 
+impl Store {
     async fn shared_refs_watermark(&self) -> StoreResult<Option<Ts>> {
         Ok(self
+            .system()
             .meta(SHARED_REFS_WATERMARK)
             .await?
             .and_then(|v| v.parse().ok())

@@ -1,97 +1,103 @@
 //! The consumer table's figures: what each consumer did in the last hour,
-//! how old its queue is, and what of it waits for a person — for every
-//! consumer at once, in a fixed number of statements however many there are.
+//! how old its queue is, and what of it waits for a person — for the
+//! consumers a reader may see, in a few statements however many there are.
 
 use std::collections::BTreeMap;
 
-use idem_domain::{CappedCount, Metric};
+use idem_domain::{CappedCount, ConsumerName, Metric, Within};
 
-use crate::{StoreResult, dialect::dispatch, store::Store, ts::Ts};
+use crate::facets::{Lists, Metrics};
+use crate::{
+    StoreResult,
+    dialect::dispatch,
+    sql::{Sql, bind_all},
+    ts::Ts,
+};
 
-/// Open work per consumer, from one walk of each open set that stops after
-/// `cap` entries in all: a consumer's count is exact unless the walk
-/// stopped, and then a lower bound (shown "n+").
+/// Open work per consumer, each counted on its own up to a cap: a
+/// consumer's count is exact below it, and "n+" at it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct OpenByConsumer {
-    unknown: BTreeMap<String, u64>,
-    unknown_capped: bool,
-    dead_letters: BTreeMap<String, u64>,
-    dead_letters_capped: bool,
+    unknown: BTreeMap<String, CappedCount>,
+    dead_letters: BTreeMap<String, CappedCount>,
 }
 
 impl OpenByConsumer {
     /// `consumer`'s open unknown outcomes.
     pub fn unknown(&self, consumer: &str) -> CappedCount {
-        of(&self.unknown, self.unknown_capped, consumer)
+        self.unknown.get(consumer).copied().unwrap_or_default()
     }
 
     /// `consumer`'s open dead letters.
     pub fn dead_letters(&self, consumer: &str) -> CappedCount {
-        of(&self.dead_letters, self.dead_letters_capped, consumer)
-    }
-
-    /// Every consumer with any open work, by name.
-    pub fn consumers(&self) -> impl Iterator<Item = &str> {
-        self.unknown
-            .keys()
-            .chain(self.dead_letters.keys())
-            .map(String::as_str)
+        self.dead_letters.get(consumer).copied().unwrap_or_default()
     }
 }
 
-fn of(counts: &BTreeMap<String, u64>, capped: bool, consumer: &str) -> CappedCount {
-    CappedCount {
-        value: counts.get(consumer).copied().unwrap_or(0),
-        capped,
+/// How many consumers one statement counts.
+const CONSUMERS_PER_STATEMENT: usize = 100;
+
+impl Lists<'_> {
+    /// Each of `consumers`' open unknown outcomes and open dead letters,
+    /// each counted to `cap` on its own range of `claims_unknown_by_consumer`
+    /// and `dead_letters_open_by_consumer`: what one consumer's backlog
+    /// holds never changes another's count, nor what it costs.
+    pub async fn open_by_consumer(
+        self,
+        consumers: &[ConsumerName],
+        cap: u64,
+    ) -> StoreResult<OpenByConsumer> {
+        let mut open = OpenByConsumer::default();
+        for batch in consumers.chunks(CONSUMERS_PER_STATEMENT) {
+            let mut sql = Sql::default();
+            let limit = super::lists::capped_limit(&mut sql, cap);
+            let parts: Vec<String> = batch
+                .iter()
+                .map(|consumer| {
+                    let c = sql.param(consumer.as_str());
+                    format!(
+                        "SELECT {c} AS consumer, \
+                         (SELECT COUNT(*) FROM (SELECT 1 FROM claims WHERE status = 'unknown' \
+                          AND consumer = {c} LIMIT {limit}) AS u) AS unknown, \
+                         (SELECT COUNT(*) FROM (SELECT 1 FROM dead_letters WHERE state = 'open' \
+                          AND consumer = {c} LIMIT {limit}) AS d) AS dead_letters"
+                    )
+                })
+                .collect();
+            sql.text = parts.join(" UNION ALL ");
+            let rows: Vec<(String, i64, i64)> = dispatch!(&self.pools, pool => {
+                bind_all!(sqlx::query_as(&sql.text), &sql.binds).fetch_all(pool).await?
+            });
+            let capped = |n: i64| CappedCount::from_limited(u64::try_from(n).unwrap_or(0), cap);
+            for (consumer, unknown, dead_letters) in rows {
+                open.unknown.insert(consumer.clone(), capped(unknown));
+                open.dead_letters.insert(consumer, capped(dead_letters));
+            }
+        }
+        Ok(open)
     }
 }
 
-impl Store {
-    /// Each consumer's open unknown outcomes and open dead letters: the
-    /// partial indexes `claims_unknown_since` and `dead_letters_open`, each
-    /// walked for at most `cap + 1` entries.
-    pub async fn open_by_consumer(&self, cap: u64) -> StoreResult<OpenByConsumer> {
-        const UNKNOWN: &str = "SELECT consumer, COUNT(*) FROM \
-             (SELECT consumer FROM claims WHERE status = 'unknown' LIMIT $1) AS open \
-             GROUP BY consumer";
-        const DEAD_LETTERS: &str = "SELECT consumer, COUNT(*) FROM \
-             (SELECT consumer FROM dead_letters WHERE state = 'open' LIMIT $1) AS open \
-             GROUP BY consumer";
-        let limit = i64::try_from(cap.saturating_add(1)).unwrap_or(i64::MAX);
-        let (unknown, unknown_capped) = self.grouped(UNKNOWN, limit).await?;
-        let (dead_letters, dead_letters_capped) = self.grouped(DEAD_LETTERS, limit).await?;
-        Ok(OpenByConsumer {
-            unknown,
-            unknown_capped,
-            dead_letters,
-            dead_letters_capped,
-        })
-    }
-
-    async fn grouped(&self, sql: &str, limit: i64) -> StoreResult<(BTreeMap<String, u64>, bool)> {
-        let rows: Vec<(String, i64)> = dispatch!(&self.pools, pool => {
-            sqlx::query_as(sql).bind(limit).fetch_all(pool).await?
-        });
-        let walked: i64 = rows.iter().map(|(_, n)| n).sum();
-        let counts = rows
-            .into_iter()
-            .map(|(consumer, n)| (consumer, u64::try_from(n).unwrap_or(0)))
-            .collect();
-        Ok((counts, walked >= limit))
-    }
-
-    /// The largest value of `gauge` per consumer over the minutes in
-    /// `[from, to)`: a range of the `(metric, minute)` index.
+impl Metrics<'_> {
+    /// The largest value of `gauge` per consumer `within` allows over the
+    /// minutes in `[from, to)`: a range of the `(metric, minute)` index.
     pub async fn gauge_max_by_consumer(
-        &self,
+        self,
         gauge: Metric,
         from: Ts,
         to: Ts,
+        within: &Within,
     ) -> StoreResult<BTreeMap<String, f64>> {
-        const SQL: &str = "SELECT consumer, MAX(value) FROM consumer_metrics \
-             WHERE metric = $1 AND minute >= $2 AND minute < $3 GROUP BY consumer";
+        let mut sql = Sql::default();
+        let (metric, from, to) = (sql.param(gauge.name()), sql.param(from), sql.param(to));
+        sql.push(&format!(
+            "SELECT consumer, MAX(value) FROM consumer_metrics \
+             WHERE metric = {metric} AND minute >= {from} AND minute < {to}"
+        ));
+        sql.and_within(within, "consumer");
+        sql.push(" GROUP BY consumer");
         let rows: Vec<(String, f64)> = dispatch!(&self.pools, pool => {
-            sqlx::query_as(SQL).bind(gauge.name()).bind(from).bind(to).fetch_all(pool).await?
+            bind_all!(sqlx::query_as(&sql.text), &sql.binds).fetch_all(pool).await?
         });
         Ok(rows.into_iter().collect())
     }

@@ -5,6 +5,7 @@ use idem_domain::{
     CappedCount, Claim, ConsumerName, DeadLetter, DeadLetterState, OutboxRow, Page, Within,
 };
 
+use crate::facets::Lists;
 use crate::{
     StoreResult,
     cursor::{self, PageRequest, paginate},
@@ -14,20 +15,15 @@ use crate::{
         outbox_columns,
     },
     sql::{Sql, bind_all},
-    store::Store,
     ts::Ts,
 };
 
-impl Store {
-    /// Claims whose outcome is unknown, oldest first ("unknown since").
-    pub async fn unknown_claims(&self, page: &PageRequest) -> StoreResult<Page<Claim>> {
-        self.unknown_claims_in(page, &Window::default()).await
-    }
-
+impl Lists<'_> {
     /// Unknown outcomes that became unknown inside `window`, oldest first:
-    /// a range of the partial index `claims_unknown_since`.
+    /// a range of `claims_unknown_since`, or per consumer of
+    /// `claims_unknown_by_consumer` for a reader limited to some.
     pub async fn unknown_claims_in(
-        &self,
+        self,
         page: &PageRequest,
         window: &Window,
     ) -> StoreResult<Page<Claim>> {
@@ -44,21 +40,19 @@ impl Store {
     }
 
     /// When each open unknown outcome became unknown, oldest first, at most
-    /// `limit`, for one consumer or all: the partial index alone.
-    pub async fn unknown_since(
-        &self,
-        consumer: Option<&ConsumerName>,
-        limit: i64,
-    ) -> StoreResult<Vec<Ts>> {
-        let window = Window {
-            consumer: consumer.cloned(),
-            ..Window::default()
-        };
+    /// `limit`, of the consumers `window` reaches: the partial indexes alone.
+    pub async fn unknown_since(self, window: &Window, limit: i64) -> StoreResult<Vec<Ts>> {
         let mut sql = Sql::default();
-        sql.push("SELECT status_at FROM claims WHERE status = 'unknown'");
-        window.conditions(&mut sql, "status_at");
         let limit = sql.param(limit);
-        sql.push(&format!(" ORDER BY status_at LIMIT {limit}"));
+        let parts = sql.each_consumer(&window.reach(), "consumer", |sql, only| {
+            let bounds = window.bounds(sql, "status_at");
+            format!(
+                "SELECT status_at FROM claims WHERE status = 'unknown'{only}{bounds} \
+                 ORDER BY status_at LIMIT {limit}"
+            )
+        });
+        sql.text =
+            format!("SELECT status_at FROM ({parts}) AS scoped ORDER BY status_at LIMIT {limit}");
         let since = dispatch!(&self.pools, pool => {
             bind_all!(sqlx::query_scalar(&sql.text), &sql.binds).fetch_all(pool).await?
         });
@@ -67,26 +61,18 @@ impl Store {
 
     /// How many unknown outcomes became unknown inside `window`, counting
     /// no further than `cap`.
-    pub async fn count_unknown_in(&self, window: &Window, cap: u64) -> StoreResult<CappedCount> {
+    pub async fn count_unknown_in(self, window: &Window, cap: u64) -> StoreResult<CappedCount> {
         let mut sql = Sql::default();
-        sql.push("SELECT 1 FROM claims WHERE status = 'unknown'");
-        window.conditions(&mut sql, "status_at");
+        let limit = capped_limit(&mut sql, cap);
+        sql.text = window.scoped(&mut sql, "status_at", |_, only, bounds| {
+            format!("SELECT 1 FROM claims WHERE status = 'unknown'{only}{bounds} LIMIT {limit}")
+        });
         self.capped_count(sql, cap).await
-    }
-
-    /// Dead letters in `state`, oldest first.
-    pub async fn dead_letters(
-        &self,
-        state: DeadLetterState,
-        page: &PageRequest,
-    ) -> StoreResult<Page<DeadLetter>> {
-        self.dead_letters_in(state, page, &DeadLetterFilter::default())
-            .await
     }
 
     /// Dead letters in `state` that `filter` lets through, oldest first.
     pub async fn dead_letters_in(
-        &self,
+        self,
         state: DeadLetterState,
         page: &PageRequest,
         filter: &DeadLetterFilter,
@@ -106,28 +92,27 @@ impl Store {
     /// Dead letters in `state` that `filter` lets through, counting no
     /// further than `cap`.
     pub async fn count_dead_letters_in(
-        &self,
+        self,
         state: DeadLetterState,
         filter: &DeadLetterFilter,
         cap: u64,
     ) -> StoreResult<CappedCount> {
         let mut sql = Sql::default();
-        sql.push("SELECT 1 FROM dead_letters WHERE ");
-        sql.push(dead_letter_state(state));
-        filter.conditions(&mut sql);
+        let limit = capped_limit(&mut sql, cap);
+        sql.text = filter.scoped(&mut sql, |_, only, conditions| {
+            format!(
+                "SELECT 1 FROM dead_letters WHERE {}{only}{conditions} LIMIT {limit}",
+                dead_letter_state(state)
+            )
+        });
         self.capped_count(sql, cap).await
     }
 
-    /// Unpublished outbox rows, oldest first.
-    pub async fn unpublished_outbox(&self, page: &PageRequest) -> StoreResult<Page<OutboxRow>> {
-        self.unpublished_outbox_in(page, &OutboxFilter::default())
-            .await
-    }
-
     /// Unpublished outbox rows of one consumer and/or topic, oldest first
-    /// (the partial index of unpublished rows, filtered: it stays small).
+    /// (the partial index of unpublished rows, or per consumer of
+    /// `outbox_unpublished_by_consumer`: it stays small).
     pub async fn unpublished_outbox_in(
-        &self,
+        self,
         page: &PageRequest,
         filter: &OutboxFilter,
     ) -> StoreResult<Page<OutboxRow>> {
@@ -142,6 +127,26 @@ impl Store {
             outbox_position,
         ))
     }
+
+    /// Unpublished outbox rows of one consumer and/or topic, counting no
+    /// further than `cap`.
+    pub async fn count_unpublished_outbox_in(
+        self,
+        filter: &OutboxFilter,
+        cap: u64,
+    ) -> StoreResult<CappedCount> {
+        let mut sql = Sql::default();
+        let limit = capped_limit(&mut sql, cap);
+        sql.text = filter.scoped(&mut sql, |_, only, topic| {
+            format!("SELECT 1 FROM outbox WHERE published_at IS NULL{only}{topic} LIMIT {limit}")
+        });
+        self.capped_count(sql, cap).await
+    }
+}
+
+/// The parameter a capped count's every part stops at: `cap + 1`.
+pub(crate) fn capped_limit(sql: &mut Sql, cap: u64) -> String {
+    sql.param(i64::try_from(cap.saturating_add(1)).unwrap_or(i64::MAX))
 }
 
 /// The lists' names in their cursors.
@@ -152,7 +157,8 @@ fn dead_letter_list(state: DeadLetterState) -> String {
     format!("dead_letters/{state}")
 }
 
-/// A page (`limit + 1` rows) of unknown outcomes inside `window`, oldest first.
+/// A page (`limit + 1` rows) of unknown outcomes inside `window`, oldest
+/// first: each consumer's page, then the first of them all.
 pub(super) fn unknown_page(page: &PageRequest, window: &Window) -> StoreResult<Sql> {
     let after = match &page.after {
         None => None,
@@ -161,23 +167,27 @@ pub(super) fn unknown_page(page: &PageRequest, window: &Window) -> StoreResult<S
             Some((cursor::instant(at)?, consumer, key))
         }
     };
+    const ORDER: &str = "ORDER BY status_at, consumer, idempotency_key";
     let mut sql = Sql::default();
-    sql.push(concat!(
-        "SELECT ",
-        claim_columns!(),
-        " FROM claims WHERE status = 'unknown'"
-    ));
-    if let Some((at, consumer, key)) = after {
-        let (a, c, k) = (sql.param(at), sql.param(consumer), sql.param(key));
-        sql.push(&format!(
-            " AND (status_at, consumer, idempotency_key) > ({a}, {c}, {k})"
-        ));
-    }
-    window.conditions(&mut sql, "status_at");
     let limit = sql.param(page.limit + 1);
-    sql.push(&format!(
-        " ORDER BY status_at, consumer, idempotency_key LIMIT {limit}"
-    ));
+    let parts = window.scoped(&mut sql, "status_at", |sql, only, bounds| {
+        let keyset = match &after {
+            Some((at, consumer, key)) => {
+                let (a, c, k) = (
+                    sql.param(*at),
+                    sql.param(consumer.as_str()),
+                    sql.param(key.as_str()),
+                );
+                format!(" AND (status_at, consumer, idempotency_key) > ({a}, {c}, {k})")
+            }
+            None => String::new(),
+        };
+        format!(
+            "SELECT {} FROM claims WHERE status = 'unknown'{only}{keyset}{bounds} {ORDER} LIMIT {limit}",
+            claim_columns!()
+        )
+    });
+    sql.text = format!("SELECT * FROM ({parts}) AS scoped {ORDER} LIMIT {limit}");
     Ok(sql)
 }
 
@@ -197,19 +207,24 @@ pub(super) fn dead_letter_page(
     filter: &DeadLetterFilter,
 ) -> StoreResult<Sql> {
     let after = cursor::time_and_id(&dead_letter_list(state), page)?;
+    const ORDER: &str = "ORDER BY dead_lettered_at, id";
     let mut sql = Sql::default();
-    sql.push(&format!(
-        "SELECT {} FROM dead_letters WHERE {}",
-        dead_letter_columns!(),
-        dead_letter_state(state)
-    ));
-    if let Some((at, id)) = after {
-        let (a, i) = (sql.param(at), sql.param(id));
-        sql.push(&format!(" AND (dead_lettered_at, id) > ({a}, {i})"));
-    }
-    filter.conditions(&mut sql);
     let limit = sql.param(page.limit + 1);
-    sql.push(&format!(" ORDER BY dead_lettered_at, id LIMIT {limit}"));
+    let parts = filter.scoped(&mut sql, |sql, only, conditions| {
+        let keyset = match after {
+            Some((at, id)) => {
+                let (a, i) = (sql.param(at), sql.param(id));
+                format!(" AND (dead_lettered_at, id) > ({a}, {i})")
+            }
+            None => String::new(),
+        };
+        format!(
+            "SELECT {} FROM dead_letters WHERE {}{only}{keyset}{conditions} {ORDER} LIMIT {limit}",
+            dead_letter_columns!(),
+            dead_letter_state(state)
+        )
+    });
+    sql.text = format!("SELECT * FROM ({parts}) AS scoped {ORDER} LIMIT {limit}");
     Ok(sql)
 }
 
@@ -220,19 +235,23 @@ fn dead_letter_position(d: &DeadLetter) -> (i64, i64) {
 /// A page (`limit + 1` rows) of unpublished outbox rows, oldest first.
 pub(super) fn outbox_page(page: &PageRequest, filter: &OutboxFilter) -> StoreResult<Sql> {
     let after = cursor::time_and_id(OUTBOX, page)?;
+    const ORDER: &str = "ORDER BY created_at, id";
     let mut sql = Sql::default();
-    sql.push(concat!(
-        "SELECT ",
-        outbox_columns!(),
-        " FROM outbox WHERE published_at IS NULL"
-    ));
-    if let Some((at, id)) = after {
-        let (a, i) = (sql.param(at), sql.param(id));
-        sql.push(&format!(" AND (created_at, id) > ({a}, {i})"));
-    }
-    filter.conditions(&mut sql);
     let limit = sql.param(page.limit + 1);
-    sql.push(&format!(" ORDER BY created_at, id LIMIT {limit}"));
+    let parts = filter.scoped(&mut sql, |sql, only, topic| {
+        let keyset = match after {
+            Some((at, id)) => {
+                let (a, i) = (sql.param(at), sql.param(id));
+                format!(" AND (created_at, id) > ({a}, {i})")
+            }
+            None => String::new(),
+        };
+        format!(
+            "SELECT {} FROM outbox WHERE published_at IS NULL{only}{keyset}{topic} {ORDER} LIMIT {limit}",
+            outbox_columns!()
+        )
+    });
+    sql.text = format!("SELECT * FROM ({parts}) AS scoped {ORDER} LIMIT {limit}");
     Ok(sql)
 }
 
@@ -250,17 +269,21 @@ impl OutboxFilter {
         *self == Self::default()
     }
 
-    /// ` AND consumer = $n …` for each filter that is set.
-    pub(super) fn conditions(&self, sql: &mut Sql) {
-        if let Some(consumer) = &self.consumer {
-            let p = sql.param(consumer.as_str());
-            sql.push(&format!(" AND consumer = {p}"));
-        }
-        if let Some(topic) = &self.topic {
-            let p = sql.param(topic.as_str());
-            sql.push(&format!(" AND topic = {p}"));
-        }
-        sql.and_within(&self.within, "consumer");
+    /// `part(sql, only, topic)` once per consumer the filter reaches (see
+    /// [`Sql::each_consumer`]), `topic` the topic's condition.
+    pub(super) fn scoped(
+        &self,
+        sql: &mut Sql,
+        mut part: impl FnMut(&mut Sql, &str, &str) -> String,
+    ) -> String {
+        let reach = self.within.narrowed_to(self.consumer.as_ref());
+        sql.each_consumer(&reach, "consumer", |sql, only| {
+            let topic = match &self.topic {
+                Some(topic) => format!(" AND topic = {}", sql.param(topic.as_str())),
+                None => String::new(),
+            };
+            part(sql, only, &topic)
+        })
     }
 }
 
@@ -294,21 +317,36 @@ impl Window {
         *self == Self::default()
     }
 
-    /// ` AND column >= $n …` for each bound that is set.
-    pub(crate) fn conditions(&self, sql: &mut Sql, column: &str) {
+    /// The consumers it reaches: its one consumer if the reader may see
+    /// it, else those they may.
+    pub fn reach(&self) -> Within {
+        self.within.narrowed_to(self.consumer.as_ref())
+    }
+
+    /// ` AND column >= $n …` for each time bound that is set.
+    pub(crate) fn bounds(&self, sql: &mut Sql, column: &str) -> String {
+        let mut text = String::new();
         if let Some(from) = self.from {
-            let p = sql.param(from);
-            sql.push(&format!(" AND {column} >= {p}"));
+            text += &format!(" AND {column} >= {}", sql.param(from));
         }
         if let Some(to) = self.to {
-            let p = sql.param(to);
-            sql.push(&format!(" AND {column} < {p}"));
+            text += &format!(" AND {column} < {}", sql.param(to));
         }
-        if let Some(consumer) = &self.consumer {
-            let p = sql.param(consumer.as_str());
-            sql.push(&format!(" AND consumer = {p}"));
-        }
-        sql.and_within(&self.within, "consumer");
+        text
+    }
+
+    /// `part(sql, only, bounds)` once per consumer the window reaches (see
+    /// [`Sql::each_consumer`]), `bounds` its times on `column`.
+    pub(crate) fn scoped(
+        &self,
+        sql: &mut Sql,
+        column: &str,
+        mut part: impl FnMut(&mut Sql, &str, &str) -> String,
+    ) -> String {
+        sql.each_consumer(&self.reach(), "consumer", |sql, only| {
+            let bounds = self.bounds(sql, column);
+            part(sql, only, &bounds)
+        })
     }
 }
 
@@ -329,20 +367,52 @@ impl DeadLetterFilter {
         *self == Self::default()
     }
 
-    /// ` AND …` for each part of the filter that is set.
-    pub(crate) fn conditions(&self, sql: &mut Sql) {
-        self.window.conditions(sql, "dead_lettered_at");
+    /// ` AND …` for each part of the filter but its consumers.
+    fn conditions(&self, sql: &mut Sql) -> String {
+        let mut text = self.window.bounds(sql, "dead_lettered_at");
         if let Some(error) = self.error.as_deref().filter(|e| !e.is_empty()) {
             // "Contains", the same on both backends (SQLite has no strpos,
             // Postgres no instr, and LIKE would read % and _ in the text and
             // ignore case on SQLite): removing the text changes the error.
             let p = sql.param(error);
-            sql.push(&format!(" AND replace(last_error, {p}, '') <> last_error"));
+            text += &format!(" AND replace(last_error, {p}, '') <> last_error");
         }
-        if !self.except.is_empty() {
-            let names: Vec<String> = self.except.iter().map(|c| sql.param(c.as_str())).collect();
-            sql.push(&format!(" AND consumer NOT IN ({})", names.join(", ")));
+        text
+    }
+
+    /// The consumers it reaches: the window's, but those left out.
+    pub fn reach(&self) -> Within {
+        match self.window.reach() {
+            // Every consumer but some is not read consumer by consumer: the
+            // ones left out are `scoped`'s condition.
+            Within::Every => Within::Every,
+            Within::Only(names) => Within::Only(
+                names
+                    .into_iter()
+                    .filter(|n| !self.except.contains(n))
+                    .collect(),
+            ),
         }
+    }
+
+    /// `part(sql, only, conditions)` once per consumer the filter reaches
+    /// (see [`Sql::each_consumer`]), `conditions` the rest of the filter.
+    pub(crate) fn scoped(
+        &self,
+        sql: &mut Sql,
+        mut part: impl FnMut(&mut Sql, &str, &str) -> String,
+    ) -> String {
+        let reach = self.reach();
+        let every = reach.is_every();
+        sql.each_consumer(&reach, "consumer", |sql, only| {
+            let mut conditions = self.conditions(sql);
+            if every && !self.except.is_empty() {
+                let names: Vec<String> =
+                    self.except.iter().map(|c| sql.param(c.as_str())).collect();
+                conditions += &format!(" AND consumer NOT IN ({})", names.join(", "));
+            }
+            part(sql, only, &conditions)
+        })
     }
 
     /// The filter in words, for a redrive's page and its audit row.

@@ -7,10 +7,11 @@
 //! match a partial index's predicate against literal text.
 
 use idem_domain::{
-    AuditEntry, CappedCount, Claim, ClaimStatus, ConsumerName, DeadLetter, DeadLetterState,
-    IdempotencyKey, OutboxRow,
+    AuditEntry, CappedCount, Claim, ClaimStatus, ConsumerName, DeadLetter, DeadLetterId,
+    DeadLetterState, IdempotencyKey, OutboxRow, Within,
 };
 
+use crate::facets::{Claims, Lists};
 use crate::{
     StoreResult,
     dialect::dispatch,
@@ -27,6 +28,7 @@ mod lists;
 mod overview;
 
 pub use consumers::OpenByConsumer;
+pub(crate) use lists::capped_limit;
 pub use lists::{DeadLetterFilter, OutboxFilter, Window};
 pub use overview::OverviewRecords;
 
@@ -43,20 +45,30 @@ const CLAIM_SQL: &str = concat!(
     claim_columns!(),
     " FROM claims WHERE consumer = $1 AND idempotency_key = $2"
 );
-/// One claim (`$1` consumer, `$2` key) and, after it, at most `$5` other
-/// claims with the same provider reference (`$3`, `$4` the same consumer and
-/// key again), in one statement: the key page's first read.
-const CLAIM_AND_SHARED_REF_SQL: &str = concat!(
-    "SELECT ",
-    claim_columns!(),
-    " FROM claims WHERE consumer = $1 AND idempotency_key = $2 \
-     UNION ALL SELECT * FROM (SELECT ",
-    claim_columns!(),
-    " FROM claims WHERE provider_ref = \
-     (SELECT provider_ref FROM claims WHERE consumer = $3 AND idempotency_key = $4) \
-     AND NOT (consumer = $3 AND idempotency_key = $4) \
-     ORDER BY consumer, idempotency_key LIMIT $5) AS shared"
-);
+/// One claim and, after it, at most [`KEY_PAGE_SHARED_REFS`] other claims
+/// with the same provider reference of the consumers `scope` reaches, in
+/// one statement: the key page's first read.
+fn claim_and_shared_ref(consumer: &str, key: &str, scope: &Within) -> Sql {
+    let mut sql = Sql::default();
+    let (consumer, key, limit) = (
+        sql.param(consumer),
+        sql.param(key),
+        sql.param(KEY_PAGE_SHARED_REFS),
+    );
+    let only = sql
+        .within(scope, "consumer")
+        .map(|c| format!(" AND {c}"))
+        .unwrap_or_default();
+    sql.text = format!(
+        "SELECT {columns} FROM claims WHERE consumer = {consumer} AND idempotency_key = {key} \
+         UNION ALL SELECT * FROM (SELECT {columns} FROM claims WHERE provider_ref = \
+         (SELECT provider_ref FROM claims WHERE consumer = {consumer} AND idempotency_key = {key}) \
+         AND NOT (consumer = {consumer} AND idempotency_key = {key}){only} \
+         ORDER BY consumer, idempotency_key LIMIT {limit}) AS shared",
+        columns = claim_columns!()
+    );
+    sql
+}
 /// One key's outbox rows, oldest first, at most `$3`.
 const OUTBOX_FOR_KEY_SQL: &str = concat!(
     "SELECT ",
@@ -102,10 +114,10 @@ impl KeyRecords {
     }
 }
 
-impl Store {
+impl Claims<'_> {
     /// One claim, by its primary key.
     pub async fn claim(
-        &self,
+        self,
         consumer: &ConsumerName,
         key: &IdempotencyKey,
     ) -> StoreResult<Option<Claim>> {
@@ -116,19 +128,30 @@ impl Store {
         row.map(Claim::try_from).transpose()
     }
 
-    /// Everything stored about one key, for its page: the same reads as
-    /// [`Store::claim`], [`Store::claims_with_provider_ref`],
-    /// [`Store::outbox_for_key`], [`Store::dead_letters_for_key`] and
-    /// [`Store::audit_for_key`], in four statements on one connection (the
-    /// claim and its shared provider reference in one). Each trip through
-    /// the pool costs sqlx a ping when the connection goes back; the key
-    /// page pays it once.
+    /// Everything stored about one key, for its page, if `scope` reaches
+    /// its consumer (else nothing, as for a key nobody wrote): the claim
+    /// and the keys of `scope`'s consumers that share its provider
+    /// reference, its outbox rows, dead letters and audit, in four
+    /// statements on one connection (the claim and its shared provider
+    /// reference in one). Each trip through the pool costs sqlx a ping when
+    /// the connection goes back; the key page pays it once.
     pub async fn key_records(
-        &self,
+        self,
         consumer: &ConsumerName,
         key: &IdempotencyKey,
+        scope: &Within,
     ) -> StoreResult<KeyRecords> {
+        if !scope.allows(consumer.as_str()) {
+            return Ok(KeyRecords {
+                claim: None,
+                shared_ref: Vec::new(),
+                outbox: Vec::new(),
+                dead_letters: Vec::new(),
+                audit: Vec::new(),
+            });
+        }
         let (consumer, key) = (consumer.as_str(), key.as_str());
+        let shared = claim_and_shared_ref(consumer, key, scope);
         let (claims, outbox, dead_letters, audit): (
             Vec<ClaimRow>,
             Vec<OutboxDbRow>,
@@ -136,8 +159,7 @@ impl Store {
             Vec<AuditRow>,
         ) = dispatch!(&self.pools, pool => {
             let mut conn = pool.acquire().await?;
-            let claims = sqlx::query_as(CLAIM_AND_SHARED_REF_SQL).bind(consumer).bind(key)
-                .bind(consumer).bind(key).bind(KEY_PAGE_SHARED_REFS)
+            let claims = bind_all!(sqlx::query_as(&shared.text), &shared.binds)
                 .fetch_all(&mut *conn).await?;
             let outbox = sqlx::query_as(OUTBOX_FOR_KEY_SQL).bind(consumer).bind(key)
                 .bind(KEY_PAGE_ROWS).fetch_all(&mut *conn).await?;
@@ -160,28 +182,34 @@ impl Store {
         })
     }
 
-    /// Every consumer's claim of one key (for links that carry only the key),
-    /// at most `limit`.
+    /// The claims of one key (for links that carry only the key) of the
+    /// consumers `scope` reaches, at most `limit`, by consumer: `scope` is
+    /// applied before the limit, so a key many teams hold still lists every
+    /// one of the reader's.
     pub async fn claims_with_key(
-        &self,
+        self,
         key: &IdempotencyKey,
         limit: i64,
+        scope: &Within,
     ) -> StoreResult<Vec<Claim>> {
-        let key = key.as_str();
-        const SQL: &str = concat!(
-            "SELECT ",
-            claim_columns!(),
-            " FROM claims WHERE idempotency_key = $1 ORDER BY consumer LIMIT $2"
-        );
+        let mut sql = Sql::default();
+        let k = sql.param(key.as_str());
+        sql.push(&format!(
+            "SELECT {} FROM claims WHERE idempotency_key = {k}",
+            claim_columns!()
+        ));
+        sql.and_within(scope, "consumer");
+        let limit = sql.param(limit);
+        sql.push(&format!(" ORDER BY consumer LIMIT {limit}"));
         let rows: Vec<ClaimRow> = dispatch!(&self.pools, pool => {
-            sqlx::query_as(SQL).bind(key).bind(limit).fetch_all(pool).await?
+            bind_all!(sqlx::query_as(&sql.text), &sql.binds).fetch_all(pool).await?
         });
         convert(rows)
     }
 
     /// The outbox rows of one key, oldest first.
     pub async fn outbox_for_key(
-        &self,
+        self,
         consumer: &ConsumerName,
         key: &IdempotencyKey,
     ) -> StoreResult<Vec<OutboxRow>> {
@@ -194,7 +222,7 @@ impl Store {
 
     /// The dead letters of one key, oldest first.
     pub async fn dead_letters_for_key(
-        &self,
+        self,
         consumer: &ConsumerName,
         key: &IdempotencyKey,
     ) -> StoreResult<Vec<DeadLetter>> {
@@ -207,7 +235,7 @@ impl Store {
 
     /// The audit entries about one key, oldest first.
     pub async fn audit_for_key(
-        &self,
+        self,
         consumer: &ConsumerName,
         key: &IdempotencyKey,
     ) -> StoreResult<Vec<AuditEntry>> {
@@ -218,37 +246,50 @@ impl Store {
         convert(rows)
     }
 
+    /// One dead letter, if it is of a consumer `scope` reaches: another's
+    /// is, to this reader, none at all.
+    pub async fn dead_letter(
+        self,
+        id: DeadLetterId,
+        scope: &Within,
+    ) -> StoreResult<Option<DeadLetter>> {
+        let mut sql = Sql::default();
+        let p = sql.param(id.get());
+        sql.push(&format!(
+            "SELECT {} FROM dead_letters WHERE id = {p}",
+            dead_letter_columns!()
+        ));
+        sql.and_within(scope, "consumer");
+        let row: Option<DeadLetterRow> = dispatch!(&self.pools, pool => {
+            bind_all!(sqlx::query_as(&sql.text), &sql.binds).fetch_optional(pool).await?
+        });
+        row.map(DeadLetter::try_from).transpose()
+    }
+
+    /// Whether any claim exists (the demo starts on an empty database only).
+    pub async fn has_claims(self) -> StoreResult<bool> {
+        const SQL: &str = "SELECT EXISTS (SELECT 1 FROM claims)";
+        let exists: bool = dispatch!(&self.pools, pool => {
+            sqlx::query_scalar(SQL).fetch_one(pool).await?
+        });
+        Ok(exists)
+    }
+}
+
+impl Lists<'_> {
     /// How many claims are in `status`, counting no further than `cap`.
     /// `pending`, `failed` and `unknown` are counted from their partial
     /// indexes; `sent` is the bulk of the table, so its first `cap + 1` rows
     /// are found at once by any scan.
-    pub async fn count_claims(&self, status: ClaimStatus, cap: u64) -> StoreResult<CappedCount> {
+    pub async fn count_claims(self, status: ClaimStatus, cap: u64) -> StoreResult<CappedCount> {
         // The status is an enum: spelled as a literal, so a partial index serves it.
         let rows = format!("SELECT 1 FROM claims WHERE status = '{}'", status.as_str());
         self.capped_count(Sql::from(rows), cap).await
     }
 
-    /// Unpublished outbox rows, counting no further than `cap`.
-    pub async fn count_unpublished_outbox(&self, cap: u64) -> StoreResult<CappedCount> {
-        self.count_unpublished_outbox_in(&OutboxFilter::default(), cap)
-            .await
-    }
-
-    /// Unpublished outbox rows of one consumer and/or topic, counting no
-    /// further than `cap`.
-    pub async fn count_unpublished_outbox_in(
-        &self,
-        filter: &OutboxFilter,
-        cap: u64,
-    ) -> StoreResult<CappedCount> {
-        let mut sql = Sql::from("SELECT 1 FROM outbox WHERE published_at IS NULL".to_owned());
-        filter.conditions(&mut sql);
-        self.capped_count(sql, cap).await
-    }
-
     /// Dead letters in `state`, counting no further than `cap`.
     pub async fn count_dead_letters(
-        &self,
+        self,
         state: DeadLetterState,
         cap: u64,
     ) -> StoreResult<CappedCount> {
@@ -258,13 +299,15 @@ impl Store {
         );
         self.capped_count(Sql::from(rows), cap).await
     }
+}
 
+impl Store {
     /// Counts the rows `rows` (a `SELECT 1 …`) yields, no further than `cap`.
     pub(super) async fn capped_count(&self, rows: Sql, cap: u64) -> StoreResult<CappedCount> {
         let mut sql = rows;
         let limit = sql.param(i64::try_from(cap.saturating_add(1)).unwrap_or(i64::MAX));
         sql.text = format!(
-            "SELECT COUNT(*) FROM ({} LIMIT {limit}) AS capped",
+            "SELECT COUNT(*) FROM (SELECT 1 FROM ({}) AS counted LIMIT {limit}) AS capped",
             sql.text
         );
         let counted: i64 = dispatch!(&self.pools, pool => {
@@ -274,28 +317,6 @@ impl Store {
             u64::try_from(counted).unwrap_or(0),
             cap,
         ))
-    }
-
-    /// One dead letter.
-    pub async fn dead_letter(&self, id: i64) -> StoreResult<Option<DeadLetter>> {
-        const SQL: &str = concat!(
-            "SELECT ",
-            dead_letter_columns!(),
-            " FROM dead_letters WHERE id = $1"
-        );
-        let row: Option<DeadLetterRow> = dispatch!(&self.pools, pool => {
-            sqlx::query_as(SQL).bind(id).fetch_optional(pool).await?
-        });
-        row.map(DeadLetter::try_from).transpose()
-    }
-
-    /// Whether any claim exists (the demo starts on an empty database only).
-    pub async fn has_claims(&self) -> StoreResult<bool> {
-        const SQL: &str = "SELECT EXISTS (SELECT 1 FROM claims)";
-        let exists: bool = dispatch!(&self.pools, pool => {
-            sqlx::query_scalar(SQL).fetch_one(pool).await?
-        });
-        Ok(exists)
     }
 }
 

@@ -9,13 +9,13 @@ use super::{
     Window,
     lists::{dead_letter_page, dead_letter_state, outbox_page, unknown_page},
 };
+use crate::facets::Lists;
 use crate::{
     StoreResult,
     cursor::PageRequest,
     dialect::dispatch,
     rows::{ClaimRow, DeadLetterRow, OutboxDbRow, convert},
     sql::{Sql, bind_all},
-    store::Store,
     ts::Ts,
 };
 
@@ -48,11 +48,11 @@ pub struct OverviewRecords {
     pub oldest_outbox: Vec<OutboxRow>,
 }
 
-impl Store {
+impl Lists<'_> {
     /// The overview's reads: counts up to `cap`, `rows` of each list, what
     /// the hour before `now` brought, of the consumers `within` allows.
     pub async fn overview(
-        &self,
+        self,
         rows: u32,
         cap: u64,
         now: Ts,
@@ -125,35 +125,42 @@ type Counts = (i64, i64, i64, i64, i64, f64);
 
 /// Every count of the overview in one statement: each capped count stops
 /// after `cap + 1` entries of its partial index (pending and failed read
-/// only the last hour of theirs); the sends are at most 60 per-minute rows
-/// per consumer. Each only of the consumers `within` allows.
+/// only the last hour of theirs), read per consumer for a reader limited
+/// to some; the sends are at most 60 per-minute rows per consumer. Each
+/// only of the consumers `within` allows.
 fn counts(cap: u64, now: Ts, within: &Within) -> Sql {
     let mut sql = Sql::default();
     let since = sql.param(now - chrono::TimeDelta::hours(1));
+    let limit = super::lists::capped_limit(&mut sql, cap);
+    let mut capped = |rows: &dyn Fn(&str) -> String| {
+        let parts = sql.each_consumer(within, "consumer", |_, only| {
+            format!("{} LIMIT {limit}", rows(only))
+        });
+        format!(
+            "(SELECT COUNT(*) FROM (SELECT 1 FROM ({parts}) AS counted LIMIT {limit}) AS capped)"
+        )
+    };
+    let columns = [
+        capped(&|only| {
+            format!("SELECT 1 FROM claims WHERE status = 'pending' AND status_at >= {since}{only}")
+        }),
+        capped(&|only| {
+            format!("SELECT 1 FROM claims WHERE status = 'failed' AND status_at >= {since}{only}")
+        }),
+        capped(&|only| format!("SELECT 1 FROM claims WHERE status = 'unknown'{only}")),
+        capped(&|only| {
+            format!(
+                "SELECT 1 FROM dead_letters WHERE {}{only}",
+                dead_letter_state(DeadLetterState::Open)
+            )
+        }),
+        capped(&|only| format!("SELECT 1 FROM outbox WHERE published_at IS NULL{only}")),
+    ];
+    let metric = sql.param(Metric::Sends.name());
     let only = sql
         .within(within, "consumer")
         .map(|c| format!(" AND {c}"))
         .unwrap_or_default();
-    let limit = i64::try_from(cap.saturating_add(1)).unwrap_or(i64::MAX);
-    let mut capped = |rows: &str| {
-        let limit = sql.param(limit);
-        format!("(SELECT COUNT(*) FROM ({rows}{only} LIMIT {limit}) AS capped)")
-    };
-    let columns = [
-        capped(&format!(
-            "SELECT 1 FROM claims WHERE status = 'pending' AND status_at >= {since}"
-        )),
-        capped(&format!(
-            "SELECT 1 FROM claims WHERE status = 'failed' AND status_at >= {since}"
-        )),
-        capped("SELECT 1 FROM claims WHERE status = 'unknown'"),
-        capped(&format!(
-            "SELECT 1 FROM dead_letters WHERE {}",
-            dead_letter_state(DeadLetterState::Open)
-        )),
-        capped("SELECT 1 FROM outbox WHERE published_at IS NULL"),
-    ];
-    let metric = sql.param(Metric::Sends.name());
     sql.push(&format!(
         "SELECT {}, (SELECT COALESCE(SUM(value), 0.0) FROM consumer_metrics \
          WHERE metric = {metric} AND minute >= {since}{only}) AS sends",

@@ -2,7 +2,7 @@
 //! row in one transaction; the same action id sent again answers the
 //! first reconciliation (`FormReused` if it was of another file).
 
-use idem_domain::ReconcileClass;
+use idem_domain::{AuditAction, AuditResult, AuditState, ReconcileClass, ReconciliationId};
 
 use super::{
     ROWS_KEPT_MAX,
@@ -26,10 +26,11 @@ pub struct NewReconciliation<'a> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Reconciled {
     /// Kept as this one (or, sent again, the one this action id kept).
-    Kept { id: i64 },
+    Kept { id: ReconciliationId },
     /// The action id kept a reconciliation of another file, consumer or
-    /// latency bound, or by someone else: nothing was kept.
-    FormReused { id: i64 },
+    /// latency bound, or by someone else: nothing was kept. Which one is
+    /// said only to the person who made it.
+    FormReused { id: Option<ReconciliationId> },
     /// More rows differ than [`ROWS_KEPT_MAX`]: nothing was kept.
     TooManyDifferences { rows: usize },
 }
@@ -61,7 +62,9 @@ impl Reconciler<'_> {
         match self.keep(&mut tx, new, &rows).await {
             Ok(id) => {
                 tx.commit().await?;
-                Ok(Reconciled::Kept { id })
+                Ok(Reconciled::Kept {
+                    id: ReconciliationId::of_row(id),
+                })
             }
             Err(err) if err.is_unique_violation() => {
                 let _ = tx.rollback().await;
@@ -103,18 +106,15 @@ impl Reconciler<'_> {
             .append_audit_at(
                 &NewAuditEntry {
                     action_id: Some(new.action_id),
-                    actor: new.actor.name,
-                    actor_role: new.actor.role,
-                    action: "reconcile",
                     consumer: Some(self.consumer.as_str()),
-                    key: None,
-                    target: None,
-                    state_before: None,
-                    state_after: Some(&summary),
-                    reason: None,
-                    result: "ok",
+                    state_after: Some(AuditState::Words(summary)),
                     client_addr: new.actor.client_addr,
-                    recovery_seconds: None,
+                    ..NewAuditEntry::new(
+                        new.actor.name,
+                        new.actor.role,
+                        AuditAction::Reconcile,
+                        AuditResult::Ok,
+                    )
                 },
                 now,
             )
@@ -172,10 +172,13 @@ impl Reconciler<'_> {
                 && sha == new.file_sha256
                 && consumer == self.consumer.as_str()
                 && latency == self.latency_seconds;
+            let id = ReconciliationId::of_row(id);
             if same {
                 Reconciled::Kept { id }
             } else {
-                Reconciled::FormReused { id }
+                Reconciled::FormReused {
+                    id: (actor == new.actor.name).then_some(id),
+                }
             }
         }))
     }

@@ -11,6 +11,7 @@ use idem_domain::{
 };
 
 use super::{BAD_LINES_KEPT, LOOKUP_BATCH};
+use crate::facets::Reconcile;
 use crate::{
     StoreResult,
     dialect::dispatch,
@@ -119,12 +120,12 @@ pub struct Reconciler<'s> {
     unmatched_without_key: i64,
 }
 
-impl Store {
+impl<'s> Reconcile<'s> {
     /// A reconciliation of `consumer`'s claims against a provider's export,
     /// whose records show a call at most `latency_seconds` after it.
-    pub fn reconciler(&self, consumer: ConsumerName, latency_seconds: i64) -> Reconciler<'_> {
+    pub fn reconciler(self, consumer: ConsumerName, latency_seconds: i64) -> Reconciler<'s> {
         Reconciler {
-            store: self,
+            store: self.store(),
             consumer,
             latency_seconds: latency_seconds.max(0),
             records: 0,

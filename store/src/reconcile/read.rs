@@ -1,8 +1,11 @@
 //! Reading kept reconciliations: one with its classes and their first
 //! rows, the latest few, and those that named a key.
 
-use idem_domain::{ClassSummary, ReconcileClass, ReconcileRow, Reconciliation, Within};
+use idem_domain::{
+    ClassSummary, ReconcileClass, ReconcileRow, Reconciliation, ReconciliationId, Within,
+};
 
+use crate::facets::Reconcile;
 use crate::{
     StoreError, StoreResult,
     dialect::dispatch,
@@ -96,32 +99,48 @@ fn row(r: Row) -> StoreResult<ReconcileRow> {
 const APPLICABLE: &str = "applied_run IS NULL AND NOT held AND idempotency_key IS NOT NULL \
      AND version IS NOT NULL AND (class <> 'unknown-accepted' OR provider_ref IS NOT NULL)";
 
-impl Store {
+impl Reconcile<'_> {
     /// Reconciliation `id` with every class, each with its first `sample`
-    /// rows.
+    /// rows, if it is of a consumer `scope` reaches (another's is none).
     pub async fn reconciliation(
-        &self,
-        id: i64,
+        self,
+        id: ReconciliationId,
         sample: i64,
+        scope: &Within,
     ) -> StoreResult<Option<Reconciliation>> {
-        let sql = format!("SELECT {RUN_COLUMNS} FROM reconciliations WHERE id = $1");
+        let mut sql = Sql::default();
+        let p = sql.param(id.get());
+        sql.push(&format!(
+            "SELECT {RUN_COLUMNS} FROM reconciliations WHERE id = {p}"
+        ));
+        sql.and_within(scope, "consumer");
         let found: Option<RunRow> = dispatch!(&self.pools, pool => {
-            sqlx::query_as(&sql).bind(id).fetch_optional(pool).await?
+            bind_all!(sqlx::query_as(&sql.text), &sql.binds).fetch_optional(pool).await?
         });
         let Some(found) = found else {
             return Ok(None);
         };
         let mut reconciliation = run(found);
-        reconciliation.classes = self.classes(id, sample).await?;
+        reconciliation.classes = self.classes(id.get(), sample).await?;
         Ok(Some(reconciliation))
     }
 
-    /// The consumer reconciliation `id` is of, if there is one (one probe of
-    /// its primary key: what an apply checks rights against).
-    pub async fn reconciliation_consumer(&self, id: i64) -> StoreResult<Option<String>> {
-        const SQL: &str = "SELECT consumer FROM reconciliations WHERE id = $1";
+    /// The consumer reconciliation `id` is of, if there is one and `scope`
+    /// reaches it (one probe of its primary key: what an apply checks
+    /// rights against).
+    pub async fn reconciliation_consumer(
+        self,
+        id: ReconciliationId,
+        scope: &Within,
+    ) -> StoreResult<Option<String>> {
+        let mut sql = Sql::default();
+        let p = sql.param(id.get());
+        sql.push(&format!(
+            "SELECT consumer FROM reconciliations WHERE id = {p}"
+        ));
+        sql.and_within(scope, "consumer");
         let consumer = dispatch!(&self.pools, pool => {
-            sqlx::query_scalar(SQL).bind(id).fetch_optional(pool).await?
+            bind_all!(sqlx::query_scalar(&sql.text), &sql.binds).fetch_optional(pool).await?
         });
         Ok(consumer)
     }
@@ -129,17 +148,19 @@ impl Store {
     /// The latest `limit` reconciliations of the consumers `within` allows,
     /// newest first, each with its counts (no rows).
     pub async fn reconciliations(
-        &self,
+        self,
         within: &Within,
         limit: i64,
     ) -> StoreResult<Vec<Reconciliation>> {
         let mut sql = Sql::default();
-        sql.push(&format!(
-            "SELECT {RUN_COLUMNS} FROM reconciliations WHERE 1 = 1"
-        ));
-        sql.and_within(within, "consumer");
         let limit = sql.param(limit);
-        sql.push(&format!(" ORDER BY id DESC LIMIT {limit}"));
+        let parts = sql.each_consumer(within, "consumer", |_, only| {
+            format!(
+                "SELECT {RUN_COLUMNS} FROM reconciliations WHERE 1 = 1{only} \
+                 ORDER BY id DESC LIMIT {limit}"
+            )
+        });
+        sql.text = format!("SELECT * FROM ({parts}) AS scoped ORDER BY id DESC LIMIT {limit}");
         let rows: Vec<RunRow> = dispatch!(&self.pools, pool => {
             bind_all!(sqlx::query_as(&sql.text), &sql.binds).fetch_all(pool).await?
         });
@@ -155,7 +176,7 @@ impl Store {
     /// The reconciliations that found `consumer`'s `key`: each one's id and
     /// the class it put the key in, newest first (at most 20).
     pub async fn key_reconciliations(
-        &self,
+        self,
         consumer: &str,
         key: &str,
     ) -> StoreResult<Vec<(i64, ReconcileClass, Option<i64>)>> {
@@ -170,7 +191,9 @@ impl Store {
             .map(|(id, class, run)| Ok((id, class.parse().map_err(contract)?, run)))
             .collect()
     }
+}
 
+impl Store {
     async fn classes(&self, id: i64, sample: i64) -> StoreResult<Vec<ClassSummary>> {
         let counts_sql = format!(
             "SELECT class, COUNT(*), SUM(CASE WHEN {APPLICABLE} THEN 1 ELSE 0 END) \
@@ -272,9 +295,9 @@ impl Tx {
     }
 }
 
-impl Store {
+impl Reconcile<'_> {
     /// Whether `consumer` has any claim (one probe of the primary key).
-    pub async fn has_claims_of(&self, consumer: &str) -> StoreResult<bool> {
+    pub async fn has_claims_of(self, consumer: &str) -> StoreResult<bool> {
         const SQL: &str = "SELECT 1 FROM claims WHERE consumer = $1 LIMIT 1";
         let found: Option<i32> = dispatch!(&self.pools, pool => {
             sqlx::query_scalar(SQL).bind(consumer).fetch_optional(pool).await?
@@ -287,7 +310,7 @@ impl Store {
     /// demo's email provider writes its message log from them). A range of
     /// `claims_by_activity`.
     pub async fn claims_delivered_between(
-        &self,
+        self,
         consumer: &str,
         from: Ts,
         to: Ts,

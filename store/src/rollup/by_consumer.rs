@@ -23,6 +23,7 @@ use super::{
     gauge_bucket_sql, names, names_of,
     series::{MetricSeries, minute_ranges},
 };
+use crate::facets::Metrics;
 use crate::{
     StoreResult,
     dialect::dispatch,
@@ -34,13 +35,13 @@ use crate::{
 /// One row: consumer, metric, the start of its interval, bucket, value.
 type Row = (String, String, Ts, String, f64);
 
-impl Store {
+impl Metrics<'_> {
     /// Good and valid events for each indicator over `[from, to)` for each
     /// of `froms`, for each of `consumers` (those with no events too): the
     /// answer's `[consumer][indicator][from]`. Events add up across
     /// consumers, so a team's are the sum of its consumers'.
     pub async fn indicator_events_by_consumer(
-        &self,
+        self,
         indicators: &[&Indicator],
         froms: &[Ts],
         to: Ts,
@@ -117,7 +118,9 @@ impl Store {
             })
             .collect())
     }
+}
 
+impl Store {
     async fn interval_rows(&self, sql: &Sql) -> StoreResult<Vec<Row>> {
         Ok(dispatch!(&self.pools, pool => {
             bind_all!(sqlx::query_as(&sql.text), &sql.binds).fetch_all(pool).await?

@@ -27,6 +27,7 @@ mod series;
 
 pub use events::Recovery;
 
+use crate::facets::Metrics;
 use crate::{
     StoreResult,
     dialect::{Backend, dispatch},
@@ -142,10 +143,11 @@ fn rollup_sql(hour_of_minute: &str) -> Vec<String> {
     statements
 }
 
-impl Store {
+impl Metrics<'_> {
     /// The instant up to which hours are rolled up, if any are.
-    pub async fn rollup_watermark(&self) -> StoreResult<Option<Ts>> {
+    pub async fn rollup_watermark(self) -> StoreResult<Option<Ts>> {
         Ok(self
+            .system()
             .meta(ROLLUP_WATERMARK)
             .await?
             .and_then(|v| v.parse().ok())
@@ -155,7 +157,7 @@ impl Store {
     /// Rolls up every settled hour past the watermark, a day per transaction,
     /// and returns how many hours it covered. Idempotent: rolling up an hour
     /// again replaces its rows with the same sums.
-    pub async fn roll_up_hours(&self, now: Ts) -> StoreResult<i64> {
+    pub async fn roll_up_hours(self, now: Ts) -> StoreResult<i64> {
         let settled = (now - ROLLUP_SETTLE).hour();
         let mut from = match self.rollup_watermark().await? {
             Some(watermark) => watermark,
@@ -199,14 +201,16 @@ impl Store {
 
     /// Forgets how far the rollup got, so its next run rolls every hour up
     /// again (after history was written behind the watermark, e.g. by `idem-tools seed`).
-    pub async fn reset_rollups(&self) -> StoreResult<()> {
+    pub async fn reset_rollups(self) -> StoreResult<()> {
         const SQL: &str = "DELETE FROM idem_meta WHERE name = $1";
         dispatch!(&self.pools, pool => {
             sqlx::query(SQL).bind(ROLLUP_WATERMARK).execute(pool).await?;
         });
         Ok(())
     }
+}
 
+impl Store {
     /// The first minute any metric was written for (one index probe per metric).
     async fn earliest_metric_minute(&self) -> StoreResult<Option<Ts>> {
         const SQL: &str = "SELECT MIN(minute) FROM consumer_metrics WHERE metric = $1";

@@ -12,6 +12,7 @@ use super::{
     events::{Recovery, events_of},
     series::{MetricSeries, hour_bins},
 };
+use crate::facets::Metrics;
 use crate::{
     StoreResult,
     dialect::dispatch,
@@ -24,13 +25,13 @@ use crate::{
 /// are human actions, a few a day; this only bounds a pathological log.
 const RECOVERY_ROWS: i64 = 100_000;
 
-impl Store {
+impl Metrics<'_> {
     /// Each metric's per-bucket sums in each interval `[starts[i],
     /// starts[i + 1])` (the last ends at `to`), for one consumer or all,
     /// with the watermark read once for all of them. Intervals need not be
     /// whole hours: an hour an interval starts inside is read in minutes.
     pub async fn metric_buckets(
-        &self,
+        self,
         metrics: &[Metric],
         starts: &[Ts],
         to: Ts,
@@ -51,7 +52,7 @@ impl Store {
     /// dead letter in `[from, to)`: when, and how many seconds after the
     /// problem began. Oldest first, for one consumer or all.
     pub async fn recoveries(
-        &self,
+        self,
         from: Ts,
         to: Ts,
         consumer: Option<&ConsumerName>,
@@ -69,67 +70,12 @@ impl Store {
             .collect())
     }
 
-    /// [`Self::recoveries`] of each of `consumers`, each with its consumer.
-    pub(super) async fn recoveries_of(
-        &self,
-        from: Ts,
-        to: Ts,
-        consumers: &[String],
-    ) -> StoreResult<Vec<(String, Recovery)>> {
-        if consumers.is_empty() {
-            return Ok(Vec::new());
-        }
-        self.recovery_rows(from, to, Some(consumers)).await
-    }
-
-    /// Recoveries in `[from, to)` of `consumers` (every consumer for `None`).
-    async fn recovery_rows(
-        &self,
-        from: Ts,
-        to: Ts,
-        consumers: Option<&[String]>,
-    ) -> StoreResult<Vec<(String, Recovery)>> {
-        let mut sql = Sql::default();
-        let (from, to) = (sql.param(from), sql.param(to));
-        sql.push(&format!(
-            "SELECT consumer, at, action, recovery_seconds, state_before FROM audit_log \
-             WHERE at >= {from} AND at < {to} AND result = 'ok' AND recovery_seconds IS NOT NULL"
-        ));
-        if let Some(consumers) = consumers {
-            let placeholders: Vec<String> =
-                consumers.iter().map(|c| sql.param(c.as_str())).collect();
-            sql.push(&format!(" AND consumer IN ({})", placeholders.join(", ")));
-        }
-        let limit = sql.param(RECOVERY_ROWS);
-        sql.push(&format!(" ORDER BY at LIMIT {limit}"));
-        type AuditRow = (Option<String>, Ts, String, f64, Option<String>);
-        let rows: Vec<AuditRow> = dispatch!(&self.pools, pool => {
-            bind_all!(sqlx::query_as(&sql.text), &sql.binds).fetch_all(pool).await?
-        });
-        Ok(rows
-            .into_iter()
-            .map(|(consumer, at, action, seconds, before)| {
-                let resolved_unknown = action.starts_with("resolve:");
-                let recovery = Recovery {
-                    at,
-                    resolved_unknown,
-                    // What the resolution's audit row says it found (see
-                    // `claim_state_before`).
-                    abandoned_lease: resolved_unknown
-                        && before.is_some_and(|b| b.starts_with("pending")),
-                    seconds,
-                };
-                (consumer.unwrap_or_default(), recovery)
-            })
-            .collect())
-    }
-
     /// Good and valid events for an indicator in each `step`-long bucket of
     /// `[from, to)` (the last may be shorter), oldest first, over every
     /// consumer or the sum over `consumers`. `from` and `step` should be
     /// whole hours, so no rolled-up hour straddles two buckets.
     pub async fn indicator_buckets(
-        &self,
+        self,
         indicator: &Indicator,
         from: Ts,
         to: Ts,
@@ -191,7 +137,7 @@ impl Store {
     /// `froms` (SLO windows and their tiers' spans, all ending now). Each
     /// metric is read once for all of them, at the resolution the spans need.
     pub async fn indicator_events_since(
-        &self,
+        self,
         indicators: &[&Indicator],
         froms: &[Ts],
         to: Ts,
@@ -215,5 +161,69 @@ impl Store {
             .iter()
             .map(|indicator| events_of(indicator, &series, &recoveries, froms, to))
             .collect())
+    }
+}
+
+impl Store {
+    /// [`Self::recoveries`] of each of `consumers`, each with its consumer.
+    pub(super) async fn recoveries_of(
+        &self,
+        from: Ts,
+        to: Ts,
+        consumers: &[String],
+    ) -> StoreResult<Vec<(String, Recovery)>> {
+        if consumers.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.recovery_rows(from, to, Some(consumers)).await
+    }
+
+    /// Recoveries in `[from, to)` of `consumers` (every consumer for `None`).
+    async fn recovery_rows(
+        &self,
+        from: Ts,
+        to: Ts,
+        consumers: Option<&[String]>,
+    ) -> StoreResult<Vec<(String, Recovery)>> {
+        let mut sql = Sql::default();
+        let (from, to) = (sql.param(from), sql.param(to));
+        sql.push(&format!(
+            "SELECT consumer, at, action, recovery_seconds, state_before FROM audit_log \
+             WHERE at >= {from} AND at < {to} AND result = 'ok' AND recovery_seconds IS NOT NULL"
+        ));
+        if let Some(consumers) = consumers {
+            let placeholders: Vec<String> =
+                consumers.iter().map(|c| sql.param(c.as_str())).collect();
+            sql.push(&format!(" AND consumer IN ({})", placeholders.join(", ")));
+        }
+        let limit = sql.param(RECOVERY_ROWS);
+        sql.push(&format!(" ORDER BY at LIMIT {limit}"));
+        type AuditRow = (Option<String>, Ts, String, f64, Option<String>);
+        let rows: Vec<AuditRow> = dispatch!(&self.pools, pool => {
+            bind_all!(sqlx::query_as(&sql.text), &sql.binds).fetch_all(pool).await?
+        });
+        rows.into_iter()
+            .map(|(consumer, at, action, seconds, before)| {
+                let action: idem_domain::AuditAction = crate::rows::parse(&action)?;
+                let resolved_unknown = action.resolves_unknown();
+                // What the resolution's audit row says it found (see
+                // `claim_state_before`): a claim still pending, its lease
+                // abandoned.
+                let before = before.as_deref().map(idem_domain::AuditState::parse);
+                let abandoned_lease = resolved_unknown
+                    && matches!(
+                        before,
+                        Some(idem_domain::AuditState::Claim(ref c))
+                            if c.status == idem_domain::ClaimStatus::Pending
+                    );
+                let recovery = Recovery {
+                    at,
+                    resolved_unknown,
+                    abandoned_lease,
+                    seconds,
+                };
+                Ok((consumer.unwrap_or_default(), recovery))
+            })
+            .collect()
     }
 }

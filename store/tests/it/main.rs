@@ -10,4 +10,5 @@ mod audit;
 mod conformance;
 mod contract;
 mod slo;
+mod slo_audit;
 mod slo_by_consumer;

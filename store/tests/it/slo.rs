@@ -6,14 +6,13 @@ use idem_domain::{
     Metric,
     slo::{Events, Indicator},
 };
-use idem_store::{MetricSample, NewAuditEntry, Store, Ts, testing};
+use idem_store::{MetricSample, Store, Ts, testing};
 
 idem_store::on_both_backends!(
     hourly_rollups_give_the_same_answer_as_minutes,
     rolling_up_an_hour_again_counts_nothing_twice,
     minutes_past_the_watermark_are_still_counted,
     an_hour_still_being_written_is_not_rolled_up,
-    recovery_and_resolution_indicators_count_audit_entries,
     every_span_read_at_once_matches_each_span_read_alone,
     chart_intervals_read_the_same_from_minutes_and_rollups_for_one_consumer_or_all,
     long_chart_intervals_read_the_same_from_minutes_hours_and_six_hour_blocks,
@@ -78,7 +77,7 @@ pub(crate) async fn three_hours_of_metrics(store: &Store) {
             samples.push(sample("orders", Metric::DeadLetters, minute, 1.0));
         }
     }
-    store.record_metrics(&samples).await.unwrap();
+    store.metrics().record_metrics(&samples).await.unwrap();
 }
 
 pub(crate) fn not_dead_lettered() -> Indicator {
@@ -130,35 +129,40 @@ async fn hourly_rollups_give_the_same_answer_as_minutes(store: &Store) {
     // 356 outcomes; slow ones at minutes 15, 30, …, 180 for both: 24.
     assert_eq!(from_minutes[2], Events::new(356.0 - 24.0, 356.0));
 
-    let hours = store.roll_up_hours(at(4 * 60)).await.unwrap();
+    let hours = store.metrics().roll_up_hours(at(4 * 60)).await.unwrap();
     assert_eq!(hours, 3, "hours 0, 1 and 2 have settled; hour 3 has not");
-    assert_eq!(store.rollup_watermark().await.unwrap(), Some(at(3 * 60)));
+    assert_eq!(
+        store.metrics().rollup_watermark().await.unwrap(),
+        Some(at(3 * 60))
+    );
 
     assert_eq!(every_indicator(store).await, from_minutes);
 }
 
 async fn rolling_up_an_hour_again_counts_nothing_twice(store: &Store) {
     three_hours_of_metrics(store).await;
-    store.roll_up_hours(at(4 * 60)).await.unwrap();
+    store.metrics().roll_up_hours(at(4 * 60)).await.unwrap();
     let once = every_indicator(store).await;
 
     // Wind the watermark back: the same hours are rolled up a second time.
     store
+        .system()
         .set_meta(idem_store::ROLLUP_WATERMARK, &at(0).micros().to_string())
         .await
         .unwrap();
-    assert_eq!(store.roll_up_hours(at(4 * 60)).await.unwrap(), 3);
+    assert_eq!(store.metrics().roll_up_hours(at(4 * 60)).await.unwrap(), 3);
 
     assert_eq!(every_indicator(store).await, once);
 }
 
 async fn minutes_past_the_watermark_are_still_counted(store: &Store) {
     three_hours_of_metrics(store).await;
-    store.roll_up_hours(at(4 * 60)).await.unwrap();
+    store.metrics().roll_up_hours(at(4 * 60)).await.unwrap();
     let before = events(store, &not_dead_lettered(), 0, 240).await;
 
     // A consumer writes minute 200 (after the watermark at 180).
     store
+        .metrics()
         .record_metrics(&[sample("orders", Metric::Deliveries, 200, 5.0)])
         .await
         .unwrap();
@@ -171,91 +175,19 @@ async fn minutes_past_the_watermark_are_still_counted(store: &Store) {
 async fn an_hour_still_being_written_is_not_rolled_up(store: &Store) {
     three_hours_of_metrics(store).await;
     // Three minutes after hour 2 ends, consumers may still be flushing it.
-    assert_eq!(store.roll_up_hours(at(3 * 60 + 3)).await.unwrap(), 2);
-    assert_eq!(store.rollup_watermark().await.unwrap(), Some(at(2 * 60)));
+    assert_eq!(
+        store.metrics().roll_up_hours(at(3 * 60 + 3)).await.unwrap(),
+        2
+    );
+    assert_eq!(
+        store.metrics().rollup_watermark().await.unwrap(),
+        Some(at(2 * 60))
+    );
     // Nothing new has settled: a second run does nothing.
-    assert_eq!(store.roll_up_hours(at(3 * 60 + 3)).await.unwrap(), 0);
-}
-
-async fn recovery_and_resolution_indicators_count_audit_entries(store: &Store) {
-    let now = Ts::now();
-    let window_start = now - TimeDelta::hours(1);
-    // Four unknown outcomes recorded in the window.
-    store
-        .record_metrics(&[MetricSample {
-            consumer: "orders".into(),
-            metric: Metric::UnknownOutcomes,
-            at: now - TimeDelta::minutes(30),
-            bucket: String::new(),
-            value: 4.0,
-        }])
-        .await
-        .unwrap();
-    let entry = |action, recovery_seconds, result| NewAuditEntry {
-        actor: "olga",
-        actor_role: "operator",
-        action,
-        result,
-        recovery_seconds,
-        ..NewAuditEntry::default()
-    };
-    for e in [
-        entry("resolve:sent", Some(300.0), "ok"),
-        entry("resolve:failed", Some(1800.0), "ok"),
-        entry("replay", Some(600.0), "ok"),
-        entry("replay", Some(7200.0), "ok"),
-        // Neither a refused action nor a sign-in is a recovery.
-        entry("resolve:sent", Some(10.0), "conflict"),
-        entry("login", None, "ok"),
-    ] {
-        store.append_audit(&e).await.unwrap();
-    }
-    let until = now + TimeDelta::minutes(1);
-
-    let unknown = store
-        .indicator_events(
-            &Indicator::UnknownResolved {
-                within_seconds: 900.0,
-            },
-            window_start,
-            until,
-        )
-        .await
-        .unwrap();
     assert_eq!(
-        unknown,
-        Events::new(1.0, 4.0),
-        "one of four resolved within 15 min"
+        store.metrics().roll_up_hours(at(3 * 60 + 3)).await.unwrap(),
+        0
     );
-
-    let recovery = store
-        .indicator_events(
-            &Indicator::Recovery {
-                within_seconds: 3600.0,
-            },
-            window_start,
-            until,
-        )
-        .await
-        .unwrap();
-    assert_eq!(
-        recovery,
-        Events::new(3.0, 4.0),
-        "three of four recoveries within 60 min"
-    );
-
-    // Before the window, nothing.
-    let earlier = store
-        .indicator_events(
-            &Indicator::Recovery {
-                within_seconds: 3600.0,
-            },
-            window_start - TimeDelta::hours(1),
-            window_start,
-        )
-        .await
-        .unwrap();
-    assert_eq!(earlier, Events::default());
 }
 
 async fn every_span_read_at_once_matches_each_span_read_alone(store: &Store) {
@@ -268,11 +200,12 @@ async fn every_span_read_at_once_matches_each_span_read_alone(store: &Store) {
             alone.push(events(store, &indicator, from, 185).await);
         }
     }
-    store.roll_up_hours(at(4 * 60)).await.unwrap();
+    store.metrics().roll_up_hours(at(4 * 60)).await.unwrap();
 
     let indicators = [not_dead_lettered(), queue_age_60s(), reconciled_15m()];
     let starts: Vec<Ts> = froms.iter().map(|m| at(*m)).collect();
     let at_once: Vec<Events> = store
+        .metrics()
         .indicator_events_since(&indicators.iter().collect::<Vec<_>>(), &starts, at(185))
         .await
         .unwrap()
@@ -292,6 +225,7 @@ async fn chart_intervals_read_the_same_from_minutes_and_rollups_for_one_consumer
     let read = async |metric, consumer: Option<&str>| {
         let consumer = consumer.map(testing::consumer);
         store
+            .metrics()
             .metric_buckets(&[metric], &starts, at(180), consumer.as_ref())
             .await
             .unwrap()
@@ -315,7 +249,7 @@ async fn chart_intervals_read_the_same_from_minutes_and_rollups_for_one_consumer
     assert_eq!(ages[0].count(120.0), 1.0);
     assert_eq!(ages[0].count(30.0), 14.0);
 
-    store.roll_up_hours(at(240)).await.unwrap();
+    store.metrics().roll_up_hours(at(240)).await.unwrap();
     assert_eq!(read(Metric::Deliveries, None).await, before);
     assert_eq!(
         read(Metric::QueueOldestAgeSeconds, Some("orders")).await,
@@ -324,6 +258,7 @@ async fn chart_intervals_read_the_same_from_minutes_and_rollups_for_one_consumer
     // Whole hours come from the rollup and still split by consumer.
     let hours: Vec<Ts> = (0..3).map(|h| at(h * 60)).collect();
     let hourly = store
+        .metrics()
         .metric_buckets(
             &[Metric::DeadLetters],
             &hours,
@@ -336,6 +271,7 @@ async fn chart_intervals_read_the_same_from_minutes_and_rollups_for_one_consumer
         .unwrap();
     assert!(hourly.iter().all(|h| h.is_empty()), "reminders had none");
     let hourly = store
+        .metrics()
         .metric_buckets(&[Metric::DeadLetters], &hours, at(180), Some(&orders))
         .await
         .unwrap()
@@ -343,6 +279,7 @@ async fn chart_intervals_read_the_same_from_minutes_and_rollups_for_one_consumer
         .unwrap();
     assert_eq!(total(&hourly), vec![6.0, 6.0, 6.0]);
     let everyone = store
+        .metrics()
         .metric_buckets(&[Metric::Deliveries], &hours, at(180), None)
         .await
         .unwrap()
@@ -378,7 +315,7 @@ pub(crate) async fn a_day_and_a_half_of_metrics(store: &Store) {
             ));
         }
     }
-    store.record_metrics(&samples).await.unwrap();
+    store.metrics().record_metrics(&samples).await.unwrap();
 }
 
 /// Deletes the hourly rollup rows before `before` (to show what reads them).
@@ -424,6 +361,7 @@ async fn long_chart_intervals_read_the_same_from_minutes_hours_and_six_hour_bloc
     let read = async |starts: &[Ts], consumer: Option<&str>| {
         let consumer = consumer.map(testing::consumer);
         let mut read = store
+            .metrics()
             .metric_buckets(&metrics, starts, at(30 * 60), consumer.as_ref())
             .await
             .unwrap();
@@ -446,6 +384,7 @@ async fn long_chart_intervals_read_the_same_from_minutes_hours_and_six_hour_bloc
     let days = [at(0), at(24 * 60)];
     let read_days = async || {
         store
+            .metrics()
             .metric_buckets(&metrics, &days, at(33 * 60), None)
             .await
             .unwrap()
@@ -456,7 +395,7 @@ async fn long_chart_intervals_read_the_same_from_minutes_hours_and_six_hour_bloc
     // Rolled up to 15:00: the block 12:00–18:00 is not complete, so it is
     // read from hours and minutes; then to the end, every block complete.
     for now in [at(15 * 60 + 5), at(36 * 60 + 5)] {
-        store.roll_up_hours(now).await.unwrap();
+        store.metrics().roll_up_hours(now).await.unwrap();
         let read_now = [
             read(&six_hours, None).await,
             read(&six_hours, Some("orders")).await,
@@ -474,8 +413,29 @@ async fn long_chart_intervals_read_the_same_from_minutes_hours_and_six_hour_bloc
 }
 
 async fn consumers_are_listed_by_name_once_each(store: &Store) {
-    assert!(store.consumers(10).await.unwrap().is_empty());
+    assert!(
+        store
+            .metrics()
+            .consumers(10, &idem_domain::Within::Every)
+            .await
+            .unwrap()
+            .is_empty()
+    );
     three_hours_of_metrics(store).await;
-    assert_eq!(store.consumers(10).await.unwrap(), ["orders", "reminders"]);
-    assert_eq!(store.consumers(1).await.unwrap(), ["orders"]);
+    assert_eq!(
+        store
+            .metrics()
+            .consumers(10, &idem_domain::Within::Every)
+            .await
+            .unwrap(),
+        ["orders", "reminders"]
+    );
+    assert_eq!(
+        store
+            .metrics()
+            .consumers(1, &idem_domain::Within::Every)
+            .await
+            .unwrap(),
+        ["orders"]
+    );
 }

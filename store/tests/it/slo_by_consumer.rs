@@ -24,12 +24,14 @@ async fn each_consumers_events_add_up_to_the_fleets_from_minutes_and_from_rollup
     let consumers = ["orders", "reminders", "nobody"].map(String::from);
     let read = async || {
         store
+            .metrics()
             .indicator_events_by_consumer(&indicators, &froms, at(185), &consumers)
             .await
             .unwrap()
     };
     let from_minutes = read().await;
     let fleet = store
+        .metrics()
         .indicator_events_since(&indicators, &froms, at(185))
         .await
         .unwrap();
@@ -61,7 +63,7 @@ async fn each_consumers_events_add_up_to_the_fleets_from_minutes_and_from_rollup
         }
     }
 
-    store.roll_up_hours(at(4 * 60)).await.unwrap();
+    store.metrics().roll_up_hours(at(4 * 60)).await.unwrap();
     assert_eq!(
         read().await,
         from_minutes,
@@ -73,14 +75,16 @@ async fn recoveries_count_for_the_consumer_they_recovered(store: &Store) {
     let now = Ts::now();
     for (consumer, seconds) in [("orders", 300.0), ("orders", 7200.0), ("reminders", 60.0)] {
         store
+            .audit()
             .append_audit(&NewAuditEntry {
-                actor: "olga",
-                actor_role: "operator",
-                action: "replay",
-                result: "ok",
                 consumer: Some(consumer),
                 recovery_seconds: Some(seconds),
-                ..NewAuditEntry::default()
+                ..NewAuditEntry::new(
+                    "olga",
+                    "operator",
+                    idem_domain::AuditAction::Replay,
+                    idem_domain::AuditResult::Ok,
+                )
             })
             .await
             .unwrap();
@@ -89,6 +93,7 @@ async fn recoveries_count_for_the_consumer_they_recovered(store: &Store) {
         within_seconds: 3600.0,
     };
     let by_consumer = store
+        .metrics()
         .indicator_events_by_consumer(
             &[&recovery],
             &[now - TimeDelta::hours(1)],
@@ -111,13 +116,18 @@ async fn a_long_first_span_reads_the_same_from_six_hour_blocks(store: &Store) {
     let consumers = ["orders", "reminders"].map(String::from);
     let read = async || {
         store
+            .metrics()
             .indicator_events_by_consumer(&indicators, &froms, at(36 * 60), &consumers)
             .await
             .unwrap()
     };
     let from_minutes = read().await;
     assert!(from_minutes["orders"][0][0].valid > 0.0);
-    store.roll_up_hours(at(36 * 60 + 5)).await.unwrap();
+    store
+        .metrics()
+        .roll_up_hours(at(36 * 60 + 5))
+        .await
+        .unwrap();
     assert_eq!(
         read().await,
         from_minutes,

@@ -3,13 +3,17 @@
 //! the claim has as the run starts), resolved one per step through the
 //! single resolution, whose compare-and-set skips a key someone changed.
 
-use idem_domain::{BulkKey, ResolveAs, RunKind, action::ActionId};
+use idem_domain::{
+    BulkKey, ResolveAs, RunKind,
+    action::{ActionId, Reason},
+};
 
 use super::{
     Actor, RedriveStart, ViaToken,
     start::{NewItem, NewRun, StartBinding, StartIn, insert_run},
 };
-use crate::{StoreResult, dialect::dispatch, store::Store, store::Tx};
+use crate::facets::Runs;
+use crate::{StoreResult, dialect::dispatch, store::Tx};
 
 #[derive(Debug, Clone, Copy)]
 pub struct BulkResolveRequest<'a> {
@@ -19,7 +23,7 @@ pub struct BulkResolveRequest<'a> {
     pub resolve_as: ResolveAs,
     /// Recorded on each key's audit row (required to resolve as failed for
     /// good, as a single resolution needs it).
-    pub reason: Option<&'a str>,
+    pub reason: Option<&'a Reason>,
     /// Where the keys came from, in words (`the findings of “Unknown past
     /// objective” shown`, `a pasted list of references`).
     pub source: &'a str,
@@ -56,13 +60,13 @@ impl BulkResolveRequest<'_> {
     }
 }
 
-impl Store {
+impl Runs<'_> {
     /// Starts a bulk resolve of exactly `req.keys`: the run, its items and
     /// its summary audit row in one transaction. Each key is resolved in
     /// [`Store::redrive_step`], only if its claim is still at the version
     /// bound here and still unresolved.
     pub async fn start_bulk_resolve(
-        &self,
+        self,
         req: &BulkResolveRequest<'_>,
     ) -> StoreResult<RedriveStart> {
         let binding = StartBinding {
@@ -102,10 +106,7 @@ pub(super) async fn start_keys(
         let lines: Vec<String> = bad.iter().map(ToString::to_string).collect();
         return Ok(RedriveStart::NotAllowed(lines.join("; ")));
     }
-    let reason = match idem_domain::action::reason(req.reason.unwrap_or_default()) {
-        Ok(reason) => reason,
-        Err(err) => return Ok(RedriveStart::NotAllowed(err.to_string())),
-    };
+    let reason = req.reason.map(Reason::as_str);
     if req.resolve_as == ResolveAs::Failed && reason.is_none() {
         return Ok(RedriveStart::NotAllowed(
             "marking outcomes failed for good needs a reason".into(),

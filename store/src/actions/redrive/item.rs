@@ -3,9 +3,10 @@
 //! from the run and the item, so a step taken twice is one action.
 
 use idem_domain::{
-    ClaimRetention, ConsumerName, IdempotencyKey, ResolveAs, RunKind,
-    action::{ActionId, ActionOutcome, MAX_REASON_CHARS},
+    ClaimRetention, ConsumerName, DeadLetterId, IdempotencyKey, ResolveAs, RunKind, Within,
+    action::{ActionId, ActionOutcome, MAX_REASON_CHARS, ProviderRef, Reason},
 };
+use sha2::{Digest, Sha256};
 
 use crate::{
     StoreResult,
@@ -20,6 +21,9 @@ use crate::{
 /// A running run, as a step needs it.
 #[derive(sqlx::FromRow)]
 pub(super) struct Running {
+    /// The action id its start was sent with: the secret its items' ids
+    /// are derived from.
+    pub action_id: String,
     pub state: String,
     pub kind: String,
     pub resolve_as: Option<String>,
@@ -39,15 +43,24 @@ impl Running {
     }
 }
 
-/// The action id of one item's action: derived from the run and the dead
-/// letter (or, for a key, its place in the run), so a step taken twice is
-/// one action.
-pub(super) fn item_action_id(redrive: i64, item: &Next) -> ActionId {
-    let id = match item.dead_letter_id {
-        Some(dead_letter) => format!("redrive-{redrive}-dl-{dead_letter}"),
-        None => format!("redrive-{redrive}-key-{}", item.position),
+/// The action id of one item's action: derived from the run's own action
+/// id (its start form's, which nobody else saw) and the dead letter (or,
+/// for a key, its place in the run), so a step taken twice is one action
+/// and nobody can name an item's id from the run's number and a position.
+pub(super) fn item_action_id(run: &Running, item: &Next) -> ActionId {
+    let of = match item.dead_letter_id {
+        Some(dead_letter) => format!("dl-{dead_letter}"),
+        None => format!("key-{}", item.position),
     };
-    ActionId::parse(&id).expect("digits and dashes, at least 8 characters")
+    derived_action_id(&run.action_id, &of)
+}
+
+/// The action id of the item `of` (`dl-{id}` or `key-{position}`) of the
+/// run started with `run_action_id`.
+pub(crate) fn derived_action_id(run_action_id: &str, of: &str) -> ActionId {
+    let digest = Sha256::digest(format!("idem-run-item:{run_action_id}:{of}").as_bytes());
+    ActionId::parse(&format!("item-{}", &hex::encode(digest)[..32]))
+        .expect("hex digits and a dash, 37 characters")
 }
 
 /// The next item of a run.
@@ -91,7 +104,7 @@ pub(super) async fn act_on(
     item: &Next,
     retention: &ClaimRetention,
 ) -> StoreResult<ActionOutcome> {
-    let action_id = item_action_id(id, item);
+    let action_id = item_action_id(run, item);
     let actor = Actor {
         name: &run.actor,
         role: &run.actor_role,
@@ -99,24 +112,30 @@ pub(super) async fn act_on(
     };
     let kind = run.kind()?;
     let from_run = format!("{} #{id}", kind.title().to_lowercase());
-    match (kind, item.dead_letter_id) {
+    // The starter's standing is read again before each item (`step`); the
+    // items are those their start bound, within the starter's reach then.
+    let scope = &Within::Every;
+    match (kind, item.dead_letter_id.map(DeadLetterId::of_row)) {
         (RunKind::Replay, Some(dead_letter_id)) => {
+            let reason = Reason::of_idem(from_run.as_str());
             let request = ReplayRequest {
                 dead_letter_id,
                 action_id: &action_id,
                 actor,
+                scope,
                 override_verdict: false,
-                reason: Some(&from_run),
+                reason: Some(&reason),
                 retention,
             };
             replay(tx, &request, Accept::SafeOnly, When::Now).await
         }
         (RunKind::Discard, Some(dead_letter_id)) => {
-            let reason = item_reason(from_run.as_str(), run.reason.as_deref());
+            let reason = Reason::of_idem(item_reason(from_run.as_str(), run.reason.as_deref()));
             let request = DiscardRequest {
                 dead_letter_id,
                 action_id: &action_id,
                 actor,
+                scope,
                 reason: &reason,
             };
             discard(tx, &request).await
@@ -148,14 +167,24 @@ async fn resolve_item(
         });
     };
     let how: ResolveAs = crate::rows::parse(run.resolve_as.as_deref().unwrap_or_default())?;
-    let reason = item_reason(from_run, run.reason.as_deref());
+    let reference = item
+        .provider_ref
+        .as_deref()
+        .and_then(|r| ProviderRef::parse(r).ok().flatten());
+    let Some(resolution) = how.resolution(reference.as_ref()) else {
+        return Ok(ActionOutcome::Refused {
+            reason: "Marking an outcome sent needs the provider's reference.".into(),
+        });
+    };
+    let reason = Reason::of_idem(item_reason(from_run, run.reason.as_deref()));
     let request = ResolveRequest {
         consumer: &consumer,
         key: &key,
         version: item.version.unwrap_or(0),
-        resolution: how.resolution(item.provider_ref.as_deref()),
+        resolution,
         action_id,
         actor,
+        scope: &Within::Every,
         reason: Some(&reason),
     };
     resolve(tx, &request, chrono::Utc::now()).await

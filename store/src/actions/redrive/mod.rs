@@ -41,17 +41,21 @@
 //!   refuses it before anything is read or written (`server/src/auth`).
 
 mod bulk;
-mod item;
+pub(crate) mod item;
 mod reconciled;
 mod start;
 mod step;
 
 pub use bulk::BulkResolveRequest;
 pub use idem_domain::REDRIVE_MAX;
-use idem_domain::{Redrive, RedriveItem, RedriveOffer, RunKind, action::ActionId};
+use idem_domain::{
+    Redrive, RedriveItem, RedriveOffer, RunId, RunKind, Within,
+    action::{ActionId, Reason},
+};
 pub use reconciled::ReconciledResolve;
 
 use super::Actor;
+use crate::facets::Runs;
 use crate::{
     DeadLetterFilter, StoreError, StoreResult,
     dialect::dispatch,
@@ -87,7 +91,7 @@ pub enum LetterRun<'a> {
     Replay,
     /// A bulk discard of the letters whose key is already sent, each
     /// audited with this reason.
-    Discard { reason: &'a str },
+    Discard { reason: &'a Reason },
 }
 
 impl LetterRun<'_> {
@@ -111,7 +115,11 @@ pub struct ViaToken<'a> {
 pub enum RedriveStart {
     /// A run with this many dead letters (or the run this form already
     /// started, for a resubmission).
-    Started { id: i64, items: i64, audit_id: i64 },
+    Started {
+        id: RunId,
+        items: i64,
+        audit_id: i64,
+    },
     /// The letters that match are not the ones the page offered: nothing
     /// was started; `now` is what the page offers now.
     Changed { now: RedriveOffer },
@@ -228,25 +236,47 @@ fn candidates(
     last: Option<(Ts, i64)>,
     limit: i64,
 ) -> Sql {
+    const ORDER: &str = "ORDER BY dead_lettered_at, id";
     let mut sql = Sql::default();
-    sql.push(
-        "SELECT dead_lettered_at, id, consumer, idempotency_key FROM dead_letters \
-         WHERE state = 'open'",
-    );
-    if kind == RunKind::Discard {
-        sql.push(
-            " AND EXISTS (SELECT 1 FROM claims c WHERE c.consumer = dead_letters.consumer \
-             AND c.idempotency_key = dead_letters.idempotency_key AND c.status = 'sent')",
-        );
-    }
-    selection.conditions(&mut sql);
-    if let Some((at, id)) = last {
-        let (a, i) = (sql.param(at), sql.param(id));
-        sql.push(&format!(" AND (dead_lettered_at, id) <= ({a}, {i})"));
-    }
     let limit = sql.param(limit);
-    sql.push(&format!(" ORDER BY dead_lettered_at, id LIMIT {limit}"));
+    let parts = selection.scoped(&mut sql, |sql, only, conditions| {
+        let sent = match kind {
+            RunKind::Discard => {
+                " AND EXISTS (SELECT 1 FROM claims c WHERE c.consumer = dead_letters.consumer \
+                 AND c.idempotency_key = dead_letters.idempotency_key AND c.status = 'sent')"
+            }
+            RunKind::Replay | RunKind::Resolve => "",
+        };
+        let up_to = match last {
+            Some((at, id)) => {
+                let (a, i) = (sql.param(at), sql.param(id));
+                format!(" AND (dead_lettered_at, id) <= ({a}, {i})")
+            }
+            None => String::new(),
+        };
+        format!(
+            "SELECT dead_lettered_at, id, consumer, idempotency_key FROM dead_letters \
+             WHERE state = 'open'{only}{sent}{conditions}{up_to} {ORDER} LIMIT {limit}"
+        )
+    });
+    sql.text = format!(
+        "SELECT dead_lettered_at, id, consumer, idempotency_key FROM ({parts}) AS scoped \
+         {ORDER} LIMIT {limit}"
+    );
     sql
+}
+
+/// `i.consumer NOT IN (…)`: an item of a consumer `scope` does not reach
+/// (`None` when it reaches every consumer; every item when it reaches none).
+fn outside(sql: &mut Sql, scope: &Within) -> Option<String> {
+    match scope {
+        Within::Every => None,
+        Within::Only(names) if names.is_empty() => Some("1 = 1".to_owned()),
+        Within::Only(names) => {
+            let params: Vec<String> = names.iter().map(|n| sql.param(n.as_str())).collect();
+            Some(format!("i.consumer NOT IN ({})", params.join(", ")))
+        }
+    }
 }
 
 fn offer_of(letters: &[Letter]) -> RedriveOffer {
@@ -334,40 +364,44 @@ impl Tx {
     }
 }
 
-impl Store {
+impl Runs<'_> {
     /// What a redrive of `selection` would take now (the oldest
     /// [`REDRIVE_MAX`] open letters it matches): what the page's form offers.
     /// Read for each page, never from a cache another person filled.
-    pub async fn redrive_offer(&self, selection: &DeadLetterFilter) -> StoreResult<RedriveOffer> {
+    pub async fn redrive_offer(self, selection: &DeadLetterFilter) -> StoreResult<RedriveOffer> {
         self.run_offer(selection, RunKind::Replay).await
     }
 
     /// What a bulk discard of `selection` would take now: the oldest
     /// [`REDRIVE_MAX`] open letters it matches whose key is already sent.
-    pub async fn discard_offer(&self, selection: &DeadLetterFilter) -> StoreResult<RedriveOffer> {
+    pub async fn discard_offer(self, selection: &DeadLetterFilter) -> StoreResult<RedriveOffer> {
         self.run_offer(selection, RunKind::Discard).await
     }
 
-    async fn run_offer(
-        &self,
-        selection: &DeadLetterFilter,
-        kind: RunKind,
-    ) -> StoreResult<RedriveOffer> {
-        let sql = candidates(selection, kind, None, REDRIVE_MAX);
-        let letters: Vec<Letter> = dispatch!(&self.pools, pool => {
-            bind_all!(sqlx::query_as(&sql.text), &sql.binds).fetch_all(pool).await?
-        });
-        Ok(offer_of(&letters))
-    }
-
-    /// A run and its items, in order.
-    pub async fn redrive(&self, id: i64) -> StoreResult<Option<(Redrive, Vec<RedriveItem>)>> {
-        let run_sql = format!("SELECT {RUN_COLUMNS} FROM redrives WHERE id = $1");
+    /// A run and its items, in order, if every item is of a consumer
+    /// `scope` reaches (a run that touched another's consumer is, for
+    /// whoever may not read it, no run at all).
+    pub async fn redrive(
+        self,
+        id: RunId,
+        scope: &Within,
+    ) -> StoreResult<Option<(Redrive, Vec<RedriveItem>)>> {
+        let id = id.get();
+        let mut run_sql = Sql::default();
+        let p = run_sql.param(id);
+        run_sql.push(&format!(
+            "SELECT {RUN_COLUMNS} FROM redrives WHERE id = {p}"
+        ));
+        if let Some(outside) = outside(&mut run_sql, scope) {
+            run_sql.push(&format!(
+                " AND NOT EXISTS (SELECT 1 FROM redrive_items i WHERE i.redrive_id = {p} AND {outside})"
+            ));
+        }
         let items_sql = format!(
             "SELECT {ITEM_COLUMNS} FROM redrive_items WHERE redrive_id = $1 ORDER BY position"
         );
         let run: Option<RunRow> = dispatch!(&self.pools, pool => {
-            sqlx::query_as(&run_sql).bind(id).fetch_optional(pool).await?
+            bind_all!(sqlx::query_as(&run_sql.text), &run_sql.binds).fetch_optional(pool).await?
         });
         let Some(run) = run else {
             return Ok(None);
@@ -379,20 +413,34 @@ impl Store {
     }
 
     /// The run whose start `audit_id` records, if any.
-    pub async fn redrive_of_audit(&self, audit_id: i64) -> StoreResult<Option<i64>> {
+    pub async fn redrive_of_audit(self, audit_id: i64) -> StoreResult<Option<RunId>> {
         const SQL: &str = "SELECT id FROM redrives WHERE audit_id = $1";
-        let id = dispatch!(&self.pools, pool => {
+        let id: Option<i64> = dispatch!(&self.pools, pool => {
             sqlx::query_scalar(SQL).bind(audit_id).fetch_optional(pool).await?
         });
-        Ok(id)
+        Ok(id.map(RunId::of_row))
     }
 
     /// The runs still running, oldest first (what a runner paces).
-    pub async fn running_redrives(&self) -> StoreResult<Vec<i64>> {
+    pub async fn running_redrives(self) -> StoreResult<Vec<RunId>> {
         const SQL: &str = "SELECT id FROM redrives WHERE state = 'running' ORDER BY id";
-        let ids = dispatch!(&self.pools, pool => {
+        let ids: Vec<i64> = dispatch!(&self.pools, pool => {
             sqlx::query_scalar(SQL).fetch_all(pool).await?
         });
-        Ok(ids)
+        Ok(ids.into_iter().map(RunId::of_row).collect())
+    }
+}
+
+impl Store {
+    async fn run_offer(
+        &self,
+        selection: &DeadLetterFilter,
+        kind: RunKind,
+    ) -> StoreResult<RedriveOffer> {
+        let sql = candidates(selection, kind, None, REDRIVE_MAX);
+        let letters: Vec<Letter> = dispatch!(&self.pools, pool => {
+            bind_all!(sqlx::query_as(&sql.text), &sql.binds).fetch_all(pool).await?
+        });
+        Ok(offer_of(&letters))
     }
 }

@@ -5,7 +5,8 @@
 //! rows taken are marked with the run, in the run's own transaction.
 
 use idem_domain::{
-    BulkKey, ConsumerName, IdempotencyKey, ReconcileClass, ResolveAs, action::ActionId,
+    BulkKey, ConsumerName, IdempotencyKey, ReconcileClass, ReconciliationId, ResolveAs,
+    action::{ActionId, Reason},
 };
 
 use super::{
@@ -13,18 +14,19 @@ use super::{
     bulk::{BulkResolveRequest, start_keys},
     start::{StartBinding, StartIn},
 };
-use crate::{StoreError, StoreResult, store::Store, store::Tx};
+use crate::facets::Runs;
+use crate::{StoreError, StoreResult, store::Tx};
 
 /// Apply the rows of `class` of reconciliation `reconciliation` an apply
 /// would take now — `shown` of them, as the page said.
 #[derive(Debug, Clone, Copy)]
 pub struct ReconciledResolve<'a> {
-    pub reconciliation: i64,
+    pub reconciliation: ReconciliationId,
     pub class: ReconcileClass,
     /// How many rows the page offered to apply (at most [`REDRIVE_MAX`]).
     pub shown: i64,
     /// Added to each key's audit row after the reconciliation's number.
-    pub reason: Option<&'a str>,
+    pub reason: Option<&'a Reason>,
     pub action_id: &'a ActionId,
     pub actor: Actor<'a>,
     pub rights: Option<&'a idem_domain::Rights>,
@@ -48,12 +50,12 @@ impl ReconciledResolve<'_> {
     }
 }
 
-impl Store {
+impl Runs<'_> {
     /// Starts a bulk resolve of the rows of a reconciliation's class that
     /// are still to apply, if they are as many as the page showed; the
     /// rows are marked with the run.
     pub async fn apply_reconciliation(
-        &self,
+        self,
         req: &ReconciledResolve<'_>,
     ) -> StoreResult<RedriveStart> {
         let binding = StartBinding {
@@ -76,7 +78,7 @@ impl StartIn for ReconciledResolve<'_> {
 }
 
 async fn start_in(tx: &mut Tx, req: &ReconciledResolve<'_>) -> StoreResult<RedriveStart> {
-    let id = req.reconciliation;
+    let id = req.reconciliation.get();
     let Some(consumer) = tx.lock_reconciliation(id).await? else {
         return Ok(RedriveStart::NotAllowed(format!(
             "there is no reconciliation #{id}"
@@ -121,12 +123,13 @@ async fn start_in(tx: &mut Tx, req: &ReconciledResolve<'_>) -> StoreResult<Redri
         })
         .collect::<StoreResult<Vec<_>>>()?;
     let mut reason = format!("reconciliation #{id}");
-    if let Some(more) = req.reason.map(str::trim).filter(|r| !r.is_empty()) {
+    if let Some(more) = req.reason.map(Reason::as_str) {
         // Within the longest reason a single resolution takes.
         let more: String = more.chars().take(1900).collect();
         reason = format!("{reason}: {more}");
     }
     let source = req.selection();
+    let reason = Reason::of_idem(reason);
     let bulk = BulkResolveRequest {
         keys: &keys,
         resolve_as,
@@ -140,7 +143,7 @@ async fn start_in(tx: &mut Tx, req: &ReconciledResolve<'_>) -> StoreResult<Redri
     let started = start_keys(tx, &bulk, &source, &req.offer()).await?;
     if let RedriveStart::Started { id: run, .. } = started {
         let seqs: Vec<i64> = rows.iter().map(|(seq, ..)| *seq).collect();
-        tx.mark_applied(id, req.class, &seqs, run).await?;
+        tx.mark_applied(id, req.class, &seqs, run.get()).await?;
     }
     Ok(started)
 }

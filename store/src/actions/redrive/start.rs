@@ -2,9 +2,10 @@
 //! what was shown), then the run, its items and its summary audit row in
 //! one transaction; an action id already used answers its first run.
 
-use idem_domain::{RunKind, action::ActionId};
+use idem_domain::{AuditResult, AuditState, RedriveState, RunId, RunKind, action::ActionId};
 
 use super::{Actor, LetterRun, REDRIVE_MAX, RedriveRequest, RedriveStart, ViaToken, offer_of};
+use crate::facets::Runs;
 use crate::{
     NewAuditEntry, StoreResult,
     dialect::dispatch,
@@ -31,12 +32,12 @@ impl StartIn for RedriveRequest<'_> {
     }
 }
 
-impl Store {
+impl Runs<'_> {
     /// Starts a run over exactly the open dead letters `req.offer` names
     /// (a redrive, or a bulk discard): the run, its items and its summary
     /// audit row in one transaction. Each item is taken in
     /// [`Store::redrive_step`].
-    pub async fn start_redrive(&self, req: &RedriveRequest<'_>) -> StoreResult<RedriveStart> {
+    pub async fn start_redrive(self, req: &RedriveRequest<'_>) -> StoreResult<RedriveStart> {
         let binding = StartBinding {
             action_id: req.action_id,
             actor: req.actor.name,
@@ -45,7 +46,9 @@ impl Store {
         };
         self.start_once(&binding, req).await
     }
+}
 
+impl Store {
     /// Runs a start once: the run `binding`'s action id already started
     /// (the same for a resubmission, `FormReused` for another), else
     /// `start` in a transaction of its own, committed only if it started.
@@ -99,7 +102,7 @@ impl Store {
                 actor == binding.actor && selection == binding.selection && offer == binding.offer;
             if same {
                 RedriveStart::Started {
-                    id,
+                    id: RunId::of_row(id),
                     items,
                     audit_id,
                 }
@@ -140,11 +143,7 @@ async fn start_in(tx: &mut Tx, req: &RedriveRequest<'_>) -> StoreResult<RedriveS
     };
     let reason = match req.kind {
         LetterRun::Replay => None,
-        LetterRun::Discard { reason } => match idem_domain::action::reason(reason) {
-            Ok(Some(reason)) => Some(reason),
-            Ok(None) => return Ok(RedriveStart::NotAllowed("discarding needs a reason".into())),
-            Err(err) => return Ok(RedriveStart::NotAllowed(err.to_string())),
-        },
+        LetterRun::Discard { reason } => Some(reason.as_str()),
     };
     let kind = req.kind.kind();
     let last = req.offer.last.map(|(at, id)| (Ts::from(at), id));
@@ -241,15 +240,16 @@ pub(super) async fn insert_run(
     let audit_id = tx
         .append_audit_at(
             &NewAuditEntry {
-                actor: run.actor.name,
-                actor_role: run.actor.role,
-                action: run.kind.audit_action(),
                 consumer: run.consumer,
-                state_after: Some("running"),
+                state_after: Some(AuditState::Run(RedriveState::Running)),
                 reason: Some(&summary),
-                result: "ok",
                 client_addr: run.actor.client_addr,
-                ..Default::default()
+                ..NewAuditEntry::new(
+                    run.actor.name,
+                    run.actor.role,
+                    run.kind.audit_action(),
+                    AuditResult::Ok,
+                )
             },
             now,
         )
@@ -271,7 +271,7 @@ pub(super) async fn insert_run(
         });
     }
     Ok(RedriveStart::Started {
-        id,
+        id: RunId::of_row(id),
         audit_id,
         items: items.len() as i64,
     })

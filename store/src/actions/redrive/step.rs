@@ -13,7 +13,8 @@
 //! same way.
 
 use idem_domain::{
-    ClaimRetention, ItemOutcome, RedriveItem, RedriveState, RunKind,
+    AuditAction, AuditResult, AuditState, ClaimRetention, ItemOutcome, RedriveItem, RedriveState,
+    RunId, RunKind, Within,
     action::{ActionId, ActionOutcome},
 };
 
@@ -21,10 +22,12 @@ use super::{
     RedriveStep, cannot_act,
     item::{Next, Running, act_on, skipped_because},
 };
+use crate::facets::Runs;
 use crate::{
     NewAuditEntry, StoreResult,
     actions::Actor,
     dialect::dispatch,
+    sql::{Sql, bind_all},
     store::{Store, Tx},
     ts::Ts,
 };
@@ -61,9 +64,25 @@ fn stop_summary(id: i64, kind: RunKind, tally: &str) -> String {
 
 impl Tx {
     /// The run `id`, locked until this transaction ends.
+    /// Whether every item of run `id` is of a consumer `scope` reaches.
+    async fn run_within(&mut self, id: i64, scope: &Within) -> StoreResult<bool> {
+        let mut sql = Sql::default();
+        let p = sql.param(id);
+        let Some(outside) = super::outside(&mut sql, scope) else {
+            return Ok(true);
+        };
+        sql.push(&format!(
+            "SELECT COUNT(*) FROM redrive_items i WHERE i.redrive_id = {p} AND {outside}"
+        ));
+        let others: i64 = dispatch!(&mut self.inner, tx => {
+            bind_all!(sqlx::query_scalar(&sql.text), &sql.binds).fetch_one(&mut **tx).await?
+        });
+        Ok(others == 0)
+    }
+
     async fn lock_run(&mut self, id: i64) -> StoreResult<Option<Running>> {
         let sql = self.locking(
-            "SELECT state, kind, resolve_as, reason, actor, actor_role, starter_epoch, \
+            "SELECT action_id, state, kind, resolve_as, reason, actor, actor_role, starter_epoch, \
                       account, token_id FROM redrives WHERE id = $1",
         );
         let run = dispatch!(&mut self.inner, tx => {
@@ -153,16 +172,17 @@ impl Tx {
             .append_audit_at(
                 &NewAuditEntry {
                     action_id,
-                    actor: actor.name,
-                    actor_role: actor.role,
-                    action: run.kind()?.audit_action(),
                     target: Some(&target),
-                    state_before: Some("running"),
-                    state_after: Some(state.as_str()),
+                    state_before: Some(AuditState::Run(RedriveState::Running)),
+                    state_after: Some(AuditState::Run(state)),
                     reason: Some(&reason),
-                    result: "ok",
                     client_addr: actor.client_addr,
-                    ..Default::default()
+                    ..NewAuditEntry::new(
+                        actor.name,
+                        actor.role,
+                        run.kind()?.audit_action(),
+                        AuditResult::Ok,
+                    )
                 },
                 at,
             )
@@ -191,17 +211,18 @@ enum Taken {
     NotRunning,
 }
 
-impl Store {
+impl Runs<'_> {
     /// Takes the next item of a running redrive: replays its dead letter if
     /// the verdict is "safe", else skips it with the reason, and records
     /// which. With nothing left, finishes the run; with a starter who may
     /// no longer act, stops it (one audit row with the tally, either way).
     /// A stopped or finished run does nothing.
     pub async fn redrive_step(
-        &self,
-        id: i64,
+        self,
+        id: RunId,
         retention: &ClaimRetention,
     ) -> StoreResult<RedriveStep> {
+        let id = id.get();
         let mut tx = self.begin().await?;
         match take_next(&mut tx, id, retention).await {
             Ok(Taken::Item(item)) => {
@@ -225,13 +246,17 @@ impl Store {
 
     /// Stops a running redrive between two items (waiting for the one in
     /// flight): the items not yet taken stay open dead letters. Bound to
-    /// `action_id`: the same Stop sent again answers its first outcome.
+    /// `action_id`: the same Stop sent again answers its first outcome. A
+    /// run with an item outside `scope` is, to this actor, no run at all
+    /// (checked in the transaction that stops it).
     pub async fn stop_redrive(
-        &self,
-        id: i64,
+        self,
+        id: RunId,
+        scope: &Within,
         action_id: &ActionId,
         actor: Actor<'_>,
     ) -> StoreResult<ActionOutcome> {
+        let id = id.get();
         if let Some(first) = self.stop_by_action(id, action_id, actor).await? {
             return Ok(first);
         }
@@ -240,6 +265,9 @@ impl Store {
             let Some(run) = tx.lock_run(id).await? else {
                 return Ok(None);
             };
+            if !tx.run_within(id, scope).await? {
+                return Ok(None);
+            }
             if run.state != RedriveState::Running.as_str() {
                 return Ok(Some(Err(())));
             }
@@ -286,12 +314,18 @@ impl Store {
             other => other,
         }
     }
+}
 
+impl Store {
     /// A run already ended: who or what ended it, and how it stands.
     async fn ended_already(&self, id: i64) -> StoreResult<ActionOutcome> {
-        let (run, _) = self.redrive(id).await?.ok_or_else(|| {
-            crate::StoreError::Contract(format!("redrive {id} vanished while being stopped"))
-        })?;
+        let (run, _) = self
+            .runs()
+            .redrive(RunId::of_row(id), &idem_domain::Within::Every)
+            .await?
+            .ok_or_else(|| {
+                crate::StoreError::Contract(format!("redrive {id} vanished while being stopped"))
+            })?;
         Ok(ActionOutcome::Conflict {
             by: run
                 .ended_by
@@ -320,24 +354,27 @@ impl Store {
         });
         Ok(row.map(|row| {
             let target = format!("redrive:{id}");
+            let stopped = AuditState::Run(RedriveState::Stopped);
             let same = row.actor == actor.name
                 && row.target.as_deref() == Some(target.as_str())
-                && row.state_after.as_deref() == Some(RedriveState::Stopped.as_str());
-            if same {
+                && row.state_after.as_deref().map(AuditState::parse) == Some(stopped);
+            let kind = row
+                .action
+                .parse::<AuditAction>()
+                .ok()
+                .and_then(AuditAction::run_kind);
+            if let (true, Some(kind)) = (same, kind) {
                 let tally = row.reason.unwrap_or_default();
-                let kind = RunKind::ALL
-                    .iter()
-                    .copied()
-                    .find(|k| k.audit_action() == row.action)
-                    .unwrap_or(RunKind::Replay);
                 ActionOutcome::Done {
                     audit_id: row.id,
                     outbox_id: None,
                     summary: stop_summary(id, kind, &tally),
                 }
             } else {
+                // What the id did is not said: a Stop's form names only
+                // its own run.
                 ActionOutcome::FormReused {
-                    first: row.target.unwrap_or_else(|| "another action".into()),
+                    first: "another action".into(),
                 }
             }
         }))

@@ -31,14 +31,21 @@ async fn a_lease_still_held_cannot_be_resolved(store: &Store) {
     let version = leased(store, key, ago(-10)).await;
     let (orders, typed) = (testing::consumer("orders"), testing::key(key));
     let action_id = testing::action_id("resolve-held");
-    let before = store.claim(&orders, &typed).await.unwrap().unwrap();
+    let before = store
+        .claims()
+        .claim(&orders, &typed)
+        .await
+        .unwrap()
+        .unwrap();
     let answer = store
+        .actions()
         .resolve_unknown(&ResolveRequest {
+            scope: &idem_domain::Within::Every,
             consumer: &orders,
             key: &typed,
             version,
             resolution: Resolution::Sent {
-                provider_ref: "ch_7".into(),
+                provider_ref: idem_store::testing::provider_ref("ch_7"),
             },
             action_id: &action_id,
             actor: OLGA,
@@ -50,9 +57,18 @@ async fn a_lease_still_held_cannot_be_resolved(store: &Store) {
         matches!(&answer, ActionOutcome::Refused { reason } if reason.contains("A worker holds this claim until")),
         "{answer:?}"
     );
-    assert_eq!(store.claim(&orders, &typed).await.unwrap().unwrap(), before);
+    assert_eq!(
+        store
+            .claims()
+            .claim(&orders, &typed)
+            .await
+            .unwrap()
+            .unwrap(),
+        before
+    );
     assert!(
         store
+            .claims()
             .audit_for_key(&orders, &typed)
             .await
             .unwrap()
@@ -69,26 +85,34 @@ async fn an_abandoned_lease_is_resolved_once_and_counted_from_its_expiry(store: 
         testing::action_id("resolve-abandoned-2"),
     );
     let sent = ResolveRequest {
+        scope: &idem_domain::Within::Every,
         consumer: &orders,
         key: &typed,
         version,
         resolution: Resolution::Sent {
-            provider_ref: "ch_8".into(),
+            provider_ref: idem_store::testing::provider_ref("ch_8"),
         },
         action_id: &first,
         actor: OLGA,
-        reason: Some("the provider's dashboard shows the charge"),
+        reason: Some(idem_store::testing::reason(
+            "the provider's dashboard shows the charge",
+        )),
     };
-    let answer = store.resolve_unknown(&sent).await.unwrap();
+    let answer = store.actions().resolve_unknown(&sent).await.unwrap();
     assert!(matches!(answer, ActionOutcome::Done { .. }), "{answer:?}");
-    let claim = store.claim(&orders, &typed).await.unwrap().unwrap();
+    let claim = store
+        .claims()
+        .claim(&orders, &typed)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(claim.status, ClaimStatus::Sent);
     assert_eq!(claim.provider_ref.as_deref(), Some("ch_8"));
     assert_eq!(claim.lease_until, None, "the lease is released");
 
-    let audit = store.audit_for_key(&orders, &typed).await.unwrap();
+    let audit = store.claims().audit_for_key(&orders, &typed).await.unwrap();
     assert_eq!(audit.len(), 1);
-    let before = audit[0].state_before.as_deref().unwrap();
+    let before = audit[0].state_before.as_ref().unwrap().to_string();
     assert!(
         before.starts_with("pending, lease expired")
             && before.ends_with(&format!("(version {version})")),
@@ -101,19 +125,34 @@ async fn an_abandoned_lease_is_resolved_once_and_counted_from_its_expiry(store: 
 
     // Another operator on the page from before: told, not applied twice.
     let late = store
+        .actions()
         .resolve_unknown(&ResolveRequest {
             resolution: Resolution::FailedPermanently,
             action_id: &second,
             actor: PETE,
-            reason: Some("never arrived"),
+            reason: Some(idem_store::testing::reason("never arrived")),
             ..sent.clone()
         })
         .await
         .unwrap();
     assert!(matches!(late, ActionOutcome::Conflict { .. }), "{late:?}");
-    assert_eq!(store.audit_for_key(&orders, &typed).await.unwrap().len(), 1);
     assert_eq!(
-        store.claim(&orders, &typed).await.unwrap().unwrap().status,
+        store
+            .claims()
+            .audit_for_key(&orders, &typed)
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
+    assert_eq!(
+        store
+            .claims()
+            .claim(&orders, &typed)
+            .await
+            .unwrap()
+            .unwrap()
+            .status,
         ClaimStatus::Sent
     );
 }

@@ -29,10 +29,12 @@ async fn a_repeated_action_id_returns_the_first_outcome_and_has_one_effect(store
     .await;
     let same_id = testing::action_id("same-id-form");
     let first = store
+        .actions()
         .replay_dead_letter(&replay(id, &same_id))
         .await
         .unwrap();
     let again = store
+        .actions()
         .replay_dead_letter(&replay(id, &same_id))
         .await
         .unwrap();
@@ -55,9 +57,10 @@ async fn a_repeated_action_id_returns_the_first_outcome_and_has_one_effect(store
     .await;
     let double = testing::action_id("double-click");
     let twin = replay(id2, &double);
+    let actions = store.actions();
     let (x, y) = tokio::join!(
-        store.replay_dead_letter(&twin),
-        store.replay_dead_letter(&twin)
+        actions.replay_dead_letter(&twin),
+        actions.replay_dead_letter(&twin)
     );
     let (x, y) = (x.unwrap(), y.unwrap());
     assert!(
@@ -65,8 +68,24 @@ async fn a_repeated_action_id_returns_the_first_outcome_and_has_one_effect(store
         "{x:?} {y:?}"
     );
     let (orders, key) = (testing::consumer("orders"), testing::key("refund:44"));
-    assert_eq!(store.outbox_for_key(&orders, &key).await.unwrap().len(), 1);
-    assert_eq!(store.audit_for_key(&orders, &key).await.unwrap().len(), 1);
+    assert_eq!(
+        store
+            .claims()
+            .outbox_for_key(&orders, &key)
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
+    assert_eq!(
+        store
+            .claims()
+            .audit_for_key(&orders, &key)
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
 }
 
 /// Two open dead letters of one key, as a key page shows them.
@@ -111,11 +130,13 @@ async fn an_action_id_used_for_one_dead_letter_is_refused_for_another_and_does_n
     let (first, second) = two_dead_letters(store, "refund:45").await;
     let page_form = testing::action_id("page-form");
     let done = store
+        .actions()
         .replay_dead_letter(&replay(first, &page_form))
         .await
         .unwrap();
     assert!(done.is_done(), "{done:?}");
     let again = store
+        .actions()
         .replay_dead_letter(&replay(second, &page_form))
         .await
         .unwrap();
@@ -126,18 +147,24 @@ async fn an_action_id_used_for_one_dead_letter_is_refused_for_another_and_does_n
     );
     assert!(!said.contains(&format!("#{second}")), "{said}");
     let discard = store
+        .actions()
         .discard_dead_letter(&DiscardRequest {
-            dead_letter_id: first,
+            scope: &idem_domain::Within::Every,
+            dead_letter_id: idem_domain::DeadLetterId::of_row(first),
             action_id: &page_form,
             actor: OLGA,
-            reason: "already sent",
+            reason: idem_store::testing::reason("already sent"),
         })
         .await
         .unwrap();
     reused(&discard);
 
     let (orders, key) = (testing::consumer("orders"), testing::key("refund:45"));
-    let letters = store.dead_letters_for_key(&orders, &key).await.unwrap();
+    let letters = store
+        .claims()
+        .dead_letters_for_key(&orders, &key)
+        .await
+        .unwrap();
     let state = |id| letters.iter().find(|d| d.id == id).unwrap().state;
     assert_eq!(state(first), DeadLetterState::Replayed);
     assert_eq!(
@@ -145,17 +172,35 @@ async fn an_action_id_used_for_one_dead_letter_is_refused_for_another_and_does_n
         DeadLetterState::Open,
         "the second dead letter is untouched"
     );
-    assert_eq!(store.outbox_for_key(&orders, &key).await.unwrap().len(), 1);
-    assert_eq!(store.audit_for_key(&orders, &key).await.unwrap().len(), 1);
+    assert_eq!(
+        store
+            .claims()
+            .outbox_for_key(&orders, &key)
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
+    assert_eq!(
+        store
+            .claims()
+            .audit_for_key(&orders, &key)
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
 
     // Its own id replays it, and the first id still answers for the first.
     let own = store
+        .actions()
         .replay_dead_letter(&replay(second, &testing::action_id("second-form")))
         .await
         .unwrap();
     assert!(own.is_done(), "{own:?}");
     assert_eq!(
         store
+            .actions()
             .replay_dead_letter(&replay(first, &page_form))
             .await
             .unwrap(),
@@ -172,24 +217,27 @@ async fn an_action_id_used_to_resolve_a_key_is_refused_for_a_replay_and_another_
     let resolve_form = testing::action_id("resolve-form");
     let (pay_9, pay_10) = (testing::key("pay_9"), testing::key("pay_10"));
     let resolve = |key, resolution| ResolveRequest {
+        scope: &idem_domain::Within::Every,
         consumer: &orders,
         key,
         version,
         resolution,
         action_id: &resolve_form,
         actor: OLGA,
-        reason: Some("checked with the provider"),
+        reason: Some(idem_store::testing::reason("checked with the provider")),
     };
     let sent = Resolution::Sent {
-        provider_ref: "pi_9".into(),
+        provider_ref: idem_store::testing::provider_ref("pi_9"),
     };
     let done = store
+        .actions()
         .resolve_unknown(&resolve(&pay_9, sent.clone()))
         .await
         .unwrap();
     assert!(done.is_done(), "{done:?}");
     assert_eq!(
         store
+            .actions()
             .resolve_unknown(&resolve(&pay_9, sent.clone()))
             .await
             .unwrap(),
@@ -198,6 +246,7 @@ async fn an_action_id_used_to_resolve_a_key_is_refused_for_a_replay_and_another_
     );
     reused(
         &store
+            .actions()
             .resolve_unknown(&resolve(&pay_9, Resolution::FailedRetry))
             .await
             .unwrap(),
@@ -206,6 +255,7 @@ async fn an_action_id_used_to_resolve_a_key_is_refused_for_a_replay_and_another_
     // unknown again): another target, not the first resolution again.
     reused(
         &store
+            .actions()
             .resolve_unknown(&ResolveRequest {
                 version: version + 2,
                 ..resolve(&pay_9, sent.clone())
@@ -215,6 +265,7 @@ async fn an_action_id_used_to_resolve_a_key_is_refused_for_a_replay_and_another_
     );
     let other_version = unknown_claim(store, "pay_10").await;
     let other = store
+        .actions()
         .resolve_unknown(&ResolveRequest {
             version: other_version,
             ..resolve(&pay_10, sent)
@@ -222,7 +273,12 @@ async fn an_action_id_used_to_resolve_a_key_is_refused_for_a_replay_and_another_
         .await
         .unwrap();
     reused(&other);
-    let claim = store.claim(&orders, &pay_10).await.unwrap().unwrap();
+    let claim = store
+        .claims()
+        .claim(&orders, &pay_10)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(
         claim.status,
         ClaimStatus::Unknown,
@@ -239,6 +295,7 @@ async fn an_action_id_used_to_resolve_a_key_is_refused_for_a_replay_and_another_
     .await;
     let said = reused(
         &store
+            .actions()
             .replay_dead_letter(&replay(dead_letter, &resolve_form))
             .await
             .unwrap(),
@@ -248,6 +305,7 @@ async fn an_action_id_used_to_resolve_a_key_is_refused_for_a_replay_and_another_
     assert!(said.contains("pay_9"), "{said}");
     assert!(
         store
+            .claims()
             .outbox_for_key(&orders, &testing::key("pay_11"))
             .await
             .unwrap()
@@ -266,11 +324,13 @@ async fn an_action_id_is_bound_to_the_person_who_used_it(store: &Store) {
     .await;
     let olgas_form = testing::action_id("olgas-form");
     let done = store
+        .actions()
         .replay_dead_letter(&replay(id, &olgas_form))
         .await
         .unwrap();
     assert!(done.is_done());
     let by_pete = store
+        .actions()
         .replay_dead_letter(&ReplayRequest {
             actor: PETE,
             ..replay(id, &olgas_form)

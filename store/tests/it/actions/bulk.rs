@@ -35,7 +35,9 @@ pub(super) fn discard<'a>(
     reason: &'a str,
 ) -> RedriveRequest<'a> {
     RedriveRequest {
-        kind: LetterRun::Discard { reason },
+        kind: LetterRun::Discard {
+            reason: idem_store::testing::reason(reason),
+        },
         selection,
         offer,
         action_id: form,
@@ -63,7 +65,7 @@ pub(super) fn resolve<'a>(
     BulkResolveRequest {
         keys,
         resolve_as,
-        reason: Some("provider export of 03:00"),
+        reason: Some(idem_store::testing::reason("provider export of 03:00")),
         source: "keys as listed",
         action_id: form,
         actor,
@@ -75,9 +77,14 @@ pub(super) fn resolve<'a>(
 pub(super) async fn started_run(store: &Store, start: RedriveStart) -> i64 {
     match start {
         RedriveStart::Started { id, .. } => {
-            let (run, _) = store.redrive(id).await.unwrap().unwrap();
+            let (run, _) = store
+                .runs()
+                .redrive(id, &idem_domain::Within::Every)
+                .await
+                .unwrap()
+                .unwrap();
             assert_eq!(run.state, RedriveState::Running);
-            id
+            id.get()
         }
         other => panic!("not started: {other:?}"),
     }
@@ -88,7 +95,7 @@ pub(super) async fn claim(store: &Store, k: &str) -> idem_domain::Claim {
         ConsumerName::parse("orders").unwrap(),
         IdempotencyKey::parse(k).unwrap(),
     );
-    store.claim(&c, &k).await.unwrap().unwrap()
+    store.claims().claim(&c, &k).await.unwrap().unwrap()
 }
 
 /// Pete resolves `k` by hand, at `version`, as failed and retried.
@@ -99,7 +106,9 @@ pub(super) async fn pete_resolves(store: &Store, k: &str, version: i64) {
     );
     let form = testing::action_id(&format!("pete-by-hand-{version}-{}", k.len()));
     let done = store
+        .actions()
         .resolve_unknown(&ResolveRequest {
+            scope: &idem_domain::Within::Every,
             consumer: &c,
             key: &key,
             version,
@@ -127,17 +136,23 @@ async fn a_bulk_discard_takes_only_the_letters_whose_key_is_sent_and_audits_each
     )
     .await;
     let selection = DeadLetterFilter::default();
-    let offer = store.discard_offer(&selection).await.unwrap();
+    let offer = store.runs().discard_offer(&selection).await.unwrap();
     assert_eq!(offer.count, 2, "only the letters whose key is sent");
     let form = testing::action_id("bulk-discard-0001");
     let start = store
+        .runs()
         .start_redrive(&discard(&selection, &offer, &form, "INC-7: sent twice"))
         .await
         .unwrap();
     let id = started_run(store, start).await;
     assert_eq!(run_to_end(store, id).await, 2);
 
-    let (run, items) = store.redrive(id).await.unwrap().unwrap();
+    let (run, items) = store
+        .runs()
+        .redrive(idem_domain::RunId::of_row(id), &idem_domain::Within::Every)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(
         (run.kind, run.state),
         (RunKind::Discard, RedriveState::Finished)
@@ -157,7 +172,10 @@ async fn a_bulk_discard_takes_only_the_letters_whose_key_is_sent_and_audits_each
         assert_eq!(dead_letter_state(store, dl).await, DeadLetterState::Open);
     }
     let audit = store.latest_audit(10).await.unwrap();
-    let discards: Vec<_> = audit.iter().filter(|a| a.action == "discard").collect();
+    let discards: Vec<_> = audit
+        .iter()
+        .filter(|a| a.action == idem_domain::AuditAction::Discard)
+        .collect();
     assert_eq!(discards.len(), 2, "one audit row per letter");
     let why = format!("bulk discard #{id}: INC-7: sent twice");
     assert!(
@@ -176,20 +194,23 @@ async fn a_bulk_discard_of_a_set_that_changed_since_the_page_starts_nothing(stor
     let first = dead_letter(store, "orders", "order:1", SENT, "503").await;
     dead_letter(store, "orders", "order:2", SENT, "503").await;
     let selection = DeadLetterFilter::default();
-    let offer = store.discard_offer(&selection).await.unwrap();
+    let offer = store.runs().discard_offer(&selection).await.unwrap();
     // Pete discards one by hand between the page and the press.
     let by_hand = store
+        .actions()
         .discard_dead_letter(&idem_store::DiscardRequest {
-            dead_letter_id: first,
+            scope: &idem_domain::Within::Every,
+            dead_letter_id: idem_domain::DeadLetterId::of_row(first),
             action_id: &testing::action_id("pete-discard-1"),
             actor: PETE,
-            reason: "seen",
+            reason: idem_store::testing::reason("seen"),
         })
         .await
         .unwrap();
     assert!(by_hand.is_done());
     let form = testing::action_id("bulk-discard-0002");
     let start = store
+        .runs()
         .start_redrive(&discard(&selection, &offer, &form, "INC-7"))
         .await
         .unwrap();
@@ -199,16 +220,9 @@ async fn a_bulk_discard_of_a_set_that_changed_since_the_page_starts_nothing(stor
     assert_eq!(now.count, 1);
     assert_eq!(testing::count_rows(store, "redrives").await, 0);
 
-    // Without a reason, nothing starts either.
-    let offer = store.discard_offer(&selection).await.unwrap();
-    let start = store
-        .start_redrive(&discard(&selection, &offer, &form, "  "))
-        .await
-        .unwrap();
-    assert!(
-        matches!(start, RedriveStart::NotAllowed(ref why) if why.contains("reason")),
-        "{start:?}"
-    );
+    // A discard without a reason cannot be asked for: a blank reason is
+    // no reason at all, and a discard takes one.
+    assert_eq!(idem_domain::action::Reason::parse("  "), Ok(None));
 }
 
 async fn a_bulk_run_with_the_longest_reason_still_acts_on_every_item(store: &Store) {
@@ -216,9 +230,10 @@ async fn a_bulk_run_with_the_longest_reason_still_acts_on_every_item(store: &Sto
     let longest = "é".repeat(idem_domain::action::MAX_REASON_CHARS);
     let letter = dead_letter(store, "orders", "order:1", SENT, "503").await;
     let selection = DeadLetterFilter::default();
-    let offer = store.discard_offer(&selection).await.unwrap();
+    let offer = store.runs().discard_offer(&selection).await.unwrap();
     let form = testing::action_id("bulk-discard-0007");
     let start = store
+        .runs()
         .start_redrive(&discard(&selection, &offer, &form, &longest))
         .await
         .unwrap();
@@ -233,12 +248,19 @@ async fn a_bulk_run_with_the_longest_reason_still_acts_on_every_item(store: &Sto
     let keys = [k];
     let form = testing::action_id("bulk-resolve-0007");
     let mut request = resolve(&keys, ResolveAs::Failed, &form, OLGA);
-    request.reason = Some(&longest);
-    let id = started_run(store, store.start_bulk_resolve(&request).await.unwrap()).await;
+    request.reason = Some(idem_store::testing::reason(&longest));
+    let id = started_run(
+        store,
+        store.runs().start_bulk_resolve(&request).await.unwrap(),
+    )
+    .await;
     run_to_end(store, id).await;
     assert_eq!(claim(store, "pay:1").await.status, ClaimStatus::Failed);
     let audit = store.latest_audit(3).await.unwrap();
-    let item = audit.iter().find(|a| a.action == "resolve:failed").unwrap();
+    let item = audit
+        .iter()
+        .find(|a| a.action == idem_domain::AuditAction::ResolveFailed)
+        .unwrap();
     let why = item.reason.as_deref().unwrap();
     assert!(
         why.starts_with(&format!("bulk resolve #{id}: ééé")),

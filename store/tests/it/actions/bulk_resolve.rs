@@ -43,6 +43,7 @@ async fn a_bulk_resolve_skips_a_key_changed_since_it_was_shown_and_resolves_the_
         .collect();
     let form = testing::action_id("bulk-resolve-0001");
     let start = store
+        .runs()
         .start_bulk_resolve(&resolve(&listed, ResolveAs::Sent, &form, OLGA))
         .await
         .unwrap();
@@ -62,7 +63,12 @@ async fn a_bulk_resolve_skips_a_key_changed_since_it_was_shown_and_resolves_the_
     assert!(retried.version > versions[3]);
     assert_eq!(run_to_end(store, id).await, 3);
 
-    let (run, items) = store.redrive(id).await.unwrap().unwrap();
+    let (run, items) = store
+        .runs()
+        .redrive(idem_domain::RunId::of_row(id), &idem_domain::Within::Every)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(
         (run.kind, run.resolve_as),
         (RunKind::Resolve, Some(ResolveAs::Sent))
@@ -94,7 +100,7 @@ async fn a_bulk_resolve_skips_a_key_changed_since_it_was_shown_and_resolves_the_
     let audit = store.latest_audit(20).await.unwrap();
     let resolved: Vec<_> = audit
         .iter()
-        .filter(|a| a.action == "resolve:sent")
+        .filter(|a| a.action == idem_domain::AuditAction::ResolveSent)
         .collect();
     assert_eq!(resolved.len(), 2, "one audit row per key resolved");
     let why = format!("bulk resolve #{id}: provider export of 03:00");
@@ -118,16 +124,26 @@ async fn a_bulk_resolve_of_a_pasted_list_binds_each_key_as_the_run_starts(store:
     let form = testing::action_id("bulk-resolve-0002");
     let mut request = resolve(&pasted, ResolveAs::Sent, &form, OLGA);
     request.source = "a pasted list of references";
-    let start = store.start_bulk_resolve(&request).await.unwrap();
+    let start = store.runs().start_bulk_resolve(&request).await.unwrap();
     let id = started_run(store, start).await;
-    let (_, items) = store.redrive(id).await.unwrap().unwrap();
+    let (_, items) = store
+        .runs()
+        .redrive(idem_domain::RunId::of_row(id), &idem_domain::Within::Every)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(
         items[0].version,
         Some(version),
         "bound to the version it had"
     );
     run_to_end(store, id).await;
-    let (_, items) = store.redrive(id).await.unwrap().unwrap();
+    let (_, items) = store
+        .runs()
+        .redrive(idem_domain::RunId::of_row(id), &idem_domain::Within::Every)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(items[0].outcome, Some(ItemOutcome::Resolved));
     assert_eq!(
         claim(store, "pay:1").await.provider_ref.as_deref(),
@@ -168,6 +184,7 @@ async fn a_bulk_resolve_with_a_bad_list_starts_nothing(store: &Store) {
         (vec![], ResolveAs::FailedRetry, "no key"),
     ] {
         let start = store
+            .runs()
             .start_bulk_resolve(&resolve(&keys, how, &form, OLGA))
             .await
             .unwrap();
@@ -180,7 +197,11 @@ async fn a_bulk_resolve_with_a_bad_list_starts_nothing(store: &Store) {
     let keys = [key("pay:1", Some(version), None)];
     failed_for_good.keys = &keys;
     failed_for_good.reason = None;
-    let start = store.start_bulk_resolve(&failed_for_good).await.unwrap();
+    let start = store
+        .runs()
+        .start_bulk_resolve(&failed_for_good)
+        .await
+        .unwrap();
     assert!(
         matches!(start, RedriveStart::NotAllowed(ref why) if why.contains("reason")),
         "{start:?}"
@@ -198,6 +219,7 @@ async fn a_stopped_bulk_resolve_leaves_the_keys_it_had_not_taken_unknown(store: 
     }
     let form = testing::action_id("bulk-resolve-0004");
     let start = store
+        .runs()
         .start_bulk_resolve(&resolve(&keys, ResolveAs::Failed, &form, OLGA))
         .await
         .unwrap();
@@ -236,16 +258,19 @@ async fn resubmitting_a_bulk_resolve_starts_nothing_new(store: &Store) {
     let form = testing::action_id("bulk-resolve-0005");
     let keys = [k];
     let first = store
+        .runs()
         .start_bulk_resolve(&resolve(&keys, ResolveAs::FailedRetry, &form, OLGA))
         .await
         .unwrap();
     let again = store
+        .runs()
         .start_bulk_resolve(&resolve(&keys, ResolveAs::FailedRetry, &form, OLGA))
         .await
         .unwrap();
     assert_eq!(first, again, "the same run");
     let others = [other];
     let reused = store
+        .runs()
         .start_bulk_resolve(&resolve(&others, ResolveAs::FailedRetry, &form, OLGA))
         .await
         .unwrap();
@@ -255,6 +280,7 @@ async fn resubmitting_a_bulk_resolve_starts_nothing_new(store: &Store) {
         "another set under the same form"
     );
     let by_pete = store
+        .runs()
         .start_bulk_resolve(&resolve(&keys, ResolveAs::FailedRetry, &form, PETE))
         .await
         .unwrap();
@@ -271,6 +297,7 @@ async fn a_bulk_resolve_stops_when_its_starter_is_demoted(store: &Store) {
     }
     let form = testing::action_id("bulk-resolve-0006");
     let start = store
+        .runs()
         .start_bulk_resolve(&resolve(&keys, ResolveAs::FailedRetry, &form, OLGA))
         .await
         .unwrap();
@@ -280,11 +307,20 @@ async fn a_bulk_resolve_stops_when_its_starter_is_demoted(store: &Store) {
         idem_store::RedriveStep::Item(_)
     ));
     store
-        .set_role("olga", idem_domain::Role::Viewer)
+        .people()
+        .set_role(
+            &idem_store::testing::account("olga"),
+            idem_domain::Role::Viewer,
+        )
         .await
         .unwrap();
     assert_eq!(step(store, id).await, idem_store::RedriveStep::Ended);
-    let (run, _) = store.redrive(id).await.unwrap().unwrap();
+    let (run, _) = store
+        .runs()
+        .redrive(idem_domain::RunId::of_row(id), &idem_domain::Within::Every)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(run.state, RedriveState::Stopped);
     assert_eq!(
         run.end_reason.as_deref(),
@@ -303,20 +339,23 @@ async fn an_item_the_database_refuses_is_skipped_and_the_run_goes_on(store: &Sto
     let elsewhere = unknown_claim(store, "pay:9").await;
     let form = testing::action_id("bulk-resolve-0008");
     let start = store
+        .runs()
         .start_bulk_resolve(&resolve(&keys, ResolveAs::FailedRetry, &form, OLGA))
         .await
         .unwrap();
     let id = started_run(store, start).await;
-    // Someone's own action took the id the run derives for its first item
-    // (action ids are any letters, digits and dashes): its audit row
-    // refuses the run's.
-    let taken = testing::action_id(&format!("redrive-{id}-key-1"));
+    // An action took the id the run derives for its first item (which
+    // only whoever holds the run's form could know): its audit row refuses
+    // the run's.
+    let taken = testing::run_key_action_id(&form, 1);
     let (c, k) = (
         idem_domain::ConsumerName::parse("orders").unwrap(),
         idem_domain::IdempotencyKey::parse("pay:9").unwrap(),
     );
     let by_hand = store
+        .actions()
         .resolve_unknown(&idem_store::ResolveRequest {
+            scope: &idem_domain::Within::Every,
             consumer: &c,
             key: &k,
             version: elsewhere,
@@ -329,7 +368,12 @@ async fn an_item_the_database_refuses_is_skipped_and_the_run_goes_on(store: &Sto
         .unwrap();
     assert!(by_hand.is_done());
     assert_eq!(run_to_end(store, id).await, 2, "the run is not held up");
-    let (run, items) = store.redrive(id).await.unwrap().unwrap();
+    let (run, items) = store
+        .runs()
+        .redrive(idem_domain::RunId::of_row(id), &idem_domain::Within::Every)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(run.state, RedriveState::Finished);
     assert_eq!(items[0].outcome, Some(ItemOutcome::Skipped));
     let why = items[0].reason.as_deref().unwrap();

@@ -38,6 +38,7 @@ async fn fifty_concurrent_replays_of_one_dead_letter_make_one_outbox_row_and_one
                 barrier.wait().await;
                 let action_id = testing::action_id(&format!("replay-{i}"));
                 store
+                    .actions()
                     .replay_dead_letter(&replay(id, &action_id))
                     .await
                     .unwrap()
@@ -54,20 +55,28 @@ async fn fifty_concurrent_replays_of_one_dead_letter_make_one_outbox_row_and_one
     }
     assert_eq!(done, 1);
     let (orders, key) = (testing::consumer("orders"), testing::key("refund:42"));
-    let outbox = store.outbox_for_key(&orders, &key).await.unwrap();
+    let outbox = store.claims().outbox_for_key(&orders, &key).await.unwrap();
     assert_eq!(outbox.len(), 1);
     assert_eq!(
         (outbox[0].dead_letter_id, outbox[0].origin.as_str()),
         (Some(id), "replay")
     );
-    let audit = store.audit_for_key(&orders, &key).await.unwrap();
+    let audit = store.claims().audit_for_key(&orders, &key).await.unwrap();
     assert_eq!(audit.len(), 1);
     assert_eq!(
         (audit[0].action.as_str(), audit[0].result.as_str()),
         ("replay", "ok")
     );
     assert_eq!(outbox[0].audit_id, Some(audit[0].id));
-    let dl = store.dead_letter(id).await.unwrap().unwrap();
+    let dl = store
+        .claims()
+        .dead_letter(
+            idem_domain::DeadLetterId::of_row(id),
+            &idem_domain::Within::Every,
+        )
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(
         (dl.state, dl.resolved_by.as_deref(), dl.replay_outbox_id),
         (DeadLetterState::Replayed, Some("olga"), Some(outbox[0].id))
@@ -84,14 +93,18 @@ async fn two_operators_resolving_one_key_at_once_get_one_success_and_one_conflic
         tokio::spawn(async move {
             barrier.wait().await;
             store
+                .actions()
                 .resolve_unknown(&ResolveRequest {
+                    scope: &idem_domain::Within::Every,
                     consumer: &testing::consumer("orders"),
                     key: &testing::key("pay_7f3"),
                     version,
                     resolution,
                     action_id: &testing::action_id(action_id),
                     actor,
-                    reason: Some("checked the provider's dashboard"),
+                    reason: Some(idem_store::testing::reason(
+                        "checked the provider's dashboard",
+                    )),
                 })
                 .await
                 .unwrap()
@@ -100,7 +113,7 @@ async fn two_operators_resolving_one_key_at_once_get_one_success_and_one_conflic
     let a = run(
         OLGA,
         Resolution::Sent {
-            provider_ref: "ch_1".into(),
+            provider_ref: idem_store::testing::provider_ref("ch_1"),
         },
         "action-a",
     );
@@ -112,7 +125,7 @@ async fn two_operators_resolving_one_key_at_once_get_one_success_and_one_conflic
         .collect();
     assert_eq!(winners.len(), 1, "{outcomes:?}");
     let (orders, key) = (testing::consumer("orders"), testing::key("pay_7f3"));
-    let claim = store.claim(&orders, &key).await.unwrap().unwrap();
+    let claim = store.claims().claim(&orders, &key).await.unwrap().unwrap();
     assert_eq!(claim.version, version + 1, "one change, one version");
     let (winner, loser_sees) = match claim.status {
         ClaimStatus::Sent => ("olga", &outcomes[1]),
@@ -128,7 +141,12 @@ async fn two_operators_resolving_one_key_at_once_get_one_success_and_one_conflic
         other => panic!("{other:?}"),
     }
     assert_eq!(
-        store.audit_for_key(&orders, &key).await.unwrap().len(),
+        store
+            .claims()
+            .audit_for_key(&orders, &key)
+            .await
+            .unwrap()
+            .len(),
         1,
         "only the winner is audited"
     );
@@ -139,27 +157,41 @@ async fn a_stale_version_is_refused_with_the_current_state(store: &Store) {
     let (orders, key) = (testing::consumer("orders"), testing::key("pay_8"));
     let stale_form = testing::action_id("stale-form");
     let stale = ResolveRequest {
+        scope: &idem_domain::Within::Every,
         consumer: &orders,
         key: &key,
         version: version - 1,
         resolution: Resolution::Sent {
-            provider_ref: "ch_8".into(),
+            provider_ref: idem_store::testing::provider_ref("ch_8"),
         },
         action_id: &stale_form,
         actor: OLGA,
         reason: None,
     };
-    match store.resolve_unknown(&stale).await.unwrap() {
+    match store.actions().resolve_unknown(&stale).await.unwrap() {
         ActionOutcome::Conflict { now, .. } => {
             assert_eq!(now, format!("unknown (version {version})"))
         }
         other => panic!("{other:?}"),
     }
     assert_eq!(
-        store.claim(&orders, &key).await.unwrap().unwrap().status,
+        store
+            .claims()
+            .claim(&orders, &key)
+            .await
+            .unwrap()
+            .unwrap()
+            .status,
         ClaimStatus::Unknown
     );
-    assert!(store.audit_for_key(&orders, &key).await.unwrap().is_empty());
+    assert!(
+        store
+            .claims()
+            .audit_for_key(&orders, &key)
+            .await
+            .unwrap()
+            .is_empty()
+    );
 }
 
 async fn a_conflict_names_who_changed_the_claim_not_who_last_touched_the_key(store: &Store) {
@@ -175,17 +207,19 @@ async fn a_conflict_names_who_changed_the_claim_not_who_last_touched_the_key(sto
         testing::action_id("resolve-ada-9"),
     );
     let resolve = |actor: Actor<'static>, action_id| ResolveRequest {
+        scope: &idem_domain::Within::Every,
         consumer: &orders,
         key: &key,
         version,
         resolution: Resolution::Sent {
-            provider_ref: "ch_9".into(),
+            provider_ref: idem_store::testing::provider_ref("ch_9"),
         },
         action_id,
         actor,
         reason: None,
     };
     let first = store
+        .actions()
         .resolve_unknown(&resolve(OLGA, &olga_form))
         .await
         .unwrap();
@@ -193,18 +227,21 @@ async fn a_conflict_names_who_changed_the_claim_not_who_last_touched_the_key(sto
     // Later, Pete touches the key (another entry about it in the audit
     // log) without changing its claim.
     store
+        .audit()
         .append_audit(&idem_store::NewAuditEntry {
-            actor: "pete",
-            actor_role: "operator",
-            action: "replay",
             consumer: Some("orders"),
             key: Some("pay_9"),
-            result: "ok",
-            ..Default::default()
+            ..idem_store::NewAuditEntry::new(
+                "pete",
+                "operator",
+                idem_domain::AuditAction::Replay,
+                idem_domain::AuditResult::Ok,
+            )
         })
         .await
         .unwrap();
     let stale = store
+        .actions()
         .resolve_unknown(&resolve(ADA, &ada_form))
         .await
         .unwrap();

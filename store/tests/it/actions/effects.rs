@@ -28,6 +28,7 @@ async fn each_replay_verdict_is_applied(store: &Store) {
     )
     .await;
     let blocked = store
+        .actions()
         .replay_dead_letter(&replay(sent, &testing::action_id("verdict-1")))
         .await
         .unwrap();
@@ -41,20 +42,31 @@ async fn each_replay_verdict_is_applied(store: &Store) {
         ..replay(sent, &verdict_2)
     };
     assert!(matches!(
-        store.replay_dead_letter(&no_reason).await.unwrap(),
+        store
+            .actions()
+            .replay_dead_letter(&no_reason)
+            .await
+            .unwrap(),
         ActionOutcome::Refused { .. }
     ));
     let verdict_3 = testing::action_id("verdict-3");
     let overridden = ReplayRequest {
         override_verdict: true,
-        reason: Some("the consumer lost its claims table"),
+        reason: Some(idem_store::testing::reason(
+            "the consumer lost its claims table",
+        )),
         ..replay(sent, &verdict_3)
     };
     assert!(matches!(
-        store.replay_dead_letter(&overridden).await.unwrap(),
+        store
+            .actions()
+            .replay_dead_letter(&overridden)
+            .await
+            .unwrap(),
         ActionOutcome::Done { .. }
     ));
     let audit = store
+        .claims()
         .audit_for_key(&testing::consumer("orders"), &testing::key("v:sent"))
         .await
         .unwrap();
@@ -69,13 +81,14 @@ async fn each_replay_verdict_is_applied(store: &Store) {
     // Unknown: blocked likewise.
     let unknown = dead_lettered(store, "v:unknown", Outcome::Unknown { error: "timeout" }).await;
     assert!(
-        matches!(store.replay_dead_letter(&replay(unknown, &testing::action_id("verdict-4"))).await.unwrap(), ActionOutcome::Refused { reason } if reason.contains("outcome is unknown"))
+        matches!(store.actions().replay_dead_letter(&replay(unknown, &testing::action_id("verdict-4"))).await.unwrap(), ActionOutcome::Refused { reason } if reason.contains("outcome is unknown"))
     );
 
     // Failed: safe. Beyond retention: allowed (with the warning shown before).
     let failed = dead_lettered(store, "v:failed", Outcome::Permanent { error: "x" }).await;
     assert!(matches!(
         store
+            .actions()
             .replay_dead_letter(&replay(failed, &testing::action_id("verdict-5")))
             .await
             .unwrap(),
@@ -88,7 +101,11 @@ async fn each_replay_verdict_is_applied(store: &Store) {
         ..replay(old, &verdict_6)
     };
     assert!(matches!(
-        store.replay_dead_letter(&short_retention).await.unwrap(),
+        store
+            .actions()
+            .replay_dead_letter(&short_retention)
+            .await
+            .unwrap(),
         ActionOutcome::Done { .. }
     ));
 }
@@ -98,13 +115,15 @@ async fn only_a_dead_letter_whose_key_is_sent_can_be_discarded(store: &Store) {
     let [discard_1, discard_2, discard_3] =
         ["discard-1", "discard-2", "discard-3"].map(testing::action_id);
     let discard = |id, action_id, reason| DiscardRequest {
-        dead_letter_id: id,
+        scope: &idem_domain::Within::Every,
+        dead_letter_id: idem_domain::DeadLetterId::of_row(id),
         action_id,
         actor: OLGA,
-        reason,
+        reason: idem_store::testing::reason(reason),
     };
     assert!(matches!(
         store
+            .actions()
             .discard_dead_letter(&discard(failed, &discard_1, "dup"))
             .await
             .unwrap(),
@@ -118,18 +137,12 @@ async fn only_a_dead_letter_whose_key_is_sent_can_be_discarded(store: &Store) {
         },
     )
     .await;
-    assert!(
-        matches!(
-            store
-                .discard_dead_letter(&discard(sent, &discard_2, " "))
-                .await
-                .unwrap(),
-            ActionOutcome::Refused { .. }
-        ),
-        "a reason is required"
-    );
+    // A discard without a reason cannot be asked: `Reason` is never empty.
+    assert_eq!(idem_domain::action::Reason::parse(" "), Ok(None));
+    let _ = &discard_2;
     assert!(matches!(
         store
+            .actions()
             .discard_dead_letter(&discard(sent, &discard_3, "effect happened"))
             .await
             .unwrap(),
@@ -139,10 +152,20 @@ async fn only_a_dead_letter_whose_key_is_sent_can_be_discarded(store: &Store) {
         }
     ));
     assert_eq!(
-        store.dead_letter(sent).await.unwrap().unwrap().state,
+        store
+            .claims()
+            .dead_letter(
+                idem_domain::DeadLetterId::of_row(sent),
+                &idem_domain::Within::Every
+            )
+            .await
+            .unwrap()
+            .unwrap()
+            .state,
         DeadLetterState::Discarded
     );
     let late = store
+        .actions()
         .replay_dead_letter(&replay(sent, &testing::action_id("discard-4")))
         .await
         .unwrap();
@@ -157,22 +180,29 @@ async fn resolving_failed_with_a_retry_queues_the_same_key_through_the_outbox(st
     let (orders, pay_9) = (testing::consumer("orders"), testing::key("pay_9"));
     let resolve_1 = testing::action_id("resolve-1");
     let retry = ResolveRequest {
+        scope: &idem_domain::Within::Every,
         consumer: &orders,
         key: &pay_9,
         version,
         resolution: Resolution::FailedRetry,
         action_id: &resolve_1,
         actor: OLGA,
-        reason: Some("provider says it never arrived"),
+        reason: Some(idem_store::testing::reason(
+            "provider says it never arrived",
+        )),
     };
     let ActionOutcome::Done {
         outbox_id: Some(outbox_id),
         ..
-    } = store.resolve_unknown(&retry).await.unwrap()
+    } = store.actions().resolve_unknown(&retry).await.unwrap()
     else {
         panic!("a retry writes an outbox row");
     };
-    let outbox = store.outbox_for_key(&orders, &pay_9).await.unwrap();
+    let outbox = store
+        .claims()
+        .outbox_for_key(&orders, &pay_9)
+        .await
+        .unwrap();
     assert_eq!(
         (
             outbox[0].id,
@@ -182,11 +212,19 @@ async fn resolving_failed_with_a_retry_queues_the_same_key_through_the_outbox(st
         (outbox_id, "resolution", "pay_9")
     );
     assert_eq!(
-        store.claim(&orders, &pay_9).await.unwrap().unwrap().status,
+        store
+            .claims()
+            .claim(&orders, &pay_9)
+            .await
+            .unwrap()
+            .unwrap()
+            .status,
         ClaimStatus::Failed
     );
 
-    // Sent needs a reference; failed for good needs a reason.
+    // Sent needs a reference (a blank one is none, so it cannot be asked
+    // for); failed for good needs a reason.
+    assert_eq!(idem_domain::action::ProviderRef::parse("  "), Ok(None));
     let v2 = unknown_claim(store, "pay_10").await;
     let (pay_10, resolve_2) = (testing::key("pay_10"), testing::action_id("resolve-2"));
     let base = ResolveRequest {
@@ -196,16 +234,6 @@ async fn resolving_failed_with_a_retry_queues_the_same_key_through_the_outbox(st
         reason: None,
         ..retry.clone()
     };
-    let no_ref = ResolveRequest {
-        resolution: Resolution::Sent {
-            provider_ref: "  ".into(),
-        },
-        ..base.clone()
-    };
-    assert!(matches!(
-        store.resolve_unknown(&no_ref).await.unwrap(),
-        ActionOutcome::Refused { .. }
-    ));
     let resolve_3 = testing::action_id("resolve-3");
     let no_reason = ResolveRequest {
         resolution: Resolution::FailedPermanently,
@@ -213,7 +241,7 @@ async fn resolving_failed_with_a_retry_queues_the_same_key_through_the_outbox(st
         ..base
     };
     assert!(matches!(
-        store.resolve_unknown(&no_reason).await.unwrap(),
+        store.actions().resolve_unknown(&no_reason).await.unwrap(),
         ActionOutcome::Refused { .. }
     ));
 }
@@ -229,12 +257,17 @@ async fn a_replayed_key_s_records_read_together_equal_each_read_alone(store: &St
     )
     .await;
     store
+        .actions()
         .replay_dead_letter(&replay(id, &testing::action_id("replay-records")))
         .await
         .unwrap();
 
     let (orders, typed_key) = (testing::consumer("orders"), testing::key(key));
-    let records = store.key_records(&orders, &typed_key).await.unwrap();
+    let records = store
+        .claims()
+        .key_records(&orders, &typed_key, &idem_domain::Within::Every)
+        .await
+        .unwrap();
     assert!(!records.is_empty());
     let claim = records.claim.as_ref().expect("the key's claim");
     assert_eq!(
@@ -252,33 +285,52 @@ async fn a_replayed_key_s_records_read_together_equal_each_read_alone(store: &St
     );
     assert_eq!(
         records.claim,
-        store.claim(&orders, &typed_key).await.unwrap()
+        store.claims().claim(&orders, &typed_key).await.unwrap()
     );
     assert_eq!(
         records.outbox,
-        store.outbox_for_key(&orders, &typed_key).await.unwrap()
+        store
+            .claims()
+            .outbox_for_key(&orders, &typed_key)
+            .await
+            .unwrap()
     );
     assert_eq!(
         records.dead_letters,
         store
+            .claims()
             .dead_letters_for_key(&orders, &typed_key)
             .await
             .unwrap()
     );
     assert_eq!(
         records.audit,
-        store.audit_for_key(&orders, &typed_key).await.unwrap()
+        store
+            .claims()
+            .audit_for_key(&orders, &typed_key)
+            .await
+            .unwrap()
     );
 
     let nothing = store
-        .key_records(&orders, &testing::key("refund:never"))
+        .claims()
+        .key_records(
+            &orders,
+            &testing::key("refund:never"),
+            &idem_domain::Within::Every,
+        )
         .await
         .unwrap();
     assert!(nothing.is_empty());
     // Another consumer's records of the same key are not this key's.
     assert!(
         store
-            .key_records(&testing::consumer("payments"), &typed_key)
+            .claims()
+            .key_records(
+                &testing::consumer("payments"),
+                &typed_key,
+                &idem_domain::Within::Every
+            )
             .await
             .unwrap()
             .is_empty()

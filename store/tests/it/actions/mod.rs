@@ -15,6 +15,7 @@ mod reconcile_reach;
 mod records;
 mod redrive;
 mod redrive_guards;
+mod redrive_starters;
 
 use chrono::TimeDelta;
 use idem_domain::action::ActionId;
@@ -109,7 +110,8 @@ async fn unknown_claim(store: &Store, key: &str) -> i64 {
 
 fn replay(id: i64, action_id: &ActionId) -> ReplayRequest<'_> {
     ReplayRequest {
-        dead_letter_id: id,
+        scope: &idem_domain::Within::Every,
+        dead_letter_id: idem_domain::DeadLetterId::of_row(id),
         action_id,
         actor: OLGA,
         override_verdict: false,

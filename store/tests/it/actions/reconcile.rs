@@ -41,7 +41,9 @@ pub(super) async fn reconcile(store: &Store, export: &str, form: &str) -> Reconc
     reader.push(export.as_bytes(), &mut out);
     reader.finish(&mut out);
     assert_eq!(reader.refused(), None);
-    let mut reconciler = store.reconciler(idem_domain::ConsumerName::parse("orders").unwrap(), 300);
+    let reconcile = store.reconcile();
+    let mut reconciler =
+        reconcile.reconciler(idem_domain::ConsumerName::parse("orders").unwrap(), 300);
     let mut records = Vec::new();
     for r in out {
         match r {
@@ -64,7 +66,16 @@ pub(super) async fn reconcile(store: &Store, export: &str, form: &str) -> Reconc
     let Reconciled::Kept { id } = kept else {
         panic!("not kept: {kept:?}")
     };
-    store.reconciliation(id, 50).await.unwrap().unwrap()
+    store
+        .reconcile()
+        .reconciliation(
+            idem_domain::ReconciliationId::of_row(id.get()),
+            50,
+            &idem_domain::Within::Every,
+        )
+        .await
+        .unwrap()
+        .unwrap()
 }
 
 /// The keys a reconciliation put in `class`, in order.
@@ -171,9 +182,10 @@ async fn a_reconciliation_puts_every_claim_and_record_in_its_class(store: &Store
     );
     assert_eq!(claim(store, "u-late").await.status, ClaimStatus::Unknown);
     let audit = store.latest_audit(1).await.unwrap();
-    assert_eq!(audit[0].action, "reconcile");
+    assert_eq!(audit[0].action, idem_domain::AuditAction::Reconcile);
     assert_eq!(audit[0].actor, "olga");
     let found = store
+        .reconcile()
         .key_reconciliations("orders", "u-failed")
         .await
         .unwrap();
@@ -184,8 +196,9 @@ async fn a_reconciliation_puts_every_claim_and_record_in_its_class(store: &Store
     operators(store).await;
     let form = testing::action_id("apply-absent-1");
     let start = store
+        .runs()
         .apply_reconciliation(&ReconciledResolve {
-            reconciliation: r.id,
+            reconciliation: idem_domain::ReconciliationId::of_row(r.id),
             class: UnknownAbsent,
             shown: 1,
             reason: None,
@@ -226,30 +239,47 @@ async fn applying_a_class_resolves_its_keys_and_skips_one_changed_since_the_revi
 
     let form = testing::action_id("apply-0001");
     let apply = |shown, form| ReconciledResolve {
-        reconciliation: r.id,
+        reconciliation: idem_domain::ReconciliationId::of_row(r.id),
         class: accepted,
         shown,
-        reason: Some("provider export of 03:00"),
+        reason: Some(idem_store::testing::reason("provider export of 03:00")),
         action_id: form,
         actor: OLGA,
         rights: None,
         via_token: None,
     };
-    let wrong = store.apply_reconciliation(&apply(3, &form)).await.unwrap();
+    let wrong = store
+        .runs()
+        .apply_reconciliation(&apply(3, &form))
+        .await
+        .unwrap();
     assert!(
         matches!(wrong, RedriveStart::NotAllowed(ref why) if why.contains("not the 3 shown")),
         "{wrong:?}"
     );
-    let start = store.apply_reconciliation(&apply(2, &form)).await.unwrap();
+    let start = store
+        .runs()
+        .apply_reconciliation(&apply(2, &form))
+        .await
+        .unwrap();
     let run = started_run(store, start.clone()).await;
     assert_eq!(
-        store.apply_reconciliation(&apply(2, &form)).await.unwrap(),
+        store
+            .runs()
+            .apply_reconciliation(&apply(2, &form))
+            .await
+            .unwrap(),
         start,
         "pressed twice"
     );
     assert_eq!(run_to_end(store, run).await, 2);
 
-    let (_, items) = store.redrive(run).await.unwrap().unwrap();
+    let (_, items) = store
+        .runs()
+        .redrive(idem_domain::RunId::of_row(run), &idem_domain::Within::Every)
+        .await
+        .unwrap()
+        .unwrap();
     let outcomes: Vec<_> = items.iter().map(|i| i.outcome.unwrap()).collect();
     assert_eq!(outcomes, [ItemOutcome::Resolved, ItemOutcome::Skipped]);
     assert!(
@@ -269,7 +299,10 @@ async fn applying_a_class_resolves_its_keys_and_skips_one_changed_since_the_revi
         "Pete's stands"
     );
     let audit = store.latest_audit(10).await.unwrap();
-    let resolved = audit.iter().find(|a| a.action == "resolve:sent").unwrap();
+    let resolved = audit
+        .iter()
+        .find(|a| a.action == idem_domain::AuditAction::ResolveSent)
+        .unwrap();
     let why = resolved.reason.as_deref().unwrap();
     assert!(
         why.contains(&format!(
@@ -281,18 +314,35 @@ async fn applying_a_class_resolves_its_keys_and_skips_one_changed_since_the_revi
     // Counted as an outcome recorded now, in reconciled-15m's histogram.
     assert_eq!(reconciled_outcomes(store).await, before + 1.0);
 
-    let after = store.reconciliation(r.id, 50).await.unwrap().unwrap();
+    let after = store
+        .reconcile()
+        .reconciliation(
+            idem_domain::ReconciliationId::of_row(r.id),
+            50,
+            &idem_domain::Within::Every,
+        )
+        .await
+        .unwrap()
+        .unwrap();
     let class = after.classes.iter().find(|c| c.class == accepted).unwrap();
     assert_eq!((class.to_apply, class.applied_runs.clone()), (0, vec![run]));
     assert_eq!(class.sample[0].applied_run, Some(run));
     let again = testing::action_id("apply-0002");
-    let nothing = store.apply_reconciliation(&apply(0, &again)).await.unwrap();
+    let nothing = store
+        .runs()
+        .apply_reconciliation(&apply(0, &again))
+        .await
+        .unwrap();
     assert!(
         matches!(nothing, RedriveStart::NotAllowed(ref why) if why.contains("left to apply")),
         "{nothing:?}"
     );
     assert_eq!(
-        store.key_reconciliations("orders", "pay:1").await.unwrap(),
+        store
+            .reconcile()
+            .key_reconciliations("orders", "pay:1")
+            .await
+            .unwrap(),
         [(r.id, accepted, Some(run))]
     );
 }
@@ -305,6 +355,7 @@ async fn reconciled_outcomes(store: &Store) -> f64 {
     };
     let now = chrono::Utc::now();
     let events = store
+        .metrics()
         .indicator_events_since(
             &[&indicator],
             &[Ts::from(now - chrono::TimeDelta::hours(1))],
@@ -328,7 +379,8 @@ async fn sending_a_reconciliation_again_keeps_the_first(store: &Store) {
         first.classes.iter().all(|c| c.count == 0),
         "nothing differs"
     );
-    let mut other = store.reconciler(idem_domain::ConsumerName::parse("orders").unwrap(), 0);
+    let reconcile = store.reconcile();
+    let mut other = reconcile.reconciler(idem_domain::ConsumerName::parse("orders").unwrap(), 0);
     other.feed(&[]).await.unwrap();
     let reused = other
         .finish(&NewReconciliation {
@@ -341,9 +393,15 @@ async fn sending_a_reconciliation_again_keeps_the_first(store: &Store) {
         })
         .await
         .unwrap();
-    assert_eq!(reused, Reconciled::FormReused { id: first.id });
+    assert_eq!(
+        reused,
+        Reconciled::FormReused {
+            id: Some(idem_domain::ReconciliationId::of_row(first.id))
+        }
+    );
     assert_eq!(
         store
+            .reconcile()
             .reconciliations(&idem_domain::Within::Every, 10)
             .await
             .unwrap()

@@ -39,7 +39,8 @@ async fn an_export_taken_after_its_last_record_covers_the_calls_since(store: &St
     reader.push(export.as_bytes(), &mut out);
     reader.finish(&mut out);
     let records: Vec<_> = out.into_iter().map(Result::unwrap).collect();
-    let mut taken_now = store
+    let reconcile = store.reconcile();
+    let mut taken_now = reconcile
         .reconciler(consumer, 300)
         .covering_until(chrono::Utc::now());
     taken_now.feed(&records).await.unwrap();
@@ -57,7 +58,16 @@ async fn an_export_taken_after_its_last_record_covers_the_calls_since(store: &St
     let Reconciled::Kept { id } = kept else {
         panic!("{kept:?}")
     };
-    let r = store.reconciliation(id, 50).await.unwrap().unwrap();
+    let r = store
+        .reconcile()
+        .reconciliation(
+            idem_domain::ReconciliationId::of_row(id.get()),
+            50,
+            &idem_domain::Within::Every,
+        )
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(keys_in(&r, ReconcileClass::UnknownAbsent), ["pay:quiet"]);
     assert!(r.span_to.unwrap() > chrono::Utc::now() - chrono::TimeDelta::minutes(1));
 }
@@ -127,7 +137,7 @@ async fn two_people_applying_one_class_at_once_start_one_run(store: &Store) {
         testing::action_id("apply-pete"),
     );
     let apply = |form, actor| ReconciledResolve {
-        reconciliation: r.id,
+        reconciliation: idem_domain::ReconciliationId::of_row(r.id),
         class: ReconcileClass::UnknownAccepted,
         shown: 2,
         reason: None,
@@ -137,9 +147,10 @@ async fn two_people_applying_one_class_at_once_start_one_run(store: &Store) {
         via_token: None,
     };
     let (olga, pete) = (apply(&olga_form, OLGA), apply(&pete_form, super::PETE));
+    let runs = store.runs();
     let (a, b) = tokio::join!(
-        store.apply_reconciliation(&olga),
-        store.apply_reconciliation(&pete)
+        runs.apply_reconciliation(&olga),
+        runs.apply_reconciliation(&pete)
     );
     let (a, b) = (a.unwrap(), b.unwrap());
     let started = [&a, &b]

@@ -37,12 +37,14 @@ async fn a_rolled_back_action_leaves_no_audit_row(store: &Store) {
     .unwrap();
     assert!(
         store
+            .actions()
             .replay_dead_letter(&replay(id, &testing::action_id("doomed-form")))
             .await
             .is_err()
     );
     assert!(
         store
+            .claims()
             .audit_for_key(&testing::consumer("orders"), &testing::key("refund:45"))
             .await
             .unwrap()
@@ -50,7 +52,16 @@ async fn a_rolled_back_action_leaves_no_audit_row(store: &Store) {
         "no audit row without the effect"
     );
     assert_eq!(
-        store.dead_letter(id).await.unwrap().unwrap().state,
+        store
+            .claims()
+            .dead_letter(
+                idem_domain::DeadLetterId::of_row(id),
+                &idem_domain::Within::Every
+            )
+            .await
+            .unwrap()
+            .unwrap()
+            .state,
         DeadLetterState::Open,
         "and no effect"
     );
@@ -66,6 +77,7 @@ async fn the_audit_log_refuses_updates_and_deletes(store: &Store) {
     )
     .await;
     store
+        .actions()
         .replay_dead_letter(&replay(id, &testing::action_id("kept-form")))
         .await
         .unwrap();
@@ -80,6 +92,7 @@ async fn the_audit_log_refuses_updates_and_deletes(store: &Store) {
     assert!(delete.unwrap_err().to_string().contains("append-only"));
     assert_eq!(
         store
+            .claims()
             .audit_for_key(&testing::consumer("orders"), &testing::key("refund:46"))
             .await
             .unwrap()[0]
@@ -91,10 +104,12 @@ async fn the_audit_log_refuses_updates_and_deletes(store: &Store) {
 async fn actions_record_how_long_recovery_took(store: &Store) {
     let id = dead_lettered(store, "rec:1", Outcome::Permanent { error: "x" }).await;
     store
+        .actions()
         .replay_dead_letter(&replay(id, &testing::action_id("recovery")))
         .await
         .unwrap();
     let seconds = store
+        .claims()
         .audit_for_key(&testing::consumer("orders"), &testing::key("rec:1"))
         .await
         .unwrap()[0]
@@ -111,11 +126,13 @@ async fn an_action_dated_ahead_happens_now_and_none_recovers_in_negative_time(st
     let id = dead_lettered(store, "ahead:1", Outcome::Permanent { error: "x" }).await;
     let before = chrono::Utc::now();
     store
+        .actions()
         .replay_dead_letter_at(&replay(id, &testing::action_id("ahead-form")), ago(-60))
         .await
         .unwrap();
     let orders = testing::consumer("orders");
     let replayed = &store
+        .claims()
         .audit_for_key(&orders, &testing::key("ahead:1"))
         .await
         .unwrap()[0];
@@ -135,8 +152,10 @@ async fn an_action_dated_ahead_happens_now_and_none_recovers_in_negative_time(st
     let version = unknown_claim(store, "behind:1").await;
     let behind = testing::key("behind:1");
     let done = store
+        .actions()
         .resolve_unknown_at(
             &ResolveRequest {
+                scope: &idem_domain::Within::Every,
                 consumer: &orders,
                 key: &behind,
                 version,
@@ -150,7 +169,11 @@ async fn an_action_dated_ahead_happens_now_and_none_recovers_in_negative_time(st
         .await
         .unwrap();
     assert!(done.is_done(), "{done:?}");
-    let resolved = &store.audit_for_key(&orders, &behind).await.unwrap()[0];
+    let resolved = &store
+        .claims()
+        .audit_for_key(&orders, &behind)
+        .await
+        .unwrap()[0];
     assert!(resolved.at < ago(39).0, "kept its date: {}", resolved.at);
     assert_eq!(resolved.recovery_seconds, Some(0.0));
 }

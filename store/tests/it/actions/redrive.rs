@@ -25,7 +25,11 @@ idem_store::on_both_backends!(
 /// acts with its starter's current rights, read from their account.
 pub(super) async fn operators(store: &Store) {
     for name in [OLGA.name, PETE.name] {
-        store.create_user(name, Role::Operator, None).await.unwrap();
+        store
+            .people()
+            .create_user(&idem_store::testing::account(name), Role::Operator, None)
+            .await
+            .unwrap();
     }
 }
 
@@ -116,8 +120,9 @@ pub(super) async fn start(
     form: &ActionId,
     actor: Actor<'_>,
 ) -> RedriveStart {
-    let offer = store.redrive_offer(selection).await.unwrap();
+    let offer = store.runs().redrive_offer(selection).await.unwrap();
     store
+        .runs()
         .start_redrive(&request(selection, &offer, form, actor))
         .await
         .unwrap()
@@ -130,13 +135,17 @@ pub(super) async fn started(
     actor: Actor<'_>,
 ) -> (i64, i64) {
     match start(store, selection, form, actor).await {
-        RedriveStart::Started { id, items, .. } => (id, items),
+        RedriveStart::Started { id, items, .. } => (id.get(), items),
         other => panic!("not started: {other:?}"),
     }
 }
 
 pub(super) async fn step(store: &Store, id: i64) -> RedriveStep {
-    store.redrive_step(id, &retention()).await.unwrap()
+    store
+        .runs()
+        .redrive_step(idem_domain::RunId::of_row(id), &retention())
+        .await
+        .unwrap()
 }
 
 /// Steps a run until it ends; how many steps settled an item.
@@ -150,7 +159,16 @@ pub(super) async fn run_to_end(store: &Store, id: i64) -> usize {
 }
 
 pub(super) async fn dead_letter_state(store: &Store, id: i64) -> DeadLetterState {
-    store.dead_letter(id).await.unwrap().unwrap().state
+    store
+        .claims()
+        .dead_letter(
+            idem_domain::DeadLetterId::of_row(id),
+            &idem_domain::Within::Every,
+        )
+        .await
+        .unwrap()
+        .unwrap()
+        .state
 }
 
 pub(super) async fn replays_of(store: &Store, dead_letter: i64) -> i64 {
@@ -163,7 +181,13 @@ pub(super) async fn replays_of(store: &Store, dead_letter: i64) -> i64 {
 
 pub(super) async fn stop(store: &Store, id: i64, form: &str, actor: Actor<'_>) -> ActionOutcome {
     store
-        .stop_redrive(id, &testing::action_id(form), actor)
+        .runs()
+        .stop_redrive(
+            idem_domain::RunId::of_row(id),
+            &idem_domain::Within::Every,
+            &testing::action_id(form),
+            actor,
+        )
         .await
         .unwrap()
 }
@@ -200,7 +224,12 @@ async fn a_redrive_replays_the_safe_dead_letters_and_skips_the_rest_with_why(sto
     assert_eq!(items, 5, "the 400 is not selected");
     assert_eq!(run_to_end(store, id).await, 5);
 
-    let (run, items) = store.redrive(id).await.unwrap().unwrap();
+    let (run, items) = store
+        .runs()
+        .redrive(idem_domain::RunId::of_row(id), &idem_domain::Within::Every)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(run.state, RedriveState::Finished);
     let outcome = |dl: i64| {
         let item = items.iter().find(|i| i.dead_letter_id == Some(dl)).unwrap();
@@ -244,12 +273,15 @@ async fn a_redrive_replays_the_safe_dead_letters_and_skips_the_rest_with_why(sto
         assert_eq!(replays_of(store, dl).await, 0);
     }
     let audit = store.latest_audit(10).await.unwrap();
-    let item_rows = audit.iter().filter(|a| a.action == "replay").count();
+    let item_rows = audit
+        .iter()
+        .filter(|a| a.action == idem_domain::AuditAction::Replay)
+        .count();
     assert_eq!(item_rows, 2);
     assert!(
         audit
             .iter()
-            .filter(|a| a.action == "replay")
+            .filter(|a| a.action == idem_domain::AuditAction::Replay)
             .all(|a| a.reason.as_deref() == Some(&*format!("redrive #{id}")))
     );
     let end = &audit[0];
@@ -281,9 +313,10 @@ async fn a_redrive_and_a_single_replay_of_one_of_its_items_replay_it_once(store:
     let mut single = replay(first, &pete_form);
     single.actor = PETE;
     let retention = retention();
+    let (actions, runs) = (store.actions(), store.runs());
     let (by_hand, step) = tokio::join!(
-        store.replay_dead_letter(&single),
-        store.redrive_step(id, &retention),
+        actions.replay_dead_letter(&single),
+        runs.redrive_step(idem_domain::RunId::of_row(id), &retention),
     );
     let (by_hand, step) = (by_hand.unwrap(), step.unwrap());
     assert_eq!(
@@ -334,7 +367,12 @@ async fn a_stopped_redrive_takes_no_more_items(store: &Store) {
     for dl in &ids[1..] {
         assert_eq!(dead_letter_state(store, *dl).await, DeadLetterState::Open);
     }
-    let (run, items) = store.redrive(id).await.unwrap().unwrap();
+    let (run, items) = store
+        .runs()
+        .redrive(idem_domain::RunId::of_row(id), &idem_domain::Within::Every)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(
         (run.state, run.ended_by.as_deref()),
         (RedriveState::Stopped, Some("pete"))
@@ -345,7 +383,7 @@ async fn a_stopped_redrive_takes_no_more_items(store: &Store) {
         (end.actor.as_str(), end.reason.as_deref()),
         ("pete", Some("1 replayed, 0 skipped, 2 not taken"))
     );
-    assert!(store.running_redrives().await.unwrap().is_empty());
+    assert!(store.runs().running_redrives().await.unwrap().is_empty());
 }
 
 async fn resubmitting_a_redrive_starts_nothing_new(store: &Store) {
@@ -354,8 +392,9 @@ async fn resubmitting_a_redrive_starts_nothing_new(store: &Store) {
     let dl2 = dead_letter(store, "orders", "order:2", FAILED, "503").await;
     let selection = DeadLetterFilter::default();
     let form = testing::action_id("redrive-form-0004");
-    let offer = store.redrive_offer(&selection).await.unwrap();
+    let offer = store.runs().redrive_offer(&selection).await.unwrap();
     let (id, items) = match store
+        .runs()
         .start_redrive(&request(&selection, &offer, &form, OLGA))
         .await
         .unwrap()
@@ -366,15 +405,17 @@ async fn resubmitting_a_redrive_starts_nothing_new(store: &Store) {
     // Twice more: once after, once at the same time as a step.
     let retention = retention();
     let resubmitted = request(&selection, &offer, &form, OLGA);
+    let runs = store.runs();
     let (again, _) = tokio::join!(
-        store.start_redrive(&resubmitted),
-        store.redrive_step(id, &retention),
+        runs.start_redrive(&resubmitted),
+        runs.redrive_step(id, &retention),
     );
     assert!(
         matches!(again.unwrap(), RedriveStart::Started { id: again, items: n, .. } if again == id && n == items)
     );
     assert_eq!(
         store
+            .runs()
             .start_redrive(&request(&selection, &offer, &form, PETE))
             .await
             .unwrap(),
@@ -383,16 +424,21 @@ async fn resubmitting_a_redrive_starts_nothing_new(store: &Store) {
     );
     // Two runners stepping at once take the second item and replay it once.
     let (a, b) = tokio::join!(
-        store.redrive_step(id, &retention),
-        store.redrive_step(id, &retention),
+        runs.redrive_step(id, &retention),
+        runs.redrive_step(id, &retention),
     );
     let (_, _) = (a.unwrap(), b.unwrap());
-    run_to_end(store, id).await;
+    run_to_end(store, id.get()).await;
     assert_eq!(
         (replays_of(store, dl).await, replays_of(store, dl2).await),
         (1, 1)
     );
-    let (_, items) = store.redrive(id).await.unwrap().unwrap();
+    let (_, items) = store
+        .runs()
+        .redrive(id, &idem_domain::Within::Every)
+        .await
+        .unwrap()
+        .unwrap();
     assert!(
         items
             .iter()

@@ -35,23 +35,34 @@ fn from_rabbitmq(broker_ref: &str) -> NewBrokerDeadLetter {
 
 async fn a_dead_letter_the_broker_delivers_again_is_stored_once(store: &Store) {
     let (first, new) = store
+        .brokers()
         .record_broker_dead_letter(&from_rabbitmq("ref-a"), at(1))
         .await
         .unwrap();
     assert!(new);
     let (again, new) = store
+        .brokers()
         .record_broker_dead_letter(&from_rabbitmq("ref-a"), at(2))
         .await
         .unwrap();
     assert_eq!((again, new), (first, false), "the same death, the same row");
     // The same message dying again after a replay is another death.
     let (later, new) = store
+        .brokers()
         .record_broker_dead_letter(&from_rabbitmq("ref-b"), at(3))
         .await
         .unwrap();
     assert!(new && later != first);
 
-    let stored = store.dead_letter(first).await.unwrap().unwrap();
+    let stored = store
+        .claims()
+        .dead_letter(
+            idem_domain::DeadLetterId::of_row(first),
+            &idem_domain::Within::Every,
+        )
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(stored.key, "reminder:1842 / ⏰");
     assert_eq!(stored.state, DeadLetterState::Open);
     let death = stored.broker.expect("the broker's facts");
@@ -78,6 +89,7 @@ async fn a_dead_letter_the_broker_delivers_again_is_stored_once(store: &Store) {
 
 async fn a_replay_is_published_by_one_attempt_at_a_time_and_confirmed_once(store: &Store) {
     let (id, _) = store
+        .brokers()
         .record_broker_dead_letter(&from_rabbitmq("ref-c"), at(1))
         .await
         .unwrap();
@@ -87,8 +99,10 @@ async fn a_replay_is_published_by_one_attempt_at_a_time_and_confirmed_once(store
         outbox_id: Some(outbox),
         ..
     } = store
+        .actions()
         .replay_dead_letter(&ReplayRequest {
-            dead_letter_id: id,
+            scope: &idem_domain::Within::Every,
+            dead_letter_id: idem_domain::DeadLetterId::of_row(id),
             action_id: &action_id,
             actor: Actor {
                 name: "olga",
@@ -105,6 +119,7 @@ async fn a_replay_is_published_by_one_attempt_at_a_time_and_confirmed_once(store
         panic!("the replay writes an outbox row");
     };
     let replay = store
+        .brokers()
         .broker_replay(outbox)
         .await
         .unwrap()
@@ -118,40 +133,104 @@ async fn a_replay_is_published_by_one_attempt_at_a_time_and_confirmed_once(store
         ("reminders", "due", "msg-1842")
     );
     let now = Ts::now();
-    assert_eq!(store.broker_replays_due(now, 10).await.unwrap().len(), 1);
+    assert_eq!(
+        store
+            .brokers()
+            .broker_replays_due(now, 10)
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
 
     // Two attempts at once (a person's second press and the relay): one wins.
-    assert!(store.lease_publication(outbox, now).await.unwrap());
-    assert!(!store.lease_publication(outbox, now).await.unwrap());
     assert!(
-        store.broker_replays_due(now, 10).await.unwrap().is_empty(),
+        store
+            .brokers()
+            .lease_publication(outbox, now)
+            .await
+            .unwrap()
+    );
+    assert!(
+        !store
+            .brokers()
+            .lease_publication(outbox, now)
+            .await
+            .unwrap()
+    );
+    assert!(
+        store
+            .brokers()
+            .broker_replays_due(now, 10)
+            .await
+            .unwrap()
+            .is_empty(),
         "held by the attempt"
     );
     // Not confirmed: tried again when due, not before.
     let later = now + chrono::TimeDelta::minutes(1);
     store
+        .brokers()
         .publication_failed(outbox, "connection refused", later)
         .await
         .unwrap();
-    assert!(store.broker_replays_due(now, 10).await.unwrap().is_empty());
-    assert_eq!(store.broker_replays_due(later, 10).await.unwrap().len(), 1);
+    assert!(
+        store
+            .brokers()
+            .broker_replays_due(now, 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert_eq!(
+        store
+            .brokers()
+            .broker_replays_due(later, 10)
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
     // An attempt that died holding the row frees it when its lease ends.
-    assert!(store.lease_publication(outbox, later).await.unwrap());
+    assert!(
+        store
+            .brokers()
+            .lease_publication(outbox, later)
+            .await
+            .unwrap()
+    );
     let after_lease = later + PUBLISH_LEASE + chrono::TimeDelta::seconds(1);
-    assert!(store.lease_publication(outbox, after_lease).await.unwrap());
+    assert!(
+        store
+            .brokers()
+            .lease_publication(outbox, after_lease)
+            .await
+            .unwrap()
+    );
     store
+        .brokers()
         .publication_confirmed(outbox, after_lease)
         .await
         .unwrap();
-    let published = store.broker_replay(outbox).await.unwrap().unwrap();
+    let published = store
+        .brokers()
+        .broker_replay(outbox)
+        .await
+        .unwrap()
+        .unwrap();
     assert!(published.published_at.is_some());
     assert_eq!(published.attempts, 3);
     assert!(
-        !store.lease_publication(outbox, after_lease).await.unwrap(),
+        !store
+            .brokers()
+            .lease_publication(outbox, after_lease)
+            .await
+            .unwrap(),
         "published once"
     );
     assert!(
         store
+            .brokers()
             .broker_replays_due(after_lease, 10)
             .await
             .unwrap()

@@ -119,13 +119,21 @@ async fn fleet(store: &Store) -> (i64, i64, i64) {
 
     // Swept as of an hour ago, so a test can record outcomes after it.
     let an_hour_ago = Ts::from(Ts::now().0 - TimeDelta::hours(1));
-    store.sweep_shared_provider_refs(an_hour_ago).await.unwrap();
+    store
+        .checks()
+        .sweep_shared_provider_refs(an_hour_ago)
+        .await
+        .unwrap();
     (already_sent, gone, old)
 }
 
 async fn all_findings(store: &Store, check: Check) -> Vec<Finding> {
     let page = PageRequest::first(PageRequest::MAX_LIMIT);
-    let found = store.check_findings(check, &limits(), &page).await.unwrap();
+    let found = store
+        .checks()
+        .check_findings(check, &limits(), &page)
+        .await
+        .unwrap();
     assert!(found.next.is_none());
     found.items
 }
@@ -179,7 +187,11 @@ async fn each_check_finds_its_own_keys_and_no_healthy_one(store: &Store) {
     assert_eq!(keys(&drift), [("orders", ODD_KEY)]);
     assert_eq!(drift[0].payload_hashes, Some(("h1".into(), "h2".into())));
 
-    let counts = store.count_check_findings(&limits(), 100).await.unwrap();
+    let counts = store
+        .checks()
+        .count_check_findings(&limits(), 100)
+        .await
+        .unwrap();
     let count = |check: Check| counts.iter().find(|(c, _)| *c == check).unwrap().1;
     for check in Check::ALL {
         let expected = all_findings(store, check).await.len() as u64;
@@ -197,12 +209,17 @@ async fn each_check_finds_its_own_keys_and_no_healthy_one(store: &Store) {
     };
     let page = PageRequest::first(10);
     let kept = store
+        .checks()
         .check_findings(Check::DeadLetterBeyondRetention, &longer, &page)
         .await
         .unwrap();
     assert!(kept.items.is_empty(), "{:?}", kept.items);
     // A count stops at its cap and says so.
-    let capped = store.count_check_findings(&limits(), 1).await.unwrap();
+    let capped = store
+        .checks()
+        .count_check_findings(&limits(), 1)
+        .await
+        .unwrap();
     let beyond = capped
         .iter()
         .find(|(c, _)| *c == Check::DeadLetterBeyondRetention);
@@ -222,11 +239,13 @@ async fn a_check_pages_oldest_first_and_refuses_another_checks_cursor(store: &St
         (Check::SharedProviderRef, ["refund-a", "refund-b"]),
     ] {
         let first = store
+            .checks()
             .check_findings(check, &limits(), &PageRequest::first(1))
             .await
             .unwrap();
         let next = first.next.clone().expect("a second page");
         let second = store
+            .checks()
             .check_findings(check, &limits(), &PageRequest::new(1, Some(next.clone())))
             .await
             .unwrap();
@@ -240,6 +259,7 @@ async fn a_check_pages_oldest_first_and_refuses_another_checks_cursor(store: &St
         assert_eq!(second.next, None);
 
         let elsewhere = store
+            .checks()
             .check_findings(
                 Check::PayloadDrift,
                 &limits(),
@@ -255,7 +275,11 @@ async fn the_shared_reference_sweep_finds_new_outcomes_once_and_prunes_what_no_l
 ) {
     fleet(store).await;
     let an_hour_ago = Ts::from(Ts::now().0 - TimeDelta::hours(1));
-    let again = store.sweep_shared_provider_refs(an_hour_ago).await.unwrap();
+    let again = store
+        .checks()
+        .sweep_shared_provider_refs(an_hour_ago)
+        .await
+        .unwrap();
     assert_eq!(again.found, 0, "nothing new since the last sweep");
     assert_eq!(all_findings(store, Check::SharedProviderRef).await.len(), 2);
 
@@ -263,7 +287,11 @@ async fn the_shared_reference_sweep_finds_new_outcomes_once_and_prunes_what_no_l
     // sweep adds it.
     let lately = 86_400 - 1800;
     sent(store, "refunds", "refund-c", Some("re_shared"), lately).await;
-    let swept = store.sweep_shared_provider_refs(Ts::now()).await.unwrap();
+    let swept = store
+        .checks()
+        .sweep_shared_provider_refs(Ts::now())
+        .await
+        .unwrap();
     assert_eq!(swept.found, 1);
     assert_eq!(all_findings(store, Check::SharedProviderRef).await.len(), 3);
 
@@ -277,7 +305,11 @@ async fn the_shared_reference_sweep_finds_new_outcomes_once_and_prunes_what_no_l
         .await
         .unwrap();
     }
-    let pruned = store.sweep_shared_provider_refs(Ts::now()).await.unwrap();
+    let pruned = store
+        .checks()
+        .sweep_shared_provider_refs(Ts::now())
+        .await
+        .unwrap();
     assert_eq!(pruned.pruned, 3);
     assert!(
         all_findings(store, Check::SharedProviderRef)

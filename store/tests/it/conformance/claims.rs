@@ -45,6 +45,7 @@ async fn concurrent_deliveries_of_one_key_make_exactly_one_claim(store: &Store) 
     }
     assert_eq!(new, 1, "exactly one worker wins the claim");
     let claim = store
+        .claims()
         .claim(&testing::consumer("payments"), &testing::key("pay_7f3"))
         .await
         .unwrap()
@@ -101,6 +102,7 @@ async fn a_claim_moves_from_pending_to_sent_with_its_provider_reference(store: &
     assert_eq!(sent.version, 3);
     assert_eq!(
         store
+            .claims()
             .claim(
                 &testing::consumer("reminders"),
                 &testing::key("renewal:account-1842:2026-09-30")
@@ -124,6 +126,7 @@ async fn a_retryable_failure_keeps_the_claim_pending_and_releases_the_lease(stor
     )
     .await;
     let claim = store
+        .claims()
         .claim(&testing::consumer("orders"), &testing::key("ship:42"))
         .await
         .unwrap()
@@ -165,6 +168,7 @@ async fn permanent_and_unknown_outcomes_record_when_the_status_changed(store: &S
 
     let orders = testing::consumer("orders");
     let failed = store
+        .claims()
         .claim(&orders, &testing::key("ship:1"))
         .await
         .unwrap()
@@ -174,6 +178,7 @@ async fn permanent_and_unknown_outcomes_record_when_the_status_changed(store: &S
         (ClaimStatus::Failed, at(11).0)
     );
     let unknown = store
+        .claims()
         .claim(&orders, &testing::key("ship:2"))
         .await
         .unwrap()
@@ -203,6 +208,7 @@ async fn a_duplicate_delivery_is_counted_without_changing_the_version(store: &St
     // A late, out-of-order redelivery does not move last delivery backwards.
     claim_once(store, delivery("payments", "evt_1", 100)).await;
     let claim = store
+        .claims()
         .claim(&testing::consumer("payments"), &testing::key("evt_1"))
         .await
         .unwrap()
@@ -243,15 +249,23 @@ async fn a_rolled_back_claim_leaves_no_trace(store: &Store) {
     .unwrap();
     tx.rollback().await.unwrap();
     let (payments, evt_rollback) = (testing::consumer("payments"), testing::key("evt_rollback"));
-    assert_eq!(store.claim(&payments, &evt_rollback).await.unwrap(), None);
+    assert_eq!(
+        store
+            .claims()
+            .claim(&payments, &evt_rollback)
+            .await
+            .unwrap(),
+        None
+    );
     assert!(
         store
+            .claims()
             .outbox_for_key(&payments, &evt_rollback)
             .await
             .unwrap()
             .is_empty()
     );
-    assert!(!store.has_claims().await.unwrap());
+    assert!(!store.claims().has_claims().await.unwrap());
 }
 
 async fn keys_with_any_unicode_are_stored_and_found_byte_exactly(store: &Store) {
@@ -274,12 +288,17 @@ async fn keys_with_any_unicode_are_stored_and_found_byte_exactly(store: &Store) 
     for key in keys {
         let typed = testing::key(key);
         let claim = store
+            .claims()
             .claim(&orders, &typed)
             .await
             .unwrap()
             .unwrap_or_else(|| panic!("{key:?} is found"));
         assert_eq!(claim.key.as_bytes(), key.as_bytes());
-        let found = store.claims_with_key(&typed, 10).await.unwrap();
+        let found = store
+            .claims()
+            .claims_with_key(&typed, 10, &idem_domain::Within::Every)
+            .await
+            .unwrap();
         assert_eq!(found.len(), 1, "{key:?} matches only itself");
     }
 }

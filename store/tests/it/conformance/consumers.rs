@@ -2,17 +2,17 @@
 //! queue age in a fixed number of statements.
 
 use chrono::TimeDelta;
-use idem_domain::Metric;
-use idem_store::{MetricSample, NewDeadLetter, Outcome, Store};
+use idem_domain::{ConsumerName, Metric};
+use idem_store::{MetricSample, NewDeadLetter, Outcome, Store, testing};
 
 use super::{at, claim_once, dead_letter, delivery, settle};
 
 idem_store::on_both_backends!(
-    open_work_is_counted_per_consumer_and_marked_when_the_walk_stops,
+    open_work_is_counted_per_consumer_each_to_its_own_cap,
     the_last_hour_and_the_queue_age_are_per_consumer,
 );
 
-async fn open_work_is_counted_per_consumer_and_marked_when_the_walk_stops(store: &Store) {
+async fn open_work_is_counted_per_consumer_each_to_its_own_cap(store: &Store) {
     // payments: three unknown outcomes; reminders: one, and one sent.
     // Two open dead letters for orders, one for "🧾 رسيد" (a name as hostile as a key).
     for (consumer, key, outcome) in [
@@ -38,32 +38,54 @@ async fn open_work_is_counted_per_consumer_and_marked_when_the_walk_stops(store:
 
     // Every consumer with claims, by name, each once, however many claims.
     assert_eq!(
-        store.claiming_consumers(10).await.unwrap(),
+        store
+            .metrics()
+            .claiming_consumers(10, &idem_domain::Within::Every)
+            .await
+            .unwrap(),
         ["payments", "reminders"]
     );
-    assert_eq!(store.claiming_consumers(1).await.unwrap(), ["payments"]);
+    assert_eq!(
+        store
+            .metrics()
+            .claiming_consumers(1, &idem_domain::Within::Every)
+            .await
+            .unwrap(),
+        ["payments"]
+    );
 
-    let open = store.open_by_consumer(100).await.unwrap();
+    let names: Vec<ConsumerName> = ["payments", "reminders", "orders", "🧾 رسيد"]
+        .into_iter()
+        .map(testing::consumer)
+        .collect();
+    let open = store.lists().open_by_consumer(&names, 100).await.unwrap();
     assert_eq!(open.unknown("payments").to_string(), "3");
     assert_eq!(open.unknown("reminders").to_string(), "1");
     assert!(open.unknown("orders").is_zero());
     assert_eq!(open.dead_letters("orders").to_string(), "2");
     assert_eq!(open.dead_letters("🧾 رسيد").to_string(), "1");
     assert!(open.dead_letters("payments").is_zero());
-    let named: Vec<&str> = open.consumers().collect();
-    for consumer in ["payments", "reminders", "orders", "🧾 رسيد"] {
-        assert!(named.contains(&consumer), "{consumer} in {named:?}");
-    }
 
-    // A walk stopped at 3 of 4 unknown outcomes says so on every count:
-    // what it found is a lower bound, not the answer.
-    let stopped = store.open_by_consumer(3).await.unwrap();
-    assert!(stopped.unknown("payments").capped);
-    assert!(stopped.unknown("orders").capped);
-    assert!(stopped.unknown("payments").value + stopped.unknown("reminders").value <= 4);
+    // Each consumer is counted on its own to the cap: one's backlog never
+    // makes another's count a guess.
+    let capped = store.lists().open_by_consumer(&names, 2).await.unwrap();
+    assert_eq!(capped.unknown("payments").to_string(), "2+");
+    assert_eq!(capped.unknown("reminders").to_string(), "1");
+    assert!(!capped.unknown("reminders").capped);
+    assert_eq!(capped.dead_letters("orders").to_string(), "2");
+    assert_eq!(
+        capped.dead_letters("🧾 رسيد").to_string(),
+        "1",
+        "exact below the cap, whatever another consumer holds"
+    );
+    let only_reminders = store
+        .lists()
+        .open_by_consumer(&[testing::consumer("reminders")], 100)
+        .await
+        .unwrap();
     assert!(
-        !stopped.dead_letters("orders").capped,
-        "three open dead letters fit a walk of three"
+        only_reminders.unknown("payments").is_zero(),
+        "not asked, not counted"
     );
 }
 
@@ -77,6 +99,7 @@ async fn the_last_hour_and_the_queue_age_are_per_consumer(store: &Store) {
         value,
     };
     store
+        .metrics()
         .record_metrics(&[
             sample("payments", Metric::Deliveries, 5, 100.0),
             sample("payments", Metric::Deliveries, 50, 20.0),
@@ -94,10 +117,12 @@ async fn the_last_hour_and_the_queue_age_are_per_consumer(store: &Store) {
         .await
         .unwrap();
     let mut sums = store
+        .metrics()
         .sums_by_consumer(
             &[Metric::Deliveries, Metric::DuplicateClaims],
             now - TimeDelta::hours(1),
             now,
+            &idem_domain::Within::Every,
         )
         .await
         .unwrap();
@@ -111,10 +136,12 @@ async fn the_last_hour_and_the_queue_age_are_per_consumer(store: &Store) {
         ]
     );
     let ages = store
+        .metrics()
         .gauge_max_by_consumer(
             Metric::QueueOldestAgeSeconds,
             now - TimeDelta::minutes(5),
             now,
+            &idem_domain::Within::Every,
         )
         .await
         .unwrap();

@@ -16,12 +16,14 @@ async fn a_lease_is_held_by_one_replica_until_it_expires_or_is_released(store: &
     let lease = idem_store::BACKGROUND_LEASE;
     assert!(
         store
+            .system()
             .hold_lease(lease, "replica-a", at(0), at(30))
             .await
             .unwrap()
     );
     assert!(
         !store
+            .system()
             .hold_lease(lease, "replica-b", at(10), at(40))
             .await
             .unwrap(),
@@ -29,6 +31,7 @@ async fn a_lease_is_held_by_one_replica_until_it_expires_or_is_released(store: &
     );
     assert!(
         store
+            .system()
             .hold_lease(lease, "replica-a", at(20), at(50))
             .await
             .unwrap(),
@@ -36,6 +39,7 @@ async fn a_lease_is_held_by_one_replica_until_it_expires_or_is_released(store: &
     );
     assert!(
         !store
+            .system()
             .hold_lease(lease, "replica-b", at(40), at(70))
             .await
             .unwrap(),
@@ -43,6 +47,7 @@ async fn a_lease_is_held_by_one_replica_until_it_expires_or_is_released(store: &
     );
     assert!(
         store
+            .system()
             .hold_lease(lease, "replica-b", at(51), at(81))
             .await
             .unwrap(),
@@ -54,11 +59,16 @@ async fn a_lease_is_held_by_one_replica_until_it_expires_or_is_released(store: &
     );
     assert!(
         !store
+            .system()
             .hold_lease(lease, "replica-a", at(60), at(90))
             .await
             .unwrap()
     );
-    store.release_lease(lease, "replica-a").await.unwrap();
+    store
+        .system()
+        .release_lease(lease, "replica-a")
+        .await
+        .unwrap();
     assert_eq!(
         store
             .lease_holder(lease)
@@ -68,9 +78,14 @@ async fn a_lease_is_held_by_one_replica_until_it_expires_or_is_released(store: &
         Some("replica-b".to_owned()),
         "only the holder can release"
     );
-    store.release_lease(lease, "replica-b").await.unwrap();
+    store
+        .system()
+        .release_lease(lease, "replica-b")
+        .await
+        .unwrap();
     assert!(
         store
+            .system()
             .hold_lease(lease, "replica-a", at(61), at(91))
             .await
             .unwrap(),
@@ -88,6 +103,7 @@ async fn replicas_racing_for_a_free_lease_end_with_exactly_one_holder(store: &St
                 barrier.wait().await;
                 let holder = format!("replica-{n}");
                 store
+                    .system()
                     .hold_lease("race", &holder, at(0), at(30))
                     .await
                     .unwrap()

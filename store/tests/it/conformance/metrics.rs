@@ -24,12 +24,21 @@ async fn counts_are_exact_when_small_and_capped_when_large(store: &Store) {
         };
         settle(store, "reminders", &key, outcome, i).await;
     }
-    let sent = store.count_claims(ClaimStatus::Sent, 5).await.unwrap();
+    let sent = store
+        .lists()
+        .count_claims(ClaimStatus::Sent, 5)
+        .await
+        .unwrap();
     assert_eq!(sent.to_string(), "5+");
-    let unknown = store.count_claims(ClaimStatus::Unknown, 5).await.unwrap();
+    let unknown = store
+        .lists()
+        .count_claims(ClaimStatus::Unknown, 5)
+        .await
+        .unwrap();
     assert_eq!(unknown.to_string(), "3");
     assert!(
         store
+            .lists()
             .count_claims(ClaimStatus::Failed, 5)
             .await
             .unwrap()
@@ -37,6 +46,7 @@ async fn counts_are_exact_when_small_and_capped_when_large(store: &Store) {
     );
     assert_eq!(
         store
+            .lists()
             .count_claims(ClaimStatus::Sent, 9)
             .await
             .unwrap()
@@ -78,11 +88,13 @@ async fn the_overview_counts_what_needs_a_person_and_what_the_last_hour_brought(
         value,
     };
     store
+        .metrics()
         .record_metrics(&[sends(10, 4.0), sends(30, 3.0), sends(120, 100.0)])
         .await
         .unwrap();
 
     let overview = store
+        .lists()
         .overview(2, 2, now, &idem_domain::Within::Every)
         .await
         .unwrap();
@@ -116,6 +128,7 @@ async fn metric_upserts_add_counters_and_buckets_and_keep_the_largest_gauge(stor
         value,
     };
     store
+        .metrics()
         .record_metrics(&[
             sample(Metric::Deliveries, "", 3.0, 1),
             sample(Metric::QueueOldestAgeSeconds, "", 12.5, 2),
@@ -124,6 +137,7 @@ async fn metric_upserts_add_counters_and_buckets_and_keep_the_largest_gauge(stor
         .await
         .unwrap();
     store
+        .metrics()
         .record_metrics(&[
             sample(Metric::Deliveries, "", 4.0, 40),
             sample(Metric::QueueOldestAgeSeconds, "", 7.0, 41),
@@ -185,21 +199,28 @@ async fn counted(store: &Store, consumer: &str, metric: Metric) -> f64 {
 
 async fn an_adapter_counter_survives_a_rollback_and_is_sampled_once(store: &Store) {
     store
+        .metrics()
         .register_adapter_counter("legacy", Metric::DuplicateClaims, None)
         .await
         .unwrap();
     store
+        .metrics()
         .register_adapter_counter("jobs", Metric::DuplicateClaims, Some("jobs_duplicates"))
         .await
         .unwrap();
     assert_eq!(
-        store.unobservable(Metric::DuplicateClaims).await.unwrap(),
+        store
+            .metrics()
+            .unobservable(Metric::DuplicateClaims, &idem_domain::Within::Every)
+            .await
+            .unwrap(),
         ["legacy"],
         "a registration without a sequence declares a blind spot"
     );
     assert!(
         store
-            .unobservable(Metric::Deliveries)
+            .metrics()
+            .unobservable(Metric::Deliveries, &idem_domain::Within::Every)
             .await
             .unwrap()
             .is_empty()
@@ -222,15 +243,20 @@ async fn an_adapter_counter_survives_a_rollback_and_is_sampled_once(store: &Stor
     } else {
         0.0
     };
-    store.sample_adapter_counters(at(60)).await.unwrap();
+    store
+        .metrics()
+        .sample_adapter_counters(at(60))
+        .await
+        .unwrap();
     assert_eq!(
         counted(store, "jobs", Metric::DuplicateClaims).await,
         expected
     );
     // Sampling again (another replica, the next minute) adds nothing new.
+    let metrics = store.metrics();
     let (again, later) = tokio::join!(
-        store.sample_adapter_counters(at(120)),
-        store.sample_adapter_counters(at(180)),
+        metrics.sample_adapter_counters(at(120)),
+        metrics.sample_adapter_counters(at(180)),
     );
     assert_eq!((again.unwrap(), later.unwrap()), (0, 0));
     assert_eq!(
@@ -241,7 +267,11 @@ async fn an_adapter_counter_survives_a_rollback_and_is_sampled_once(store: &Stor
     idem_store::testing::execute_raw(store, "SELECT 1", "SELECT nextval('jobs_duplicates')")
         .await
         .unwrap();
-    store.sample_adapter_counters(at(240)).await.unwrap();
+    store
+        .metrics()
+        .sample_adapter_counters(at(240))
+        .await
+        .unwrap();
     let rows = store
         .metric_rows("jobs", Metric::DuplicateClaims, at(240).minute(), at(300))
         .await

@@ -12,6 +12,8 @@ mod fingerprints;
 mod leases;
 mod lists;
 mod metrics;
+mod outbox;
+mod scope_first;
 mod search;
 mod tokens;
 mod within;

@@ -1,7 +1,7 @@
 //! Finding keys: the key page's reads, prefix and filtered search, and
 //! provider references.
 
-use idem_domain::{CappedCount, ClaimStatus};
+use idem_domain::{CappedCount, ClaimStatus, Within};
 use idem_store::{ClaimSearch, Outcome, PageRequest, Store, testing};
 
 use super::{claim_once, dead_letter, delivery, outbox_row, settle};
@@ -27,7 +27,11 @@ async fn the_key_page_reads_find_every_row_of_one_key(store: &Store) {
     tx.commit().await.unwrap();
 
     let (orders, typed_key) = (testing::consumer("orders"), testing::key(key));
-    let claims = store.claims_with_key(&typed_key, 10).await.unwrap();
+    let claims = store
+        .claims()
+        .claims_with_key(&typed_key, 10, &idem_domain::Within::Every)
+        .await
+        .unwrap();
     assert_eq!(
         claims
             .iter()
@@ -35,16 +39,22 @@ async fn the_key_page_reads_find_every_row_of_one_key(store: &Store) {
             .collect::<Vec<_>>(),
         ["billing", "orders"]
     );
-    let outbox = store.outbox_for_key(&orders, &typed_key).await.unwrap();
+    let outbox = store
+        .claims()
+        .outbox_for_key(&orders, &typed_key)
+        .await
+        .unwrap();
     assert_eq!(outbox.len(), 1);
     assert_eq!(outbox[0].key, key);
     let dead = store
+        .claims()
         .dead_letters_for_key(&orders, &typed_key)
         .await
         .unwrap();
     assert_eq!(dead.iter().map(|d| d.id).collect::<Vec<_>>(), [dl]);
     assert!(
         store
+            .claims()
             .dead_letters_for_key(&testing::consumer("billing"), &typed_key)
             .await
             .unwrap()
@@ -94,7 +104,7 @@ async fn search_keys_page(store: &Store, search: &ClaimSearch, size: u32) -> Vec
     let mut seen = Vec::new();
     let mut page = PageRequest::first(size);
     loop {
-        let result = store.search_claims(search, &page).await.unwrap();
+        let result = store.claims().search_claims(search, &page).await.unwrap();
         seen.extend(result.page.items.iter().map(|c| c.key.clone()));
         match result.page.next {
             Some(next) => page = PageRequest::new(size, Some(next)),
@@ -112,6 +122,7 @@ async fn key_search_pages_newest_activity_first_without_skipping_or_repeating_wh
     }
     let search = ClaimSearch::default();
     let first = store
+        .claims()
         .search_claims(&search, &PageRequest::first(5))
         .await
         .unwrap();
@@ -123,6 +134,7 @@ async fn key_search_pages_newest_activity_first_without_skipping_or_repeating_wh
     let mut next = first.page.next;
     while let Some(cursor) = next {
         let page = store
+            .claims()
             .search_claims(&search, &PageRequest::new(5, Some(cursor)))
             .await
             .unwrap();
@@ -202,6 +214,7 @@ async fn key_search_filters_by_prefix_consumer_and_status(store: &Store) {
         ..Default::default()
     };
     let result = store
+        .claims()
         .search_claims(&unknown, &PageRequest::first(1))
         .await
         .unwrap();
@@ -231,6 +244,7 @@ async fn a_prefix_with_more_matches_than_the_candidate_cap_says_so(store: &Store
         ..Default::default()
     };
     let result = store
+        .claims()
         .search_claims(&capped, &PageRequest::first(10))
         .await
         .unwrap();
@@ -249,6 +263,7 @@ async fn a_prefix_with_more_matches_than_the_candidate_cap_says_so(store: &Store
         ..Default::default()
     };
     let result = store
+        .claims()
         .search_claims(&all, &PageRequest::first(10))
         .await
         .unwrap();
@@ -297,20 +312,42 @@ async fn a_provider_reference_on_two_keys_is_found_from_either(store: &Store) {
     .await;
     let reminders = testing::consumer("reminders");
     let others = store
-        .claims_with_provider_ref("msg_same", (&reminders, &testing::key("renewal:a")), 5)
+        .claims()
+        .key_records(&reminders, &testing::key("renewal:a"), &Within::Every)
         .await
-        .unwrap();
+        .unwrap()
+        .shared_ref;
     assert_eq!(others, [("reminders".to_owned(), "renewal:b".to_owned())]);
     assert!(
         store
-            .claims_with_provider_ref("msg_other", (&reminders, &testing::key("renewal:c")), 5)
+            .claims()
+            .key_records(&reminders, &testing::key("renewal:c"), &Within::Every)
             .await
             .unwrap()
+            .shared_ref
             .is_empty()
+    );
+    assert!(
+        store
+            .claims()
+            .key_records(
+                &reminders,
+                &testing::key("renewal:a"),
+                &Within::Only(vec![])
+            )
+            .await
+            .unwrap()
+            .is_empty(),
+        "a key of a consumer out of reach is, to its reader, no key at all"
     );
     // The key page reads the same with the claim, in one statement.
     let page = store
-        .key_records(&reminders, &testing::key("renewal:b"))
+        .claims()
+        .key_records(
+            &reminders,
+            &testing::key("renewal:b"),
+            &idem_domain::Within::Every,
+        )
         .await
         .unwrap();
     assert_eq!(page.claim.map(|c| c.key).as_deref(), Some("renewal:b"));
@@ -319,7 +356,12 @@ async fn a_provider_reference_on_two_keys_is_found_from_either(store: &Store) {
         [("reminders".to_owned(), "renewal:a".to_owned())]
     );
     let alone = store
-        .key_records(&reminders, &testing::key("renewal:c"))
+        .claims()
+        .key_records(
+            &reminders,
+            &testing::key("renewal:c"),
+            &idem_domain::Within::Every,
+        )
         .await
         .unwrap();
     assert_eq!(alone.claim.map(|c| c.key).as_deref(), Some("renewal:c"));
@@ -351,7 +393,8 @@ async fn what_support_quotes_finds_the_key_exactly_and_nothing_like_it(store: &S
         .await;
     }
     let found = store
-        .claims_by_provider_ref(quoted_ref, None, 10)
+        .claims()
+        .claims_by_provider_ref(quoted_ref, &Within::Every, 10)
         .await
         .unwrap();
     assert_eq!(
@@ -364,13 +407,15 @@ async fn what_support_quotes_finds_the_key_exactly_and_nothing_like_it(store: &S
     );
     let payments = testing::consumer("payments");
     let one = store
-        .claims_by_provider_ref(quoted_ref, Some(&payments), 10)
+        .claims()
+        .claims_by_provider_ref(quoted_ref, &Within::Only(vec![payments]), 10)
         .await
         .unwrap();
     assert_eq!(one.len(), 1);
     assert!(
         store
-            .claims_by_provider_ref("pi_3N", None, 10)
+            .claims()
+            .claims_by_provider_ref("pi_3N", &Within::Every, 10)
             .await
             .unwrap()
             .is_empty(),
@@ -390,7 +435,8 @@ async fn what_support_quotes_finds_the_key_exactly_and_nothing_like_it(store: &S
     tx.dead_letter(&other).await.unwrap();
     tx.commit().await.unwrap();
     let letters = store
-        .dead_letters_by_message_id(quoted_id, None, 10)
+        .claims()
+        .dead_letters_by_message_id(quoted_id, &Within::Every, 10)
         .await
         .unwrap();
     assert_eq!(
@@ -400,7 +446,12 @@ async fn what_support_quotes_finds_the_key_exactly_and_nothing_like_it(store: &S
     );
     assert!(
         store
-            .dead_letters_by_message_id(quoted_id, Some(&testing::consumer("billing")), 10)
+            .claims()
+            .dead_letters_by_message_id(
+                quoted_id,
+                &Within::Only(vec![testing::consumer("billing")]),
+                10
+            )
             .await
             .unwrap()
             .is_empty()

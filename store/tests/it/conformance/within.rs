@@ -57,20 +57,23 @@ async fn two_teams(store: &Store) {
         .unwrap();
         tx.commit().await.unwrap();
         store
+            .audit()
             .append_audit(&NewAuditEntry {
-                actor: "olga",
-                actor_role: "operator",
-                action: "replay",
                 consumer: Some(consumer),
                 key: Some(&sent),
-                result: "ok",
-                ..Default::default()
+                ..NewAuditEntry::new(
+                    "olga",
+                    "operator",
+                    idem_domain::AuditAction::Replay,
+                    idem_domain::AuditResult::Ok,
+                )
             })
             .await
             .unwrap();
         // What each confirmed in the last hour: ledger 5, orders 7.
         let sends = if consumer == "ledger" { 5.0 } else { 7.0 };
         store
+            .metrics()
             .record_metrics(&[idem_store::MetricSample {
                 consumer: consumer.into(),
                 metric: idem_domain::Metric::Sends,
@@ -83,12 +86,14 @@ async fn two_teams(store: &Store) {
     }
     // An entry about no consumer (a sign-in).
     store
+        .audit()
         .append_audit(&NewAuditEntry {
-            actor: "olga",
-            actor_role: "operator",
-            action: "login",
-            result: "ok",
-            ..Default::default()
+            ..NewAuditEntry::new(
+                "olga",
+                "operator",
+                idem_domain::AuditAction::Login,
+                idem_domain::AuditResult::Ok,
+            )
         })
         .await
         .unwrap();
@@ -121,13 +126,17 @@ async fn every_read_keeps_to_the_consumers_a_reader_may_see(store: &Store) {
             within: within.clone(),
             ..Window::default()
         };
-        let unknown = store.unknown_claims_in(&page, &window).await.unwrap();
+        let unknown = store
+            .lists()
+            .unknown_claims_in(&page, &window)
+            .await
+            .unwrap();
         assert_eq!(
             owners(unknown.items.iter().map(|c| c.key.as_str())),
             expected,
             "unknown outcomes of {within:?}"
         );
-        let count = store.count_unknown_in(&window, 100).await.unwrap();
+        let count = store.lists().count_unknown_in(&window, 100).await.unwrap();
         assert_eq!(count.value as usize, expected.len());
 
         let letters = DeadLetterFilter {
@@ -135,18 +144,20 @@ async fn every_read_keeps_to_the_consumers_a_reader_may_see(store: &Store) {
             ..Default::default()
         };
         let open = store
+            .lists()
             .dead_letters_in(DeadLetterState::Open, &page, &letters)
             .await
             .unwrap();
         assert_eq!(owners(open.items.iter().map(|d| d.key.as_str())), expected);
         let counted = store
+            .lists()
             .count_dead_letters_in(DeadLetterState::Open, &letters, 100)
             .await
             .unwrap();
         assert_eq!(counted.value as usize, expected.len());
         // A redrive offered to this reader takes only their letters.
         assert_eq!(
-            store.redrive_offer(&letters).await.unwrap().count as usize,
+            store.runs().redrive_offer(&letters).await.unwrap().count as usize,
             expected.len()
         );
 
@@ -154,14 +165,18 @@ async fn every_read_keeps_to_the_consumers_a_reader_may_see(store: &Store) {
             within: within.clone(),
             ..Default::default()
         };
-        let rows = store.unpublished_outbox_in(&page, &outbox).await.unwrap();
+        let rows = store
+            .lists()
+            .unpublished_outbox_in(&page, &outbox)
+            .await
+            .unwrap();
         assert_eq!(owners(rows.items.iter().map(|o| o.key.as_str())), expected);
 
         let search = ClaimSearch {
             within: within.clone(),
             ..Default::default()
         };
-        let found = store.search_claims(&search, &page).await.unwrap();
+        let found = store.claims().search_claims(&search, &page).await.unwrap();
         assert_eq!(
             owners(found.page.items.iter().map(|c| c.key.as_str())),
             expected,
@@ -175,16 +190,25 @@ async fn every_read_keeps_to_the_consumers_a_reader_may_see(store: &Store) {
             within: within.clone(),
         };
         let check = idem_domain::Check::DeadLetterAlreadySent;
-        let findings = store.check_findings(check, &limits, &page).await.unwrap();
+        let findings = store
+            .checks()
+            .check_findings(check, &limits, &page)
+            .await
+            .unwrap();
         assert_eq!(
             owners(findings.items.iter().map(|f| f.key.as_str())),
             expected
         );
-        let counts = store.count_check_findings(&limits, 100).await.unwrap();
+        let counts = store
+            .checks()
+            .count_check_findings(&limits, 100)
+            .await
+            .unwrap();
         let already_sent = counts.iter().find(|(c, _)| *c == check).unwrap().1;
         assert_eq!(already_sent.value as usize, expected.len());
 
         let audit = store
+            .audit()
             .audit_log(
                 &AuditFilter {
                     within: within.clone(),
@@ -202,11 +226,18 @@ async fn every_read_keeps_to_the_consumers_a_reader_may_see(store: &Store) {
         assert_eq!(owners(about), expected);
         // A sign-in belongs to no team: only a reader of every consumer sees it.
         assert_eq!(
-            audit.items.iter().any(|e| e.action == "login"),
+            audit
+                .items
+                .iter()
+                .any(|e| e.action == idem_domain::AuditAction::Login),
             within.is_every()
         );
 
-        let overview = store.overview(5, 100, Ts::now(), &within).await.unwrap();
+        let overview = store
+            .lists()
+            .overview(5, 100, Ts::now(), &within)
+            .await
+            .unwrap();
         assert_eq!(overview.unknown.value as usize, expected.len());
         assert_eq!(overview.sends_last_hour, sends, "sends of {within:?}");
         assert_eq!(overview.open_dead_letters.value as usize, expected.len());
@@ -233,6 +264,7 @@ async fn a_reader_who_may_see_no_consumer_gets_nothing_rather_than_everything(st
     };
     assert!(
         store
+            .lists()
             .unknown_claims_in(&page, &window)
             .await
             .unwrap()
@@ -245,6 +277,7 @@ async fn a_reader_who_may_see_no_consumer_gets_nothing_rather_than_everything(st
     };
     assert!(
         store
+            .claims()
             .search_claims(&search, &page)
             .await
             .unwrap()
@@ -252,10 +285,15 @@ async fn a_reader_who_may_see_no_consumer_gets_nothing_rather_than_everything(st
             .items
             .is_empty()
     );
-    let overview = store.overview(5, 100, Ts::now(), &nobody).await.unwrap();
+    let overview = store
+        .lists()
+        .overview(5, 100, Ts::now(), &nobody)
+        .await
+        .unwrap();
     assert_eq!(overview.unknown.value, 0);
     assert_eq!(overview.sends_last_hour, 0);
     let audit = store
+        .audit()
         .audit_log(
             &AuditFilter {
                 within: nobody,
