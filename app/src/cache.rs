@@ -55,8 +55,8 @@ pub(crate) enum ReadKey {
     /// The overview's counts and "needs attention" lists, of the
     /// consumers a reader may see.
     Overview { within: idem_domain::Within },
-    /// Every consumer's figures for the consumer table.
-    Consumers,
+    /// The consumer table's figures, of the consumers a reader may see.
+    Consumers { within: idem_domain::Within },
     /// One page of unknown outcomes.
     Unknown {
         cursor: Option<String>,
@@ -82,11 +82,16 @@ pub(crate) enum ReadKey {
         within: idem_domain::Within,
     },
     /// The unknown outcomes open now, by age (about now, not a span).
-    OpenUnknownChart { consumer: Option<ConsumerName> },
+    /// `blind`: for a reader to whom the consumer is not theirs.
+    OpenUnknownChart {
+        consumer: Option<ConsumerName>,
+        blind: bool,
+    },
     /// The overview's charts for a span, until its next interval completes.
     OverviewCharts {
         span: ChartSpan,
         consumer: Option<ConsumerName>,
+        blind: bool,
     },
     /// One SLO's charts, until the next hour completes.
     SloCharts {

@@ -118,6 +118,12 @@ impl From<idem_domain::action::TextError> for AppError {
     }
 }
 
+impl From<idem_domain::BadId> for AppError {
+    fn from(err: idem_domain::BadId) -> Self {
+        AppError::BadRequest(err.to_string())
+    }
+}
+
 impl From<idem_domain::KeyError> for AppError {
     fn from(err: idem_domain::KeyError) -> Self {
         AppError::BadRequest(capitalize(&err.to_string()))

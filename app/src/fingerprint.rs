@@ -129,6 +129,7 @@ impl LogKeys {
         tokio::spawn(async move {
             let at = idem_store::Ts::now();
             if let Err(err) = store
+                .system()
                 .record_key_fingerprint(&fingerprint, &consumer, &key, at)
                 .await
             {

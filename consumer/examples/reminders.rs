@@ -183,6 +183,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("flushed {} metric rows", samples.len());
 
     let claim = idem
+        .claims()
         .claim(
             &ConsumerName::parse("reminders")?,
             &IdempotencyKey::parse("renewal:account-1842:2026-09-30")?,

@@ -6,16 +6,22 @@ import { deadLetters, signIn } from "./helpers";
 const keyPage = (consumer: string, key: string) =>
   `/keys/${encodeURIComponent(consumer)}/${encodeURIComponent(key)}`;
 
-test("an operator of payments is refused growth's key, naming its team, and acts on payments'", async ({ page }) => {
+test("an operator of payments finds growth's key answered as a missing one, and acts on payments'", async ({ page }) => {
   deadLetters("reminders", "e2e-teams-growth", 1, 1, 5);
   deadLetters("order-events", "e2e-teams-payments", 1, 1, 5);
   await signIn(page, "payments-oncall");
   await expect(page.locator(".account")).toContainText("(operator of payments)");
 
-  // Growth's key: a refusal that says whose it is, and nothing of the key's story.
+  // Growth's key answers exactly as a key nobody wrote: the same status,
+  // the same words, nothing of its story or its team.
+  const missing = await page.goto(keyPage("reminders", "e2e-teams-nobody:1"));
+  expect(missing?.status()).toBe(404);
+  const missingText = (await page.locator("main").innerText()).replaceAll("e2e-teams-nobody:1", "KEY");
   const refused = await page.goto(keyPage("reminders", "e2e-teams-growth:1"));
-  expect(refused?.status()).toBe(403);
-  await expect(page.locator("main")).toContainText("“reminders” belongs to the team “growth”");
+  expect(refused?.status()).toBe(404);
+  const refusedText = (await page.locator("main").innerText()).replaceAll("e2e-teams-growth:1", "KEY");
+  expect(refusedText).toBe(missingText);
+  await expect(page.locator("main")).not.toContainText("growth");
   await expect(page.locator("main")).not.toContainText("503 e2e");
 
   // Lists keep to payments' consumers: growth's dead letter is not listed.

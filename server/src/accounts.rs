@@ -30,8 +30,8 @@ pub enum AccountError {
     Io(#[from] std::io::Error),
 }
 
-fn valid_name(name: &str) -> Result<String, AccountError> {
-    idem_domain::account_name(name)
+fn valid_name(name: &str) -> Result<idem_domain::AccountName, AccountError> {
+    idem_domain::AccountName::parse(name)
         .map_err(|e| AccountError::Invalid(format!("invalid user name: {e}")))
 }
 
@@ -81,6 +81,7 @@ pub async fn add(
     let name = valid_name(name)?;
     let hash = Passwords::new(1).hash(password).await?;
     match store
+        .people()
         .create_account_with(
             &name,
             rights,
@@ -90,13 +91,14 @@ pub async fn add(
         .await?
     {
         Some(_) => Ok(()),
-        None => Err(AccountError::Exists(name)),
+        None => Err(AccountError::Exists(name.into())),
     }
 }
 
 pub async fn set_rights(store: &Store, name: &str, rights: &Rights) -> Result<(), AccountError> {
     store
-        .set_rights(name, rights)
+        .people()
+        .set_rights(&valid_name(name)?, rights)
         .await?
         .then_some(())
         .ok_or_else(|| AccountError::NoSuchUser(name.into()))
@@ -107,9 +109,11 @@ pub async fn reset_password(
     name: &str,
     password: String,
 ) -> Result<(), AccountError> {
+    let account = valid_name(name)?;
     let hash = Passwords::new(1).hash(password).await?;
     store
-        .set_password(name, &hash)
+        .people()
+        .set_password(&account, &hash)
         .await?
         .then_some(())
         .ok_or_else(|| AccountError::NoPasswordAccount(name.into()))
@@ -117,7 +121,8 @@ pub async fn reset_password(
 
 pub async fn set_disabled(store: &Store, name: &str, disabled: bool) -> Result<(), AccountError> {
     store
-        .set_disabled(name, disabled)
+        .people()
+        .set_disabled(&valid_name(name)?, disabled)
         .await?
         .then_some(())
         .ok_or_else(|| AccountError::NoSuchUser(name.into()))
@@ -125,7 +130,7 @@ pub async fn set_disabled(store: &Store, name: &str, disabled: bool) -> Result<(
 
 /// `name  role  enabled|disabled`, one user a line.
 pub async fn list(store: &Store) -> Result<String, AccountError> {
-    let users = store.users().await?;
+    let users = store.people().users().await?;
     let width = users
         .iter()
         .map(|u| u.username.chars().count())

@@ -42,7 +42,7 @@ impl EventTotals {
         let settled = Ts::from(now.0 - ROLLUP_SETTLE).minute();
         let from = *totals.through.get_or_insert(settled);
         if settled > from {
-            for (consumer, metric, sum) in store.counter_sums(from, settled).await? {
+            for (consumer, metric, sum) in store.metrics().counter_sums(from, settled).await? {
                 *totals.counts.entry((consumer, metric)).or_default() += sum;
             }
             totals.through = Some(settled);

@@ -62,9 +62,10 @@ pub enum IntakeError {
     /// The person may not reconcile this consumer.
     #[error("{0}")]
     Forbidden(String),
-    /// The action id kept another file's reconciliation.
-    #[error("this form already reconciled another file (reconciliation #{0}); reload the page")]
-    FormReused(i64),
+    /// The action id kept another file's reconciliation (named when it
+    /// was this person's).
+    #[error("this form already reconciled another file{}; reload the page", .0.map(|id| format!(" (reconciliation #{id})")).unwrap_or_default())]
+    FormReused(Option<idem_domain::ReconciliationId>),
     #[error("the export could not be read to its end")]
     Broken,
     #[error(transparent)]
@@ -178,6 +179,7 @@ pub async fn may_reconcile(
         };
         if let Err(err) = state
             .store
+            .people()
             .count_refusal(&refusal, idem_store::Ts::now())
             .await
         {
@@ -185,13 +187,18 @@ pub async fn may_reconcile(
         }
         return Err(IntakeError::Forbidden(other.to_string()));
     }
-    if !state.store.has_claims_of(consumer).await? {
+    if !state.store.reconcile().has_claims_of(consumer).await? {
         return Err(IntakeError::Refused(format!(
             "Idem holds no claim of a consumer named “{consumer}”"
         )));
     }
     if let Some(reason) = state.read_only.reason(consumer)
-        && state.store.resolve_write_back(consumer).await?.is_none()
+        && state
+            .store
+            .actions()
+            .resolve_write_back(consumer)
+            .await?
+            .is_none()
     {
         return Err(IntakeError::Forbidden(reason));
     }
@@ -213,9 +220,12 @@ impl<'s> Intake<'s> {
             reader: ExportReader::new(request.words.clone()),
             reconciler: match request.covers_until {
                 Some(at) => store
+                    .reconcile()
                     .reconciler(request.consumer.clone(), request.latency_seconds)
                     .covering_until(at),
-                None => store.reconciler(request.consumer.clone(), request.latency_seconds),
+                None => store
+                    .reconcile()
+                    .reconciler(request.consumer.clone(), request.latency_seconds),
             },
             read: Vec::new(),
             hash: Sha256::new(),
@@ -265,7 +275,7 @@ impl<'s> Intake<'s> {
         mut self,
         request: &Request,
         actor: idem_store::Actor<'_>,
-    ) -> Result<i64, IntakeError> {
+    ) -> Result<idem_domain::ReconciliationId, IntakeError> {
         self.reader.finish(&mut self.read);
         self.look_up().await?;
         if self.reader.records() == 0 {
@@ -359,7 +369,7 @@ async fn from_form(
     user: &CurrentUser,
     client: Option<&str>,
     mut multipart: Multipart,
-) -> Result<i64, IntakeError> {
+) -> Result<idem_domain::ReconciliationId, IntakeError> {
     if !user.role.includes(Role::Operator) {
         return Err(IntakeError::Forbidden(format!(
             "your role ({}) may not reconcile; it needs operator",
@@ -424,7 +434,7 @@ async fn stream_field(
     fields: &FormFields,
     file_name: &str,
     mut field: Field<'_>,
-) -> Result<Option<i64>, IntakeError> {
+) -> Result<Option<idem_domain::ReconciliationId>, IntakeError> {
     // The first bytes that are not empty (a part may start with an empty chunk).
     let first = loop {
         match field.chunk().await.map_err(|_| IntakeError::Broken)? {

@@ -484,7 +484,9 @@ async fn console_info(
     config: &Config,
 ) -> Result<ConsoleInfo, StartError> {
     let demo_data = match prepared {
-        Some(prepared) => prepared.demo.is_some() || store.meta(DEMO_DATA).await?.is_some(),
+        Some(prepared) => {
+            prepared.demo.is_some() || store.system().meta(DEMO_DATA).await?.is_some()
+        }
         None => config.demo == DemoSetting::On,
     };
     Ok(ConsoleInfo {

@@ -63,7 +63,12 @@ async fn a_sign_in_browse_and_sign_out_logs_spans_and_never_a_password_or_sessio
         .await
         .unwrap();
     store
-        .create_user("olga", Role::Operator, Some(&hash))
+        .people()
+        .create_user(
+            &idem_store::testing::account("olga"),
+            Role::Operator,
+            Some(&hash),
+        )
         .await
         .unwrap();
 

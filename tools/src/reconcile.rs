@@ -15,6 +15,7 @@ use idem_store::{Actor, NewReconciliation, Reconciled, Store, Ts};
 async fn export_of(store: &Store, consumer: &str, records: usize) -> Result<String, String> {
     let now = chrono::Utc::now() + chrono::TimeDelta::days(1);
     let claims = store
+        .reconcile()
         .claims_delivered_between(
             consumer,
             Ts::from(now - chrono::TimeDelta::days(3650)),
@@ -108,7 +109,7 @@ pub async fn run(store: &Store, consumer: &str, records: usize) -> Result<(), St
     let name = ConsumerName::parse(consumer).map_err(|e| e.to_string())?;
     let (rss_before, _) = memory();
     let started = Instant::now();
-    let mut reconciler = store.reconciler(name, 300);
+    let mut reconciler = store.reconcile().reconciler(name, 300);
     let feed_time = read_into(&export, &mut reconciler).await?;
     let read_all = started.elapsed();
     let action_id = format!("bench-reconcile-{}", chrono::Utc::now().timestamp_micros());
@@ -133,7 +134,8 @@ pub async fn run(store: &Store, consumer: &str, records: usize) -> Result<(), St
         return Err(format!("not kept: {kept:?}"));
     };
     let found = store
-        .reconciliation(id, 0)
+        .reconcile()
+        .reconciliation(id, 0, &idem_domain::Within::Every)
         .await
         .map_err(|e| crate::cause_chain(&e))?;
     let counts: Vec<String> = found

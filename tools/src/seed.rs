@@ -165,16 +165,16 @@ pub enum SeedRefused {
 /// accounts or the demo's history. An empty database, or one `seed` wrote
 /// to, passes; `force` passes anything.
 pub async fn check_target(store: &Store, force: bool) -> Result<(), SeedRefused> {
-    if force || store.meta(SEEDED_DATA).await?.is_some() {
+    if force || store.system().meta(SEEDED_DATA).await?.is_some() {
         return Ok(());
     }
-    if store.meta(DEMO_DATA).await?.is_some() {
+    if store.system().meta(DEMO_DATA).await?.is_some() {
         return Err(SeedRefused::NotOurs("the demo's history"));
     }
-    if store.has_claims().await? {
+    if store.claims().has_claims().await? {
         return Err(SeedRefused::NotOurs("claims"));
     }
-    if !store.users().await?.is_empty() {
+    if !store.people().users().await?.is_empty() {
         return Err(SeedRefused::NotOurs("accounts"));
     }
     Ok(())
@@ -184,6 +184,7 @@ pub async fn check_target(store: &Store, force: bool) -> Result<(), SeedRefused>
 /// [`check_target`]) and reports progress on stderr.
 pub async fn run(store: &Store, plan: &SeedPlan) -> StoreResult<()> {
     store
+        .system()
         .set_meta(SEEDED_DATA, &Utc::now().to_rfc3339())
         .await?;
     let span = TimeDelta::days(i64::from(plan.days.max(1)));
@@ -341,7 +342,7 @@ impl Run<'_> {
         }
         rows += batch.len() as u64;
         self.store.bulk_insert_metrics(&batch).await?;
-        self.store.reset_rollups().await?;
+        self.store.metrics().reset_rollups().await?;
         self.progress("metric rows", rows);
         Ok(())
     }
@@ -401,14 +402,14 @@ fn resolution(j: u64, i: u64, plan: &SeedPlan, at: DateTime<Utc>) -> AuditEntry 
         at,
         actor: "operator".into(),
         actor_role: "operator".into(),
-        action: "resolve".into(),
+        action: idem_domain::AuditAction::ResolveSent,
         consumer: Some(consumer_of(i, plan.consumers)),
         key: Some(key_of(i)),
         target: None,
-        state_before: Some("unknown".into()),
-        state_after: Some("sent".into()),
+        state_before: Some(idem_domain::AuditState::parse("unknown (version 1)")),
+        state_after: Some(idem_domain::AuditState::parse("sent (version 2)")),
         reason: Some("checked with the provider".into()),
-        result: "ok".into(),
+        result: idem_domain::AuditResult::Ok,
         client_addr: None,
         recovery_seconds: None,
     }

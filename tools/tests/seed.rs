@@ -30,7 +30,12 @@ async fn seeding_refuses_a_database_with_accounts_or_demo_data_unless_forced(sto
         .expect("an empty database may be seeded");
 
     store
-        .create_user("alice", Role::Operator, None)
+        .people()
+        .create_user(
+            &idem_domain::AccountName::parse("alice").unwrap(),
+            Role::Operator,
+            None,
+        )
         .await
         .unwrap();
     let refused = check_target(store, false).await.unwrap_err();
@@ -40,11 +45,11 @@ async fn seeding_refuses_a_database_with_accounts_or_demo_data_unless_forced(sto
     );
     assert!(refused.to_string().contains("--force"), "{refused}");
     assert!(
-        !store.has_claims().await.unwrap(),
+        !store.claims().has_claims().await.unwrap(),
         "a refusal writes nothing"
     );
 
-    store.set_meta(DEMO_DATA, "1").await.unwrap();
+    store.system().set_meta(DEMO_DATA, "1").await.unwrap();
     let refused = check_target(store, false).await.unwrap_err();
     assert!(
         matches!(refused, SeedRefused::NotOurs("the demo's history")),
@@ -57,7 +62,7 @@ async fn seeding_refuses_a_database_with_accounts_or_demo_data_unless_forced(sto
 
 async fn a_database_seeded_once_may_be_seeded_again_without_force(store: &Store) {
     run(store, &small_plan()).await.unwrap();
-    assert!(store.has_claims().await.unwrap());
+    assert!(store.claims().has_claims().await.unwrap());
     check_target(store, false)
         .await
         .expect("data seed wrote is seed's to add to");
@@ -77,6 +82,7 @@ async fn a_seeded_data_set_has_the_promised_mix_and_reads_back(store: &Store) {
     run(store, &plan).await.unwrap();
 
     let sent = store
+        .lists()
         .count_claims(ClaimStatus::Sent, 100_000)
         .await
         .unwrap();
@@ -85,6 +91,7 @@ async fn a_seeded_data_set_has_the_promised_mix_and_reads_back(store: &Store) {
         "about 97% sent: {sent}"
     );
     let unknown = store
+        .lists()
         .count_claims(ClaimStatus::Unknown, 100_000)
         .await
         .unwrap();
@@ -93,6 +100,7 @@ async fn a_seeded_data_set_has_the_promised_mix_and_reads_back(store: &Store) {
         "about 0.1% unknown: {unknown}"
     );
     let open = store
+        .lists()
         .count_dead_letters(DeadLetterState::Open, 100_000)
         .await
         .unwrap();
@@ -100,9 +108,18 @@ async fn a_seeded_data_set_has_the_promised_mix_and_reads_back(store: &Store) {
         open.value > 10 && open.value < 120,
         "about 5% of 1,000 open: {open}"
     );
-    assert!(store.count_unpublished_outbox(100_000).await.unwrap().value < 20);
+    assert!(
+        store
+            .lists()
+            .count_unpublished_outbox_in(&idem_store::OutboxFilter::default(), 100_000)
+            .await
+            .unwrap()
+            .value
+            < 20
+    );
 
     let newest = store
+        .claims()
         .search_claims(&ClaimSearch::default(), &PageRequest::first(5))
         .await
         .unwrap();
@@ -110,11 +127,17 @@ async fn a_seeded_data_set_has_the_promised_mix_and_reads_back(store: &Store) {
     let key = &newest.page.items[0];
     let (consumer, typed_key) = (testing::consumer(&key.consumer), testing::key(&key.key));
     assert_eq!(
-        store.claim(&consumer, &typed_key).await.unwrap().as_ref(),
+        store
+            .claims()
+            .claim(&consumer, &typed_key)
+            .await
+            .unwrap()
+            .as_ref(),
         Some(key)
     );
     assert!(
         store
+            .claims()
             .audit_for_key(&consumer, &typed_key)
             .await
             .unwrap()

@@ -20,6 +20,9 @@ pub(crate) mod ssr {
     pub struct Acting {
         pub user: CurrentUser,
         pub client: Option<String>,
+        /// The consumers this operator may act on; the store checks it
+        /// again inside each action's transaction.
+        pub scope: idem_domain::Within,
     }
 
     impl Acting {
@@ -36,7 +39,12 @@ pub(crate) mod ssr {
     pub fn operator() -> Result<Acting, AppError> {
         let user = crate::serving::require(idem_domain::Role::Operator)?;
         let client = crate::serving::client_addr();
-        Ok(Acting { user, client })
+        let scope = crate::serving::within(idem_domain::Role::Operator)?;
+        Ok(Acting {
+            user,
+            client,
+            scope,
+        })
     }
 
     /// Refuses any action on a consumer Idem reads through an adapter.
@@ -52,27 +60,47 @@ pub(crate) mod ssr {
     pub async fn resolvable(consumer: &str) -> Result<(), AppError> {
         let state = crate::serving::state()?;
         match state.read_only.reason(consumer) {
-            Some(reason) if state.store.resolve_write_back(consumer).await?.is_none() => {
+            Some(reason)
+                if state
+                    .store
+                    .actions()
+                    .resolve_write_back(consumer)
+                    .await?
+                    .is_none() =>
+            {
                 Err(AppError::ReadOnly(reason))
             }
             _ => Ok(()),
         }
     }
 
-    /// The consumer of a dead letter, refused if it is another team's (a
-    /// 403 naming it) or read-only; an unknown id is left for the action to
-    /// report. A dead letter never changes consumer, so this holds when the
-    /// action's own transaction runs.
-    pub async fn writable_dead_letter(id: i64) -> Result<(), AppError> {
+    /// Refuses an action on a dead letter whose consumer is read-only. The
+    /// dead letter is read within the operator's scope: another team's, like
+    /// an unknown id, is left for the action to report as missing (the
+    /// store reads it within the same scope in the action's transaction).
+    pub async fn writable_dead_letter(
+        id: idem_domain::DeadLetterId,
+        scope: &idem_domain::Within,
+    ) -> Result<(), AppError> {
         let state = crate::serving::state()?;
-        match state.store.dead_letter(id).await? {
-            Some(dead_letter) => {
-                crate::serving::require_on(&dead_letter.consumer, idem_domain::Role::Operator)
-                    .await?;
-                writable(&dead_letter.consumer)
-            }
-            None => Ok(()),
+        let claims = state.store.claims();
+        if let Some(dead_letter) = claims.dead_letter(id, scope).await? {
+            return writable(&dead_letter.consumer);
         }
+        // One the person may read but not operate is theirs to see: the
+        // refusal says what they lack (a 403 naming its team).
+        let readable = crate::serving::within(idem_domain::Role::Viewer)?;
+        if readable != *scope
+            && let Some(seen) = claims.dead_letter(id, &readable).await?
+        {
+            crate::serving::require_on(&seen.consumer, idem_domain::Role::Operator).await?;
+        }
+        Ok(())
+    }
+
+    /// A reason as typed: blank is none.
+    pub fn reason(text: &str) -> Result<Option<idem_domain::action::Reason>, AppError> {
+        Ok(idem_domain::action::Reason::parse(text)?)
     }
 
     /// Runs an action's body and answers it: a form used twice for
@@ -108,17 +136,20 @@ pub async fn replay_dead_letter(
 ) -> Result<ActionOutcome, AppError> {
     ssr::act(&action_id, async {
         let acting = ssr::operator()?;
-        idem_domain::action::reason(&reason)?;
-        ssr::writable_dead_letter(id).await?;
+        let reason = ssr::reason(&reason)?;
+        let id = idem_domain::DeadLetterId::of_row(id);
+        ssr::writable_dead_letter(id, &acting.scope).await?;
         let state = crate::serving::state()?;
         let outcome = state
             .store
+            .actions()
             .replay_dead_letter(&idem_store::ReplayRequest {
+                scope: &acting.scope,
                 dead_letter_id: id,
                 action_id: &ssr::action_id(&action_id)?,
                 actor: acting.actor(),
                 override_verdict: override_verdict.is_some(),
-                reason: Some(&reason),
+                reason: reason.as_ref(),
                 retention: &state.claim_retention,
             })
             .await?;
@@ -149,12 +180,19 @@ pub async fn discard_dead_letter(
 ) -> Result<ActionOutcome, AppError> {
     ssr::act(&action_id, async {
         let acting = ssr::operator()?;
-        idem_domain::action::reason(&reason)?;
-        ssr::writable_dead_letter(id).await?;
+        let Some(reason) = ssr::reason(&reason)? else {
+            return Ok(ActionOutcome::Refused {
+                reason: "Discarding needs a reason.".into(),
+            });
+        };
+        let id = idem_domain::DeadLetterId::of_row(id);
+        ssr::writable_dead_letter(id, &acting.scope).await?;
         let state = crate::serving::state()?;
         Ok(state
             .store
+            .actions()
             .discard_dead_letter(&idem_store::DiscardRequest {
+                scope: &acting.scope,
                 dead_letter_id: id,
                 action_id: &ssr::action_id(&action_id)?,
                 actor: acting.actor(),
@@ -182,12 +220,22 @@ pub async fn resolve_unknown(
         let acting = ssr::operator()?;
         let consumer = ConsumerName::parse(consumer)?;
         let key = IdempotencyKey::parse(key)?;
-        idem_domain::action::reason(&reason)?;
-        idem_domain::action::provider_ref(&provider_ref)?;
-        crate::serving::require_on(consumer.as_str(), idem_domain::Role::Operator).await?;
-        ssr::resolvable(consumer.as_str()).await?;
+        let reason = ssr::reason(&reason)?;
+        let provider_ref = idem_domain::action::ProviderRef::parse(&provider_ref)?;
+        // Another team's key is left for the store to answer as missing;
+        // only the person's own consumers can say they are read-only.
+        if acting.scope.allows(consumer.as_str()) {
+            ssr::resolvable(consumer.as_str()).await?;
+        }
         let resolution = match outcome.as_str() {
-            "sent" => Resolution::Sent { provider_ref },
+            "sent" => match provider_ref {
+                Some(provider_ref) => Resolution::Sent { provider_ref },
+                None => {
+                    return Ok(ActionOutcome::Refused {
+                        reason: "Marking an outcome sent needs the provider's reference.".into(),
+                    });
+                }
+            },
             "failed-retry" => Resolution::FailedRetry,
             "failed" => Resolution::FailedPermanently,
             other => {
@@ -199,14 +247,16 @@ pub async fn resolve_unknown(
         let state = crate::serving::state()?;
         Ok(state
             .store
+            .actions()
             .resolve_unknown(&idem_store::ResolveRequest {
+                scope: &acting.scope,
                 consumer: &consumer,
                 key: &key,
                 version,
                 resolution,
                 action_id: &ssr::action_id(&action_id)?,
                 actor: acting.actor(),
-                reason: Some(&reason),
+                reason: reason.as_ref(),
             })
             .await?)
     })

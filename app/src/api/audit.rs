@@ -100,7 +100,10 @@ pub async fn list_audit(query: AuditQuery) -> Result<AuditLog, AppError> {
         crate::serving::require(idem_domain::Role::Operator)?;
         let filter = AuditFilter {
             actor: ssr::text_filter(query.actor, "actor")?,
-            action: ssr::text_filter(query.action, "action")?,
+            action: ssr::text_filter(query.action, "action")?
+                .map(|action| action.parse::<idem_domain::AuditAction>())
+                .transpose()
+                .map_err(|e| AppError::BadRequest(e.to_string()))?,
             key: match query.key.as_str() {
                 "" => None,
                 key => Some(IdempotencyKey::parse(key)?.as_str().to_owned()),
@@ -116,6 +119,7 @@ pub async fn list_audit(query: AuditQuery) -> Result<AuditLog, AppError> {
         // hide the action someone just took.
         let page = crate::serving::state()?
             .store
+            .audit()
             .audit_log(
                 &filter,
                 &PageRequest::new(PageRequest::DEFAULT_LIMIT, cursor),

@@ -111,6 +111,7 @@ pub(crate) mod ssr {
         let (rights, via_token) = starter(acting);
         let start = crate::serving::state()?
             .store
+            .runs()
             .start_redrive(&idem_store::RedriveRequest {
                 kind,
                 selection,
@@ -237,11 +238,11 @@ pub async fn start_bulk_discard(
     crate::api::actions::ssr::act(&action_id, async {
         let acting = crate::api::actions::ssr::operator()?;
         let selection = ssr::discard_selection(consumer).await?;
-        if idem_domain::action::reason(&reason)?.is_none() {
+        let Some(reason) = crate::api::actions::ssr::reason(&reason)? else {
             return Err(AppError::BadRequest(
                 "Discarding needs a reason: it is recorded on every letter's audit row.".into(),
             ));
-        }
+        };
         let kind = idem_store::LetterRun::Discard { reason: &reason };
         ssr::start_letters(&acting, kind, &selection, &offer, &action_id).await
     })
@@ -280,14 +281,15 @@ pub async fn start_bulk_resolve(
             source = format!("{} keys from the page of “{}”", keys.len(), check.title());
         }
         ssr::may_resolve(&keys).await?;
-        let reason = idem_domain::action::reason(&reason)?;
+        let reason = crate::api::actions::ssr::reason(&reason)?;
         let (rights, via_token) = ssr::starter(&acting);
         let started = crate::serving::state()?
             .store
+            .runs()
             .start_bulk_resolve(&idem_store::BulkResolveRequest {
                 keys: &keys,
                 resolve_as: how,
-                reason,
+                reason: reason.as_ref(),
                 source: &source,
                 action_id: &crate::api::actions::ssr::action_id(&action_id)?,
                 actor: acting.actor(),

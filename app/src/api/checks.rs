@@ -153,7 +153,10 @@ pub(crate) mod ssr {
         };
         crate::serving::reader(state)
             .cached(key, |store| async move {
-                let counts = store.count_check_findings(&limits, COUNT_CAP).await?;
+                let counts = store
+                    .checks()
+                    .count_check_findings(&limits, COUNT_CAP)
+                    .await?;
                 let counts = counts
                     .into_iter()
                     .map(|(check, count)| CheckCount { check, count })
@@ -182,7 +185,7 @@ pub(crate) mod ssr {
             Check::DeadLetterAlreadySent => {
                 let listed = crate::serving::within(idem_domain::Role::Viewer)?;
                 let selection = crate::api::bulk::ssr::discard_selection(None).await?;
-                let offer = state.store.discard_offer(&selection).await?;
+                let offer = state.store.runs().discard_offer(&selection).await?;
                 let only_of = match &selection.window.within {
                     Within::Only(names) if selection.window.within != listed => {
                         Some(names.iter().map(ToString::to_string).collect())
@@ -250,7 +253,7 @@ pub(crate) mod ssr {
         crate::serving::reader(state)
             .cached(key, |store| async move {
                 let page = crate::api::lists::ssr::page_request(cursor);
-                Ok::<_, AppError>(store.check_findings(check, &limits, &page).await?)
+                Ok::<_, AppError>(store.checks().check_findings(check, &limits, &page).await?)
             })
             .await
     }

@@ -156,8 +156,7 @@ pub async fn get_consumers(
         };
         let state = crate::serving::state()?;
         let readable = crate::serving::within(idem_domain::Role::Viewer)?;
-        let (as_of, mut rows) = ssr::load_summaries(&state).await?;
-        rows.retain(|r| readable.allows(&r.name));
+        let (as_of, mut rows) = ssr::load_summaries(&state, &readable).await?;
         if let Some(team) = &team {
             rows.retain(|r| r.team() == Some(team.as_str()));
         }
@@ -194,9 +193,10 @@ pub async fn get_consumer(name: String) -> Result<ConsumerDetail, AppError> {
         crate::serving::require(idem_domain::Role::Viewer)?;
         let name = idem_domain::ConsumerName::from_segment(&name)
             .map_err(|e| AppError::BadRequest(e.to_string()))?;
-        crate::serving::require_on(name.as_str(), idem_domain::Role::Viewer).await?;
+        // Another team's consumer answers as a missing one.
+        let scope = crate::serving::within(idem_domain::Role::Viewer)?.narrowed_to(Some(&name));
         let state = crate::serving::state()?;
-        let (as_of, rows) = ssr::load_summaries(&state).await?;
+        let (as_of, rows) = ssr::load_summaries(&state, &scope).await?;
         let summary = rows
             .into_iter()
             .find(|r| r.name == name.as_str())
@@ -223,49 +223,73 @@ pub(crate) mod ssr {
     use chrono::{DateTime, TimeDelta, Utc};
     use idem_domain::Metric;
 
+    use idem_domain::{ConsumerName, Within};
+
     use super::ConsumerSummary;
     use crate::{api::COUNT_CAP, cache::ReadKey, error::AppError, serving::AppState};
 
     /// At most this many consumers are listed from the tables (the catalogue's are all listed).
     pub const MAX_CONSUMERS: usize = 1_000;
 
-    /// Every consumer's summary in name order, shared by every viewer for
-    /// the read cache's lifetime: six statements however many consumers
-    /// there are (their names each an index probe, in one statement per table).
+    /// The summary of every consumer `within` allows, in name order, shared
+    /// by every reader of that scope for the read cache's lifetime: a few
+    /// statements however many consumers there are (their names each an
+    /// index probe, in one statement per table), each scoped in its SQL.
     pub async fn load_summaries(
         state: &AppState,
+        within: &Within,
     ) -> Result<(DateTime<Utc>, Vec<ConsumerSummary>), AppError> {
         let catalogue = state.catalogue.clone();
         let read_only = state.read_only.clone();
+        let key = ReadKey::Consumers {
+            within: within.clone(),
+        };
+        let within = within.clone();
         crate::serving::reader(state)
-            .cached(ReadKey::Consumers, |store| async move {
+            .cached(key, |store| async move {
                 let now = Utc::now();
                 let hour_ago = (now - TimeDelta::hours(1)).into();
-                let sums = store
+                let metrics = store.metrics();
+                let sums = metrics
                     .sums_by_consumer(
                         &[Metric::Deliveries, Metric::DuplicateClaims],
                         hour_ago,
                         now.into(),
+                        &within,
                     )
                     .await?;
-                let ages = store
+                let ages = metrics
                     .gauge_max_by_consumer(
                         Metric::QueueOldestAgeSeconds,
                         (now - TimeDelta::minutes(5)).into(),
                         now.into(),
+                        &within,
                     )
                     .await?;
-                let open = store.open_by_consumer(COUNT_CAP).await?;
-                let mut names: BTreeSet<String> =
-                    store.consumers(MAX_CONSUMERS).await?.into_iter().collect();
-                names.extend(store.claiming_consumers(MAX_CONSUMERS).await?);
-                names.extend(open.consumers().map(str::to_owned));
+                let mut names: BTreeSet<String> = metrics
+                    .consumers(MAX_CONSUMERS, &within)
+                    .await?
+                    .into_iter()
+                    .collect();
+                names.extend(metrics.claiming_consumers(MAX_CONSUMERS, &within).await?);
+                names.extend(
+                    metrics
+                        .dead_lettering_consumers(MAX_CONSUMERS, &within)
+                        .await?,
+                );
                 names.extend(
                     catalogue
                         .entries()
                         .iter()
-                        .map(|e| e.name.as_str().to_owned()),
+                        .map(|e| e.name.as_str())
+                        .filter(|name| within.allows(name))
+                        .map(str::to_owned),
                 );
+                let parsed: Vec<ConsumerName> = names
+                    .iter()
+                    .filter_map(|name| ConsumerName::parse(name.as_str()).ok())
+                    .collect();
+                let open = store.lists().open_by_consumer(&parsed, COUNT_CAP).await?;
                 let sums: HashMap<(String, Metric), f64> = sums
                     .into_iter()
                     .map(|(consumer, metric, sum)| ((consumer, metric), sum))

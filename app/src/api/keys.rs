@@ -130,21 +130,20 @@ pub(crate) mod ssr {
         key: &idem_domain::IdempotencyKey,
     ) -> Result<Option<KeyStory>, AppError> {
         let store = &reader.store;
-        let records = store.key_records(consumer, key).await?;
+        let (role, can_act, readable) = standing(consumer.as_str())?;
+        // Another team's key reads as one nobody wrote; the keys sharing
+        // its provider reference are those of the reader's consumers.
+        let records = store.claims().key_records(consumer, key, &readable).await?;
         if records.is_empty() {
             return Ok(None);
         }
         let idem_store::KeyRecords {
             claim,
-            mut shared_ref,
+            shared_ref,
             outbox,
             dead_letters,
             audit,
         } = records;
-        let (role, can_act, readable) = standing(consumer.as_str())?;
-        // Another team's key that shares the reference is not named to a
-        // person limited to teams.
-        shared_ref.retain(|(c, _)| readable.allows(c));
         let clock = crate::serving::clock(chrono::Utc::now());
         let retention = crate::serving::state()?
             .claim_retention
@@ -177,7 +176,13 @@ pub(crate) mod ssr {
         let read_only = state.read_only.reason(consumer.as_str());
         // A read-only consumer whose adapter writes resolutions back.
         let resolve_writes_back = match &read_only {
-            Some(_) => state.store.resolve_write_back(consumer.as_str()).await?,
+            Some(_) => {
+                state
+                    .store
+                    .actions()
+                    .resolve_write_back(consumer.as_str())
+                    .await?
+            }
             None => None,
         };
         state
@@ -228,19 +233,19 @@ pub(crate) mod ssr {
         status: Option<idem_domain::ClaimStatus>,
         within: &idem_domain::Within,
     ) -> Result<Quoted, AppError> {
-        let wanted = |c: &Claim| {
-            consumer.is_none_or(|want| c.consumer == want.as_str())
-                && status.is_none_or(|want| c.status == want)
-                && within.allows(&c.consumer)
-        };
-        let exact = store.claims_with_key(q, MATCH_LIMIT).await?;
-        let by_ref = store
-            .claims_by_provider_ref(q.as_str(), consumer, MATCH_LIMIT)
+        // The reader's scope, narrowed to the consumer asked for, is in each
+        // statement (before its limit); the status is a filter on the few.
+        let reach = within.narrowed_to(consumer);
+        let wanted = |c: &Claim| status.is_none_or(|want| c.status == want);
+        let claims = store.claims();
+        let exact = claims.claims_with_key(q, MATCH_LIMIT, &reach).await?;
+        let by_ref = claims
+            .claims_by_provider_ref(q.as_str(), &reach, MATCH_LIMIT)
             .await?;
         let by_message_id = match status {
             None => {
-                store
-                    .dead_letters_by_message_id(q.as_str(), consumer, MATCH_LIMIT)
+                claims
+                    .dead_letters_by_message_id(q.as_str(), &reach, MATCH_LIMIT)
                     .await?
             }
             Some(_) => Vec::new(),
@@ -248,10 +253,7 @@ pub(crate) mod ssr {
         Ok(Quoted {
             exact: exact.into_iter().filter(wanted).collect(),
             by_provider_ref: by_ref.into_iter().filter(wanted).collect(),
-            by_message_id: by_message_id
-                .into_iter()
-                .filter(|d| within.allows(&d.consumer))
-                .collect(),
+            by_message_id,
         })
     }
 
@@ -263,12 +265,8 @@ pub(crate) mod ssr {
         }
         let store = crate::serving::reader(&crate::serving::state()?).store;
         let readable = crate::serving::within(idem_domain::Role::Viewer)?;
-        Ok(by_fingerprint(&store, q)
+        Ok(by_fingerprint(&store, q, &readable)
             .await?
-            .map(|mut exact| {
-                exact.retain(|c| readable.allows(&c.consumer));
-                exact
-            })
             .map(|exact| super::SearchResults {
                 clock: crate::serving::clock(chrono::Utc::now()),
                 exact,
@@ -287,19 +285,25 @@ pub(crate) mod ssr {
     async fn by_fingerprint(
         store: &idem_store::Store,
         fingerprint: &str,
+        within: &idem_domain::Within,
     ) -> Result<Option<Vec<idem_domain::Claim>>, AppError> {
-        let Some((consumer, key)) = store.key_by_fingerprint(fingerprint).await? else {
+        let Some((consumer, key)) = store.claims().key_by_fingerprint(fingerprint).await? else {
             return Ok(None);
         };
         let key = idem_domain::IdempotencyKey::parse(key)?;
-        let claims = store.claims_with_key(&key, MATCH_LIMIT).await?;
         // A link naming no consumer was fingerprinted without one.
-        Ok(Some(
-            claims
-                .into_iter()
-                .filter(|c| consumer.is_empty() || c.consumer == consumer)
-                .collect(),
-        ))
+        let reach = match consumer.as_str() {
+            "" => within.clone(),
+            name => match ConsumerName::parse(name) {
+                Ok(name) => within.narrowed_to(Some(&name)),
+                Err(_) => return Ok(Some(Vec::new())),
+            },
+        };
+        let claims = store
+            .claims()
+            .claims_with_key(&key, MATCH_LIMIT, &reach)
+            .await?;
+        Ok(Some(claims))
     }
 }
 
@@ -312,7 +316,8 @@ pub async fn get_key_story(consumer: String, key: String) -> Result<KeyStory, Ap
         crate::serving::require(idem_domain::Role::Viewer)?;
         let consumer = ConsumerName::from_segment(&consumer)?;
         let key = IdempotencyKey::from_segment(&key)?;
-        crate::serving::require_on(consumer.as_str(), idem_domain::Role::Viewer).await?;
+        // Another team's key answers as a missing one (`story` reads in the
+        // reader's scope).
         let reader = crate::serving::reader(&crate::serving::state()?);
         ssr::story(&reader, &consumer, &key).await?.ok_or_else(|| {
             AppError::NotFound(format!(
@@ -332,9 +337,12 @@ pub async fn lookup_key(key: String) -> Result<KeyLookup, AppError> {
         crate::serving::require(idem_domain::Role::Viewer)?;
         let key = IdempotencyKey::from_segment(&key)?;
         let reader = crate::serving::reader(&crate::serving::state()?);
-        let mut claims = reader.store.claims_with_key(&key, ssr::MATCH_LIMIT).await?;
         let readable = crate::serving::within(idem_domain::Role::Viewer)?;
-        claims.retain(|c| readable.allows(&c.consumer));
+        let mut claims = reader
+            .store
+            .claims()
+            .claims_with_key(&key, ssr::MATCH_LIMIT, &readable)
+            .await?;
         match claims.len() {
             0 if !readable.is_every() => Err(AppError::NotFound(format!(
                 "No consumer of your teams has claimed the key “{key}”."
@@ -417,6 +425,7 @@ pub async fn search_keys(query: KeyQuery) -> Result<SearchResults, AppError> {
             ..Default::default()
         };
         let found = store
+            .claims()
             .search_claims(&search, &PageRequest::new(limit, cursor))
             .await?;
         // What support quotes: the key itself, a provider's reference, a

@@ -220,14 +220,19 @@ pub async fn list_unknown(
         };
         let list = ssr::cached_page(key, |store| async move {
             let page = store
+                .lists()
                 .unknown_claims_in(&ssr::page_request(cursor), &window)
                 .await?;
             let total = if window.is_all() {
                 store
+                    .lists()
                     .count_claims(ClaimStatus::Unknown, super::COUNT_CAP)
                     .await?
             } else {
-                store.count_unknown_in(&window, super::COUNT_CAP).await?
+                store
+                    .lists()
+                    .count_unknown_in(&window, super::COUNT_CAP)
+                    .await?
             };
             Ok((page, total))
         })
@@ -272,12 +277,17 @@ pub async fn list_dead_letters(
         let list = ssr::cached_page(key, |store| async move {
             let filter = listed;
             let page = store
+                .lists()
                 .dead_letters_in(state, &ssr::page_request(cursor), &filter)
                 .await?;
             let total = if filter.is_all() {
-                store.count_dead_letters(state, super::COUNT_CAP).await?
+                store
+                    .lists()
+                    .count_dead_letters(state, super::COUNT_CAP)
+                    .await?
             } else {
                 store
+                    .lists()
                     .count_dead_letters_in(state, &filter, super::COUNT_CAP)
                     .await?
             };
@@ -301,6 +311,7 @@ pub async fn list_dead_letters(
                 let selection = ssr::to_act_on(filter).await?;
                 let offer = crate::serving::state()?
                     .store
+                    .runs()
                     .redrive_offer(&selection)
                     .await?;
                 let only_of = match &selection.window.within {
@@ -328,24 +339,25 @@ pub async fn list_dead_letters(
 #[server(prefix = "/api/read", input = server_fn::codec::GetUrl)]
 pub async fn get_dead_letter(id: String) -> Result<DeadLetterDetail, AppError> {
     crate::serving::serve(async move {
-        crate::serving::require(idem_domain::Role::Viewer)?;
-        let id: i64 = id.parse().map_err(|_| {
+        let user = crate::serving::require(idem_domain::Role::Viewer)?;
+        let id = idem_domain::DeadLetterId::parse(&id).map_err(|_| {
             AppError::BadRequest(format!("“{id}” is not a dead letter id (a whole number)."))
         })?;
         let reader = crate::serving::reader(&crate::serving::state()?);
         let store = &reader.store;
+        // Another team's dead letter answers as a missing one.
+        let scope = crate::serving::within(idem_domain::Role::Viewer)?;
         let dead_letter = store
-            .dead_letter(id)
+            .claims()
+            .dead_letter(id, &scope)
             .await?
             .ok_or_else(|| AppError::NotFound(format!("There is no dead letter {id}.")))?;
-        let user =
-            crate::serving::require_on(&dead_letter.consumer, idem_domain::Role::Viewer).await?;
         // The key as stored; one the domain would refuse has no claim to read.
         let claim = match (
             idem_domain::ConsumerName::parse(dead_letter.consumer.as_str()),
             idem_domain::IdempotencyKey::parse(dead_letter.key.as_str()),
         ) {
-            (Ok(consumer), Ok(key)) => store.claim(&consumer, &key).await?,
+            (Ok(consumer), Ok(key)) => store.claims().claim(&consumer, &key).await?,
             _ => None,
         };
         let clock = crate::serving::clock(chrono::Utc::now());
@@ -366,6 +378,7 @@ pub async fn get_dead_letter(id: String) -> Result<DeadLetterDetail, AppError> {
             .reason(&dead_letter.consumer);
         let publication = match (&dead_letter.broker, dead_letter.replay_outbox_id) {
             (Some(_), Some(outbox_id)) => store
+                .brokers()
                 .broker_replay(outbox_id)
                 .await?
                 .map(|replay| replay.publication()),
@@ -402,9 +415,11 @@ pub async fn list_outbox(
         };
         ssr::cached_page(key, |store| async move {
             let page = store
+                .lists()
                 .unpublished_outbox_in(&ssr::page_request(cursor), &filter)
                 .await?;
             let total = store
+                .lists()
                 .count_unpublished_outbox_in(&filter, super::COUNT_CAP)
                 .await?;
             Ok((page, total))

@@ -59,7 +59,7 @@ pub async fn get_login_info() -> Result<super::LoginInfo, AppError> {
         } else {
             Vec::new()
         };
-        let any_accounts = state.store.any_users().await?;
+        let any_accounts = state.store.people().any_users().await?;
         let note = match crate::serving::cookie(super::LOGIN_NOTE_COOKIE).as_deref() {
             Some("failed") => Some(super::LoginNote::Failed),
             Some("throttled") => Some(super::LoginNote::Throttled),
@@ -141,6 +141,7 @@ pub(crate) mod ssr {
     ) -> Result<Overview, AppError> {
         let now = Utc::now();
         let o = store
+            .lists()
             .overview(ATTENTION_ROWS, COUNT_CAP, now.into(), within)
             .await?;
         Ok(Overview {

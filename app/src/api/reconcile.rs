@@ -47,27 +47,32 @@ pub struct ReconciliationDetail {
 pub(crate) mod ssr {
     use crate::error::AppError;
 
+    use idem_domain::ReconciliationId;
+
     /// A reconciliation number as the address carries it.
-    pub fn reconciliation_id(id: &str) -> Result<i64, AppError> {
-        id.parse().map_err(|_| {
-            AppError::BadRequest(format!(
-                "“{id}” is not a reconciliation number (a whole number)."
-            ))
-        })
+    pub fn reconciliation_id(id: &str) -> Result<ReconciliationId, AppError> {
+        Ok(ReconciliationId::parse(id)?)
     }
 
-    /// Reconciliation `id`, if the person holds `needed` on its consumer.
+    /// The answer for a reconciliation that is not there — or is another
+    /// team's: the two read alike.
+    pub fn missing(id: ReconciliationId) -> AppError {
+        AppError::NotFound(format!("There is no reconciliation {id}."))
+    }
+
+    /// Reconciliation `id`, read within the consumers the person holds
+    /// `needed` on.
     pub async fn readable(
-        id: i64,
+        id: ReconciliationId,
         needed: idem_domain::Role,
     ) -> Result<idem_domain::Reconciliation, AppError> {
-        let found = crate::serving::state()?
+        let scope = crate::serving::within(needed)?;
+        crate::serving::state()?
             .store
-            .reconciliation(id, super::CLASS_SAMPLE)
+            .reconcile()
+            .reconciliation(id, super::CLASS_SAMPLE, &scope)
             .await?
-            .ok_or_else(|| AppError::NotFound(format!("There is no reconciliation {id}.")))?;
-        crate::serving::require_on(&found.consumer, needed).await?;
-        Ok(found)
+            .ok_or_else(|| missing(id))
     }
 }
 
@@ -81,17 +86,22 @@ pub async fn get_reconcile_home() -> Result<ReconcileHome, AppError> {
         let consumers = match crate::serving::within(idem_domain::Role::Operator) {
             Ok(operated) => state
                 .store
-                .claiming_consumers(500)
+                .metrics()
+                .claiming_consumers(500, &operated)
                 .await?
                 .into_iter()
-                .filter(|c| operated.allows(c) && state.read_only.reason(c).is_none())
+                .filter(|c| state.read_only.reason(c).is_none())
                 .collect(),
             Err(_) => Vec::new(),
         };
         Ok(ReconcileHome {
             clock: crate::serving::clock(chrono::Utc::now()),
             consumers,
-            recent: state.store.reconciliations(&readable, 20).await?,
+            recent: state
+                .store
+                .reconcile()
+                .reconciliations(&readable, 20)
+                .await?,
             action_id: crate::serving::new_action_id(),
             demo: state.console.demo,
         })
@@ -153,23 +163,24 @@ pub async fn apply_reconciliation(
             .trim()
             .parse()
             .map_err(|_| AppError::BadRequest(format!("“{shown}” is not a number of rows.")))?;
-        let reason = idem_domain::action::reason(&reason)?;
+        let reason = crate::api::actions::ssr::reason(&reason)?;
         // Its consumer only: the apply reads the rows it takes itself.
         let consumer = crate::serving::state()?
             .store
-            .reconciliation_consumer(id)
+            .reconcile()
+            .reconciliation_consumer(id, &acting.scope)
             .await?
-            .ok_or_else(|| AppError::NotFound(format!("There is no reconciliation {id}.")))?;
-        crate::serving::require_on(&consumer, idem_domain::Role::Operator).await?;
+            .ok_or_else(|| ssr::missing(id))?;
         crate::api::actions::ssr::resolvable(&consumer).await?;
         let (rights, via_token) = crate::api::bulk::ssr::starter(&acting);
         let started = crate::serving::state()?
             .store
+            .runs()
             .apply_reconciliation(&idem_store::ReconciledResolve {
                 reconciliation: id,
                 class,
                 shown,
-                reason,
+                reason: reason.as_ref(),
                 action_id: &crate::api::actions::ssr::action_id(&action_id)?,
                 actor: acting.actor(),
                 rights,

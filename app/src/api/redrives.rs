@@ -43,25 +43,10 @@ pub(crate) mod ssr {
     use crate::error::AppError;
 
     /// A run id as the address carries it.
-    pub fn run_id(id: &str) -> Result<i64, AppError> {
-        id.parse().map_err(|_| {
+    pub fn run_id(id: &str) -> Result<idem_domain::RunId, AppError> {
+        idem_domain::RunId::parse(id).map_err(|_| {
             AppError::BadRequest(format!("“{id}” is not a redrive number (a whole number)."))
         })
-    }
-
-    /// The person holds `needed` on every consumer the run's items belong
-    /// to (else 403 naming the first other team's).
-    pub async fn require_on_items(
-        items: &[idem_domain::RedriveItem],
-        needed: idem_domain::Role,
-    ) -> Result<(), AppError> {
-        let mut consumers: Vec<&str> = items.iter().map(|i| i.consumer.as_str()).collect();
-        consumers.sort_unstable();
-        consumers.dedup();
-        for consumer in consumers {
-            crate::serving::require_on(consumer, needed).await?;
-        }
-        Ok(())
     }
 
     /// Every consumer the selection may reach can be acted on: its own
@@ -121,11 +106,16 @@ pub async fn get_redrive(id: String) -> Result<RedriveDetail, AppError> {
     crate::serving::serve(async move {
         crate::serving::require(idem_domain::Role::Viewer)?;
         let id = ssr::run_id(&id)?;
-        // The primary: a run's progress is what the page is for.
-        let found = crate::serving::state()?.store.redrive(id).await?;
+        // The primary: a run's progress is what the page is for. A run
+        // that touched another team's consumer reads as no run at all.
+        let scope = crate::serving::within(idem_domain::Role::Viewer)?;
+        let found = crate::serving::state()?
+            .store
+            .runs()
+            .redrive(id, &scope)
+            .await?;
         let found =
             found.ok_or_else(|| AppError::NotFound(format!("There is no redrive {id}.")))?;
-        ssr::require_on_items(&found.1, idem_domain::Role::Viewer).await?;
         Ok(ssr::detail(
             found,
             crate::serving::clock(chrono::Utc::now()),
@@ -171,12 +161,10 @@ pub async fn stop_redrive(id: String, action_id: String) -> Result<ActionOutcome
         let action = crate::api::actions::ssr::action_id(&action_id)?;
         let id = ssr::run_id(&id)?;
         let state = crate::serving::state()?;
-        if let Some((_, items)) = state.store.redrive(id).await? {
-            ssr::require_on_items(&items, idem_domain::Role::Operator).await?;
-        }
         let outcome = state
             .store
-            .stop_redrive(id, &action, acting.actor())
+            .runs()
+            .stop_redrive(id, &acting.scope, &action, acting.actor())
             .await?;
         match outcome {
             ActionOutcome::Refused { reason } => Err(AppError::NotFound(reason)),

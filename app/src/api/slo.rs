@@ -209,6 +209,33 @@ pub(crate) mod ssr {
             .await
     }
 
+    /// The consumers seen in the tables, when an SLO selects every consumer
+    /// (else none are needed). Only names a consumer could have: a row
+    /// written without one counts in the fleet's sums, and is no consumer of
+    /// its own. The board is the fleet's, shared with `/metrics`; each
+    /// reader is shown the objectives of their scope (`keep_readable`).
+    async fn seen_consumers(
+        store: &Store,
+        set: &SloSet,
+        catalogue: &Catalogue,
+    ) -> Result<Vec<String>, AppError> {
+        let every_consumer = set
+            .slos
+            .iter()
+            .any(|s| s.per_consumer && s.selected(catalogue).is_none());
+        if !every_consumer {
+            return Ok(Vec::new());
+        }
+        let seen = store
+            .metrics()
+            .consumers(SEEN_CONSUMERS, &idem_domain::Within::Every)
+            .await?;
+        Ok(seen
+            .into_iter()
+            .filter(|name| ConsumerName::parse(name.as_str()).is_ok())
+            .collect())
+    }
+
     /// Every SLO of `set` as `/slo` shows it at `until`: each metric read
     /// once for all the fleet-wide ones, and once per consumer for all the
     /// others (a team's objective sums its consumers' events); worst first.
@@ -218,21 +245,7 @@ pub(crate) mod ssr {
         catalogue: std::sync::Arc<Catalogue>,
         until: Ts,
     ) -> Result<SloBoard, AppError> {
-        let every_consumer = set
-            .slos
-            .iter()
-            .any(|s| s.per_consumer && s.selected(&catalogue).is_none());
-        // Only names a consumer could have: a row written without one
-        // counts in the fleet's sums, and is no consumer of its own.
-        let seen: Vec<String> = if every_consumer {
-            store.consumers(SEEN_CONSUMERS).await?
-        } else {
-            Vec::new()
-        };
-        let seen: Vec<String> = seen
-            .into_iter()
-            .filter(|name| ConsumerName::parse(name.as_str()).is_ok())
-            .collect();
+        let seen = seen_consumers(&store, &set, &catalogue).await?;
         let instances = instances(&set, &catalogue, &seen);
         // Every span of every SLO, each metric read once for all of them.
         let mut spans: Vec<Span> = set.slos.iter().flat_map(|slo| slo.spans()).collect();
@@ -246,6 +259,7 @@ pub(crate) mod ssr {
         let fleet: Vec<&Instance> = instances.iter().filter(|i| i.consumers.is_none()).collect();
         let indicators: Vec<&Indicator> = fleet.iter().map(|i| &i.slo.sli).collect();
         let fleet_counts = store
+            .metrics()
             .indicator_events_since(&indicators, &froms, until)
             .await?;
 
@@ -266,6 +280,7 @@ pub(crate) mod ssr {
             .map(|slo| &slo.sli)
             .collect();
         let by_consumer = store
+            .metrics()
             .indicator_events_by_consumer(&selecting_indicators, &froms, until, &consumers)
             .await?;
 
@@ -299,7 +314,10 @@ pub(crate) mod ssr {
             source: set.source.clone(),
             statuses,
             teams,
-            duplicates_unobservable: store.unobservable(Metric::DuplicateClaims).await?,
+            duplicates_unobservable: store
+                .metrics()
+                .unobservable(Metric::DuplicateClaims, &idem_domain::Within::Every)
+                .await?,
         })
     }
 

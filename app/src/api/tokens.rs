@@ -44,6 +44,7 @@ pub async fn list_tokens() -> Result<TokenList, AppError> {
         let tokens = state
             .store
             .tokens()
+            .list()
             .await?
             .into_iter()
             .map(|t| TokenRow {
@@ -77,12 +78,14 @@ pub async fn list_tokens() -> Result<TokenList, AppError> {
 pub async fn revoke_token(name: String, action_id: String) -> Result<ActionOutcome, AppError> {
     super::actions::ssr::act(&action_id, async {
         let admin = crate::serving::require(idem_domain::Role::Admin)?;
-        idem_domain::token_name(&name).map_err(|e| AppError::BadRequest(e.to_string()))?;
+        let token = idem_domain::TokenName::parse(&name)
+            .map_err(|e| AppError::BadRequest(e.to_string()))?;
         let client = crate::serving::client_addr();
         let state = crate::serving::state()?;
         let revoked = state
             .store
-            .revoke_token(&name, &admin.username, client.as_deref())
+            .tokens()
+            .revoke_token(&token, &admin.username, client.as_deref())
             .await?;
         Ok(match revoked {
             Some(audit_id) => ActionOutcome::Done {

@@ -138,7 +138,7 @@ fn AuditTable(entries: Vec<AuditEntry>) -> impl IntoView {
             let change = match (e.state_before, e.state_after) {
                 (Some(before), Some(after)) => format!("{before} → {after}"),
                 (None, Some(after)) => format!("→ {after}"),
-                (Some(before), None) => before,
+                (Some(before), None) => before.to_string(),
                 (None, None) => String::new(),
             };
             view! {
@@ -148,12 +148,12 @@ fn AuditTable(entries: Vec<AuditEntry>) -> impl IntoView {
                         <a href=actor_href rel="external"><bdi>{e.actor}</bdi></a>
                         <span class="muted">" " {e.actor_role}</span>
                     </td>
-                    <td><a href=action_href rel="external">{e.action}</a></td>
+                    <td><a href=action_href rel="external">{e.action.to_string()}</a></td>
                     <td>{subject}</td>
                     <td>{change}</td>
                     <td><bdi>{e.reason.unwrap_or_default()}</bdi></td>
                     <td>
-                        {e.result}
+                        {e.result.to_string()}
                         {e.recovery_seconds.map(|s| format!(" · recovered after {}", crate::format::duration(s.round() as i64)))}
                     </td>
                     <td>{e.client_addr.unwrap_or_default()}</td>

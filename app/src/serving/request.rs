@@ -78,6 +78,7 @@ pub async fn refused_elsewhere(
         Ok(state) => {
             if let Err(err) = state
                 .store
+                .people()
                 .count_refusal(&refusal, idem_store::Ts::now())
                 .await
             {

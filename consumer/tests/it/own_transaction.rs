@@ -58,12 +58,13 @@ async fn the_claim_commits_and_rolls_back_with_the_callers_own_business_write(st
     attempt(false).await;
     let webhooks = testing::consumer("payment-webhooks");
     assert_eq!(
-        store.claim(&webhooks, &key).await.unwrap(),
+        store.claims().claim(&webhooks, &key).await.unwrap(),
         None,
         "a rolled-back delivery leaves no claim"
     );
     attempt(true).await;
     let claim = store
+        .claims()
         .claim(&webhooks, &key)
         .await
         .unwrap()

@@ -212,6 +212,7 @@ async fn flush(store: &Store, samples: &[idem_consumer::MetricSample]) {
 async fn counts_on_the_claim(store: &Store) -> (i64, i64) {
     let key = derive_key("renewal", &["account-1842", "2026-09-30"]).unwrap();
     let claim = store
+        .claims()
         .claim(&idem_store::testing::consumer("reminders"), &key)
         .await
         .unwrap()

@@ -102,6 +102,7 @@ pub async fn once(State(store): State<Store>, req: Request, next: Next) -> Respo
     };
     let print = fingerprint(&parts, &body);
     let begun = store
+        .tokens()
         .begin_idempotent(
             caller.token_id,
             &key,
@@ -165,7 +166,7 @@ impl Drop for Unanswered {
         };
         let (store, token_id) = (self.store.clone(), self.token_id);
         runtime.spawn(async move {
-            if let Err(err) = store.abandon_idempotent(token_id, &key).await {
+            if let Err(err) = store.tokens().abandon_idempotent(token_id, &key).await {
                 tracing::warn!(error = %idem_app::error::cause_chain(&err), "could not forget an unanswered Idempotency-Key");
             }
         });
@@ -177,13 +178,18 @@ impl Drop for Unanswered {
 async fn keep(store: &Store, token_id: i64, key: &str, response: Response) -> Response {
     let (parts, body) = response.into_parts();
     let Ok(bytes) = axum::body::to_bytes(body, usize::MAX).await else {
-        let _ = store.abandon_idempotent(token_id, key).await;
+        let _ = store.tokens().abandon_idempotent(token_id, key).await;
         return Problem::from(&idem_app::error::AppError::Busy).answer();
     };
     let status = parts.status.as_u16();
     let kept = match std::str::from_utf8(&bytes) {
-        Ok(text) if status < 500 => store.finish_idempotent(token_id, key, status, text).await,
-        _ => store.abandon_idempotent(token_id, key).await,
+        Ok(text) if status < 500 => {
+            store
+                .tokens()
+                .finish_idempotent(token_id, key, status, text)
+                .await
+        }
+        _ => store.tokens().abandon_idempotent(token_id, key).await,
     };
     if let Err(err) = kept {
         tracing::warn!(error = %idem_app::error::cause_chain(&err), "could not keep an API answer for its Idempotency-Key");

@@ -14,7 +14,7 @@ use super::{
     problem::Problem,
     types::{
         AuditList, CheckCount, CheckCounts, ClaimList, DeadLetterList, DeadLetterRecord,
-        FindingList, KeyRecord, OutboxList, SloReading, SloReadings,
+        FindingList, KeyRecord, KeySearch, OutboxList, SloReading, SloReadings,
     },
 };
 
@@ -91,9 +91,11 @@ pub struct SearchQuery {
     pub limit: Option<String>,
 }
 
-/// Searches keys: the claims whose key starts with `q`, newest first.
+/// Searches keys as the `/keys` page does: the claims whose key is or
+/// starts with `q`, newest first, and whose provider reference or dead
+/// letters' message id is `q`.
 #[utoipa::path(get, path = "/api/v1/keys", tag = "keys", params(SearchQuery),
-    responses((status = 200, body = ClaimList), super::Problems))]
+    responses((status = 200, body = KeySearch), super::Problems))]
 pub async fn search(State(state): State<AppState>, req: Request) -> Response {
     let q: SearchQuery = try_or_answer!(query(&req));
     let query = api::KeyQuery {
@@ -113,11 +115,13 @@ pub async fn search(State(state): State<AppState>, req: Request) -> Response {
             .filter(|c| !items.contains(c))
             .collect();
         items.extend(more);
-        ClaimList {
+        KeySearch {
             as_of: r.clock.as_of,
             items,
             next: r.next,
             total: r.matches,
+            by_provider_ref: r.by_provider_ref,
+            by_message_id: r.by_message_id,
         }
     }))
 }

@@ -142,7 +142,24 @@ pub async fn upload(
         Ok(id) => id,
         Err(err) => return problem(err),
     };
-    match state.store.reconciliation(id, api::CLASS_SAMPLE).await {
+    created(&state, &user, id).await
+}
+
+/// The reconciliation `id` just kept, as a 201 with its address.
+async fn created(
+    state: &AppState,
+    user: &CurrentUser,
+    id: idem_domain::ReconciliationId,
+) -> Response {
+    let scope = user
+        .rights
+        .within(&state.catalogue, idem_domain::Role::Viewer);
+    let read = state
+        .store
+        .reconcile()
+        .reconciliation(id, api::CLASS_SAMPLE, &scope)
+        .await;
+    match read {
         Ok(Some(reconciliation)) => {
             let record = ReconciliationRecord {
                 as_of: Utc::now(),
@@ -164,7 +181,7 @@ async fn reconcile(
     user: &CurrentUser,
     upload: &Upload,
     body: Body,
-) -> Result<i64, IntakeError> {
+) -> Result<idem_domain::ReconciliationId, IntakeError> {
     may_reconcile(state, user, upload.consumer.as_str()).await?;
     let mut intake = Intake::new(&state.store, upload);
     let mut stream = body.into_data_stream();

@@ -97,8 +97,8 @@ pub(super) async fn started(
     else {
         return acted(outcome);
     };
-    let redrive_id = match state.store.redrive_of_audit(audit_id).await {
-        Ok(Some(id)) => id,
+    let redrive_id = match state.store.runs().redrive_of_audit(audit_id).await {
+        Ok(Some(id)) => id.get(),
         Ok(None) => return Problem::from(&AppError::NotFound(summary)).answer(),
         Err(err) => return Problem::from(err).answer(),
     };

@@ -84,6 +84,7 @@ pub async fn authenticate(
     }
     let live = match ctx
         .store
+        .tokens()
         .token_by_secret(&secret_hash(secret), idem_store::Ts::now())
         .await
     {

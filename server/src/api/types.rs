@@ -50,6 +50,24 @@ list!(
     /// Claims: unknown outcomes, or a search's matches.
     ClaimList of Claim
 );
+/// A key search: what the `/keys` page finds for the same query — keys
+/// equal to or starting with `q` (exact matches first), and on the first
+/// page the claims whose provider reference is `q` and the dead letters
+/// whose message id is `q`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct KeySearch {
+    pub as_of: DateTime<Utc>,
+    pub items: Vec<Claim>,
+    /// The cursor of the next page: send it back as `cursor`.
+    pub next: Option<String>,
+    /// How many keys match, counted to a cap (first page of a filtered search).
+    pub total: Option<CappedCount>,
+    /// Claims whose provider reference is `q`, matched whole.
+    pub by_provider_ref: Vec<Claim>,
+    /// Dead letters whose message id is `q`, matched whole.
+    pub by_message_id: Vec<DeadLetter>,
+}
+
 /// Dead letters, oldest first, and the redrive this list offers.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct DeadLetterList {

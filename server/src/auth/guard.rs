@@ -77,7 +77,7 @@ async fn authenticate(
     {
         (Some(user), Source::Database)
     } else {
-        match ctx.store.user_by_id(user_id).await {
+        match ctx.store.people().user_by_id(user_id).await {
             Ok(Some(user)) => {
                 ctx.known_users.confirm(user_id, user.clone());
                 (Some(user), Source::Database)
@@ -149,7 +149,7 @@ async fn from_proxy(
         }
         Asserted::User { username, rights } => {
             if ctx.database.down_since().is_some() {
-                return remembered_proxy_user(ctx, username, &rights);
+                return remembered_proxy_user(ctx, username.into(), &rights);
             }
             proxy_user(ctx, username, rights, client).await
         }
@@ -201,17 +201,18 @@ fn remembered_proxy_user(
 /// The proxy's user's account, as the database has it (created on first sight).
 async fn proxy_user(
     ctx: &AuthContext,
-    username: String,
+    username: idem_domain::AccountName,
     rights: idem_domain::Rights,
     client: &str,
 ) -> Option<Result<(CurrentUser, Source), Response>> {
     match proxy::account(&ctx.store, &username, rights, client).await {
         Ok(user) => {
-            ctx.known_proxy_users.confirm(username, user.clone());
+            ctx.known_proxy_users
+                .confirm(username.to_string(), user.clone());
             Some(Ok((user, Source::Database)))
         }
         Err(Refused::Disabled) => {
-            ctx.known_proxy_users.forget(&username);
+            ctx.known_proxy_users.forget(&username.to_string());
             refuse(
                 StatusCode::FORBIDDEN,
                 "Account disabled",
@@ -222,7 +223,7 @@ async fn proxy_user(
             tracing::warn!(%username, "identity proxy named a password account; refused");
             count_refusal(
                 ctx,
-                &username,
+                username.as_str(),
                 "identity-proxy",
                 "a password account has this name",
                 "identity-proxy sign-in",
@@ -272,6 +273,7 @@ async fn count_refusal(
     };
     if let Err(err) = ctx
         .store
+        .people()
         .count_refusal(&refusal, idem_store::Ts::now())
         .await
     {

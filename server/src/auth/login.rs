@@ -9,7 +9,7 @@ use axum::{
     response::{IntoResponse, Redirect, Response},
 };
 use idem_app::{auth::CurrentUser, links};
-use idem_domain::{AccountOrigin, sign_in::Admission};
+use idem_domain::{AccountOrigin, AuditAction, AuditResult, sign_in::Admission};
 use idem_store::{NewAuditEntry, SignInResult, SignInSubject, StoreResult, Ts, UserRecord};
 use serde::Deserialize;
 use tower_sessions::Session;
@@ -106,14 +106,17 @@ pub async fn login(
     let client = address.to_string();
     // A name is text like a consumer name (bounded, no control characters)
     // and reads as what it is (no invisible or text-direction characters).
-    let username = idem_domain::account_name(&form.username).ok();
-    let account = username.as_deref().unwrap_or(INVALID_NAME);
+    let username = idem_domain::AccountName::parse(&form.username).ok();
+    let account = username
+        .as_ref()
+        .map_or(INVALID_NAME, idem_domain::AccountName::as_str);
     let limits = &ctx.settings.sign_in;
     let device = DeviceToken::from_request(&ctx.settings, &headers);
-    let known_device = match is_known_device(&ctx, device.as_ref(), username.as_deref()).await {
-        Ok(known) => known,
-        Err(err) => return unavailable(&err),
-    };
+    let known_device =
+        match is_known_device(&ctx, device.as_ref(), username.as_ref().map(|u| u.as_str())).await {
+            Ok(known) => known,
+            Err(err) => return unavailable(&err),
+        };
     let counted_as = match (&device, known_device) {
         (Some(device), true) => device.client(),
         _ => device::counted_as(address),
@@ -123,14 +126,19 @@ pub async fn login(
         client: &counted_as,
         known_good: known_device,
     };
-    match ctx.store.reserve_sign_in(limits, &subject, Ts::now()).await {
+    match ctx
+        .store
+        .people()
+        .reserve_sign_in(limits, &subject, Ts::now())
+        .await
+    {
         Ok(Admission::Check { .. }) => {}
         Ok(Admission::Throttled { .. }) => return back_to_login(&ctx, &form.next, "throttled"),
         Err(err) => return unavailable(&err),
     }
     // From here a failure is reserved: it stands if the password is wrong,
     // and is released if it is right or was never checked.
-    let verified = match check(&ctx, &subject, username.as_deref(), form.password).await {
+    let verified = match check(&ctx, &subject, username.as_ref(), form.password).await {
         Ok(Some(verified)) => verified,
         Ok(None) => return back_to_login(&ctx, &form.next, "failed"),
         Err(answer) => return answer,
@@ -171,6 +179,7 @@ async fn is_known_device(
         (Some(device), Some(name)) => {
             let limits = &ctx.settings.sign_in;
             ctx.store
+                .people()
                 .known_device(limits, name, &device.digest(), Ts::now())
                 .await
         }
@@ -182,6 +191,7 @@ async fn is_known_device(
 async fn release(ctx: &AuthContext, subject: &SignInSubject<'_>) {
     let released = ctx
         .store
+        .people()
         .settle_sign_in(subject, SignInResult::NotChecked, Ts::now())
         .await;
     if let Err(err) = released {
@@ -204,11 +214,11 @@ struct Verified {
 async fn check(
     ctx: &AuthContext,
     subject: &SignInSubject<'_>,
-    username: Option<&str>,
+    username: Option<&idem_domain::AccountName>,
     password: String,
 ) -> Result<Option<Verified>, Response> {
     let user = match username {
-        Some(name) => match ctx.store.user_by_name(name).await {
+        Some(name) => match ctx.store.people().user_by_name(name).await {
             Ok(user) => user.filter(|u| !u.disabled && u.origin == AccountOrigin::Password),
             Err(err) => {
                 release(ctx, subject).await;
@@ -263,16 +273,22 @@ async fn signed_in(
     } = verified;
     if let Err(err) = ctx
         .store
+        .people()
         .settle_sign_in(subject, SignInResult::Succeeded, Ts::now())
         .await
     {
         tracing::warn!(error = %idem_app::error::cause_chain(&err), "could not settle a successful sign-in");
     }
     if rehash && let Ok(hash) = ctx.passwords.hash(password).await {
-        let _ = ctx.store.upgrade_password_hash(user.id, &hash).await;
+        let _ = ctx
+            .store
+            .people()
+            .upgrade_password_hash(user.id, &hash)
+            .await;
     }
     if let Err(err) = ctx
         .store
+        .people()
         .remember_device(&user.username, &device.digest(), Ts::now())
         .await
     {
@@ -282,8 +298,8 @@ async fn signed_in(
         ctx,
         &user.username,
         user.role.as_str(),
-        "login",
-        "ok",
+        AuditAction::Login,
+        AuditResult::Ok,
         client,
     )
     .await;
@@ -320,8 +336,8 @@ pub async fn logout(
             &ctx,
             &user.username,
             user.role.as_str(),
-            "logout",
-            "ok",
+            AuditAction::Logout,
+            AuditResult::Ok,
             &client,
         )
         .await;
@@ -349,19 +365,15 @@ async fn audit(
     ctx: &AuthContext,
     actor: &str,
     role: &str,
-    action: &str,
-    result: &str,
+    action: AuditAction,
+    result: AuditResult,
     client: &str,
 ) {
     let entry = NewAuditEntry {
-        actor,
-        actor_role: role,
-        action,
-        result,
         client_addr: Some(client),
-        ..Default::default()
+        ..NewAuditEntry::new(actor, role, action, result)
     };
-    if let Err(err) = ctx.store.append_audit(&entry).await {
-        tracing::error!(error = %idem_app::error::cause_chain(&err), action, "could not write the audit entry");
+    if let Err(err) = ctx.store.audit().append_audit(&entry).await {
+        tracing::error!(error = %idem_app::error::cause_chain(&err), %action, "could not write the audit entry");
     }
 }

@@ -82,26 +82,21 @@ async fn start_session(
 async fn audit_account_change(
     store: &Store,
     actor: &str,
-    username: &str,
-    action: &str,
+    username: &idem_domain::AccountName,
+    action: idem_domain::AuditAction,
     before: &str,
     after: &idem_domain::Rights,
     client: &str,
 ) {
-    let after = after.to_string();
     let entry = idem_store::NewAuditEntry {
-        actor,
-        actor_role: "admin",
-        action,
-        target: Some(username),
-        state_before: Some(before),
-        state_after: Some(&after),
-        result: "ok",
+        target: Some(username.as_str()),
+        state_before: Some(idem_domain::AuditState::Words(before.to_owned())),
+        state_after: Some(idem_domain::AuditState::Words(after.to_string())),
         client_addr: Some(client),
-        ..Default::default()
+        ..idem_store::NewAuditEntry::new(actor, "admin", action, idem_domain::AuditResult::Ok)
     };
-    if let Err(err) = store.append_audit(&entry).await {
-        tracing::error!(error = %idem_app::error::cause_chain(&err), actor, action, "could not audit an account change");
+    if let Err(err) = store.audit().append_audit(&entry).await {
+        tracing::error!(error = %idem_app::error::cause_chain(&err), actor, %action, "could not audit an account change");
     }
 }
 

@@ -14,7 +14,7 @@ use std::collections::HashMap;
 
 use axum::http::HeaderMap;
 use idem_app::auth::CurrentUser;
-use idem_domain::{AccountOrigin, Rights, Role};
+use idem_domain::{AccountName, AccountOrigin, AuditAction, Rights, Role};
 use idem_store::{Store, StoreError, UserRecord};
 
 /// How the proxy says who is asking.
@@ -41,9 +41,12 @@ pub enum Asserted {
     /// No user header: not a proxy sign-in.
     Nobody,
     /// A user the mapping gives no role to.
-    NoRole { username: String },
+    NoRole { username: AccountName },
     /// A user and the rights their groups map to.
-    User { username: String, rights: Rights },
+    User {
+        username: AccountName,
+        rights: Rights,
+    },
     /// A user header that is not a valid name, or a user or groups header
     /// sent more than once (which one would the proxy have meant?). The
     /// text says which.
@@ -101,7 +104,7 @@ impl ProxyAuth {
             .to_str()
             .ok()
             .map(str::trim)
-            .and_then(|name| idem_domain::account_name(name).ok())
+            .and_then(|name| idem_domain::AccountName::parse(name).ok())
         else {
             return Asserted::Invalid(
                 "The identity proxy sent a user name Idem cannot use (empty, too long, or with \
@@ -138,11 +141,15 @@ pub enum Refused {
 /// rights brought in line with the groups otherwise; both audited.
 pub async fn account(
     store: &Store,
-    username: &str,
+    username: &AccountName,
     rights: Rights,
     client: &str,
 ) -> Result<CurrentUser, Refused> {
-    let existing = store.user_by_name(username).await.map_err(Refused::Store)?;
+    let existing = store
+        .people()
+        .user_by_name(username)
+        .await
+        .map_err(Refused::Store)?;
     let user: UserRecord = match existing {
         Some(user) if user.origin != AccountOrigin::Proxy => {
             return Err(Refused::PasswordAccount);
@@ -151,19 +158,21 @@ pub async fn account(
         Some(user) if user.rights == rights => user,
         Some(user) => {
             store
+                .people()
                 .set_rights(username, &rights)
                 .await
                 .map_err(Refused::Store)?;
             audit(
                 store,
                 username,
-                "role changed by identity proxy",
+                AuditAction::RoleChangedByProxy,
                 &user.rights.to_string(),
                 &rights,
                 client,
             )
             .await;
             store
+                .people()
                 .user_by_name(username)
                 .await
                 .map_err(Refused::Store)?
@@ -174,6 +183,7 @@ pub async fn account(
         None => {
             // A concurrent first request may have created it: either way it exists now.
             if store
+                .people()
                 .create_account_with(username, &rights, None, AccountOrigin::Proxy)
                 .await
                 .map_err(Refused::Store)?
@@ -182,7 +192,7 @@ pub async fn account(
                 audit(
                     store,
                     username,
-                    "user created by identity proxy",
+                    AuditAction::UserCreatedByProxy,
                     "none",
                     &rights,
                     client,
@@ -190,6 +200,7 @@ pub async fn account(
                 .await;
             }
             let user = store
+                .people()
                 .user_by_name(username)
                 .await
                 .map_err(Refused::Store)?
@@ -216,8 +227,8 @@ pub async fn account(
 
 async fn audit(
     store: &Store,
-    username: &str,
-    action: &str,
+    username: &AccountName,
+    action: AuditAction,
     before: &str,
     after: &Rights,
     client: &str,
@@ -262,7 +273,7 @@ mod tests {
         let p = proxy();
         let user = |groups| p.asserted(&headers("alice@example.com", groups));
         let as_role = |role| Asserted::User {
-            username: "alice@example.com".into(),
+            username: AccountName::parse("alice@example.com").unwrap(),
             rights: Rights::everywhere(role),
         };
         assert_eq!(user("sre, idem-admins"), as_role(Role::Admin));
@@ -275,7 +286,7 @@ mod tests {
         assert_eq!(
             strict.asserted(&headers("bob", "payments")),
             Asserted::NoRole {
-                username: "bob".into()
+                username: AccountName::parse("bob").unwrap()
             }
         );
     }

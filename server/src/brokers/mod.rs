@@ -178,6 +178,7 @@ pub async fn drain<Q: DeadLetterQueue>(queue: &Q, store: &Store) -> Result<usize
     let mut stored = 0;
     while let Some((taken, dead_letter)) = queue.take().await? {
         match store
+            .brokers()
             .record_broker_dead_letter(&dead_letter, Ts::now())
             .await
         {
@@ -249,7 +250,7 @@ impl Brokers {
     /// confirmed whose next attempt is due (a redrive's, a failed one's).
     async fn relay(self: Arc<Self>, mut stop: watch::Receiver<bool>) {
         loop {
-            match self.store.broker_replays_due(Ts::now(), 20).await {
+            match self.store.brokers().broker_replays_due(Ts::now(), 20).await {
                 Ok(due) => {
                     for replay in due {
                         self.publish_replay(replay.outbox_id).await;
@@ -273,7 +274,7 @@ impl Brokers {
             to: to.to_owned(),
             reason,
         };
-        let replay = match self.store.broker_replay(outbox_id).await {
+        let replay = match self.store.brokers().broker_replay(outbox_id).await {
             Ok(Some(replay)) => replay,
             Ok(None) => return Publication::NotIdems,
             Err(_) => return unconfirmed("the broker", "Idem's database did not answer".into()),
@@ -291,10 +292,15 @@ impl Brokers {
         if replay.published_at.is_some() {
             return Publication::Confirmed { to, earlier: true };
         }
-        match self.store.lease_publication(outbox_id, Ts::now()).await {
+        match self
+            .store
+            .brokers()
+            .lease_publication(outbox_id, Ts::now())
+            .await
+        {
             Ok(true) => {}
             Ok(false) => {
-                return match self.store.broker_replay(outbox_id).await {
+                return match self.store.brokers().broker_replay(outbox_id).await {
                     Ok(Some(r)) if r.published_at.is_some() => {
                         Publication::Confirmed { to, earlier: true }
                     }
@@ -311,7 +317,12 @@ impl Brokers {
             )),
         };
         match published {
-            Ok(()) => match self.store.publication_confirmed(outbox_id, Ts::now()).await {
+            Ok(()) => match self
+                .store
+                .brokers()
+                .publication_confirmed(outbox_id, Ts::now())
+                .await
+            {
                 Ok(()) => Publication::Confirmed { to, earlier: false },
                 // Published, but not recorded: the lease runs out and the
                 // relay may publish it again; the consumer's claim
@@ -331,6 +342,7 @@ impl Brokers {
                 let next = Ts::from(Ts::now().0 + RETRY_AFTER);
                 let _ = self
                     .store
+                    .brokers()
                     .publication_failed(outbox_id, &reason, next)
                     .await;
                 unconfirmed(&to, reason)

@@ -64,15 +64,19 @@ impl Simulation {
     /// replay its verdict blocks is left for people).
     pub(super) async fn replay(&mut self, dead_letter_id: i64) -> Result<(), StoreError> {
         let action_id = self.action_id()?;
+        let reason = said("the provider is back (simulated on-call)")?;
         let request = idem_store::ReplayRequest {
-            dead_letter_id,
+            dead_letter_id: idem_domain::DeadLetterId::of_row(dead_letter_id),
             action_id: &action_id,
             actor: on_call_actor(),
+            // The simulated on-call operates every team.
+            scope: &idem_domain::Within::Every,
             override_verdict: false,
-            reason: Some("the provider is back (simulated on-call)"),
+            reason: Some(&reason),
             retention: &idem_domain::ClaimRetention::days(30),
         };
         self.store
+            .actions()
             .replay_dead_letter_at(&request, Ts::from(self.now))
             .await?;
         Ok(())
@@ -85,7 +89,7 @@ impl Simulation {
         let contract = |e: idem_domain::KeyError| StoreError::Contract(e.to_string());
         let consumer = ConsumerName::parse(flow.consumer()).map_err(contract)?;
         let key = IdempotencyKey::parse(key).map_err(contract)?;
-        let Some(claim) = self.store.claim(&consumer, &key).await? else {
+        let Some(claim) = self.store.claims().claim(&consumer, &key).await? else {
             return Ok(());
         };
         if claim.status != idem_domain::ClaimStatus::Unknown {
@@ -96,21 +100,29 @@ impl Simulation {
         let action_id = self.action_id()?;
         let resolution = if acted {
             idem_domain::action::Resolution::Sent {
-                provider_ref: reference,
+                provider_ref: idem_domain::action::ProviderRef::parse(&reference)
+                    .ok()
+                    .flatten()
+                    .ok_or_else(|| {
+                        StoreError::Contract(format!("{reference:?} is no reference"))
+                    })?,
             }
         } else {
             idem_domain::action::Resolution::FailedRetry
         };
+        let reason = said("checked with the provider (simulated on-call)")?;
         let request = idem_store::ResolveRequest {
+            scope: &idem_domain::Within::Every,
             consumer: &consumer,
             key: &key,
             version: claim.version,
             resolution,
             action_id: &action_id,
             actor: on_call_actor(),
-            reason: Some("checked with the provider (simulated on-call)"),
+            reason: Some(&reason),
         };
         self.store
+            .actions()
             .resolve_unknown_at(&request, Ts::from(self.now))
             .await?;
         Ok(())
@@ -196,6 +208,14 @@ impl Simulation {
             .insert(fact.key.clone(), VecDeque::from([Call::LostResponse]));
         fact
     }
+}
+
+/// A reason the simulated on-call gives (always a valid one).
+fn said(text: &str) -> Result<idem_domain::action::Reason, StoreError> {
+    idem_domain::action::Reason::parse(text)
+        .ok()
+        .flatten()
+        .ok_or_else(|| StoreError::Contract(format!("{text:?} is no reason")))
 }
 
 #[cfg(test)]

@@ -48,6 +48,7 @@ pub async fn provider_log(
     let now = chrono::Utc::now();
     let claims = match state
         .store
+        .reconcile()
         .claims_delivered_between(consumer, Ts::from(now - SPAN), Ts::from(now), MAX_MESSAGES)
         .await
     {

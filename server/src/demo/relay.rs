@@ -81,7 +81,7 @@ impl Simulation {
                 .gauge(flow.consumer(), Metric::QueueOldestAgeSeconds, now, age);
         }
         let samples = self.meter.drain();
-        if let Err(err) = self.store.record_metrics(&samples).await {
+        if let Err(err) = self.store.metrics().record_metrics(&samples).await {
             self.warn(&err);
         }
     }

@@ -85,7 +85,10 @@ pub(super) async fn background(
         running.store(false, std::sync::atomic::Ordering::Release);
         if stopping {
             // Hand over at once instead of after the lease expires.
-            let _ = store.release_lease(BACKGROUND_LEASE, &replica).await;
+            let _ = store
+                .system()
+                .release_lease(BACKGROUND_LEASE, &replica)
+                .await;
             return;
         }
     }
@@ -150,9 +153,8 @@ impl<'a> Lease<'a> {
         let now = idem_store::Ts::now();
         let until =
             idem_store::Ts::from(now.0 + chrono::TimeDelta::from_std(self.ttl).unwrap_or_default());
-        let held = self
-            .store
-            .hold_lease(BACKGROUND_LEASE, self.replica, now, until);
+        let system = self.store.system();
+        let held = system.hold_lease(BACKGROUND_LEASE, self.replica, now, until);
         tokio::time::timeout(self.renew_every, held).await
     }
 
@@ -228,20 +230,24 @@ struct Redrives {
 async fn run_redrives(store: Store, redrives: Redrives, mut stop: watch::Receiver<bool>) {
     let pause = Duration::from_secs(1) / redrives.per_second.max(1);
     loop {
-        let running = store.running_redrives().await.unwrap_or_else(|err| {
+        let running = store.runs().running_redrives().await.unwrap_or_else(|err| {
             tracing::warn!(error = %err, "could not read the running redrives");
             Vec::new()
         });
         for redrive in running {
             loop {
-                match store.redrive_step(redrive, &redrives.retention).await {
+                match store
+                    .runs()
+                    .redrive_step(redrive, &redrives.retention)
+                    .await
+                {
                     Ok(idem_store::RedriveStep::Item(_)) => {}
                     Ok(idem_store::RedriveStep::Ended) => {
-                        tracing::info!(redrive, "redrive ended");
+                        tracing::info!(redrive = redrive.get(), "redrive ended");
                         break;
                     }
                     Err(err) => {
-                        tracing::warn!(redrive, error = %err, "a redrive step failed; trying again later");
+                        tracing::warn!(redrive = redrive.get(), error = %err, "a redrive step failed; trying again later");
                         break;
                     }
                 }
@@ -264,6 +270,7 @@ async fn run_redrives(store: Store, redrives: Redrives, mut stop: watch::Receive
 async fn sweep_shared_provider_refs(store: Store, mut stop: watch::Receiver<bool>) {
     loop {
         match store
+            .checks()
             .sweep_shared_provider_refs(idem_store::Ts::now())
             .await
         {
@@ -295,6 +302,7 @@ async fn housekeeping(auth: Arc<AuthContext>, mut stop: watch::Receiver<bool>) {
     loop {
         let (store, now) = (&auth.store, idem_store::Ts::now());
         match store
+            .people()
             .close_sign_in_windows(&auth.settings.sign_in, now)
             .await
         {
@@ -302,17 +310,18 @@ async fn housekeeping(auth: Arc<AuthContext>, mut stop: watch::Receiver<bool>) {
             Ok(closed) => tracing::debug!(closed, "sign-in windows closed"),
             Err(err) => tracing::warn!(error = %err, "could not close sign-in windows"),
         }
-        match store.close_refusal_windows(now).await {
+        match store.people().close_refusal_windows(now).await {
             Ok(0) => {}
             Ok(closed) => tracing::debug!(closed, "refusal windows audited"),
             Err(err) => tracing::warn!(error = %err, "could not audit refusal windows"),
         }
-        match store.prune_key_fingerprints(now).await {
+        match store.system().prune_key_fingerprints(now).await {
             Ok(0) => {}
             Ok(pruned) => tracing::debug!(pruned, "old key fingerprints deleted"),
             Err(err) => tracing::warn!(error = %err, "could not delete old key fingerprints"),
         }
         match store
+            .tokens()
             .sweep_idempotency(now - idem_store::IDEMPOTENCY_KEEP)
             .await
         {
@@ -378,12 +387,16 @@ async fn maintain_rollups(
     loop {
         // First what the adapters counted outside their writers' transactions,
         // so a minute's duplicates are in before its hour is rolled up.
-        match store.sample_adapter_counters(idem_store::Ts::now()).await {
+        match store
+            .metrics()
+            .sample_adapter_counters(idem_store::Ts::now())
+            .await
+        {
             Ok(0) => {}
             Ok(moved) => tracing::debug!(moved, "adapter counters sampled"),
             Err(err) => tracing::warn!(error = %err, "could not sample the adapters' counters"),
         }
-        match store.roll_up_hours(idem_store::Ts::now()).await {
+        match store.metrics().roll_up_hours(idem_store::Ts::now()).await {
             Ok(0) => {}
             Ok(hours) => tracing::debug!(hours, "consumer metrics rolled up"),
             Err(err) => tracing::warn!(error = %err, "could not roll up consumer metrics"),

@@ -27,19 +27,19 @@ pub(super) async fn prepare(config: &Config, auth: &AuthContext) -> Result<Prepa
     store.migrate().await?;
     tracing::info!(database = %config.database.redacted_url(), backend = store.backend(), "database ready");
     let demo = decide_demo(config, store).await?;
-    if demo.is_none() && store.meta(DEMO_DATA).await?.is_some() {
+    if demo.is_none() && store.system().meta(DEMO_DATA).await?.is_some() {
         retire_demo_accounts(auth).await?;
     }
     if demo.is_some() {
         demo_may_listen(config)?;
-        store.set_meta(DEMO_DATA, "1").await?;
+        store.system().set_meta(DEMO_DATA, "1").await?;
         ensure_demo_accounts(auth).await?;
     }
     let log_key_secret = match &config.log_key_secret {
         Some(secret) => secret.0.clone(),
         None => {
             let generated = hex::encode(rand::random::<[u8; 32]>());
-            store.log_fingerprint_secret(&generated).await?
+            store.system().log_fingerprint_secret(&generated).await?
         }
     };
     Ok(Prepared {
@@ -77,7 +77,8 @@ fn demo_may_listen(config: &Config) -> Result<(), StartError> {
 async fn ensure_demo_accounts(auth: &AuthContext) -> Result<(), StartError> {
     for (name, rights) in idem_app::auth::DEMO_ACCOUNTS {
         let rights: idem_domain::Rights = rights.parse().map_err(StartError::DemoAccounts)?;
-        match auth.store.user_by_name(name).await? {
+        let account = demo_account(name)?;
+        match auth.store.people().user_by_name(&account).await? {
             None => {
                 let hash = auth
                     .passwords
@@ -85,8 +86,9 @@ async fn ensure_demo_accounts(auth: &AuthContext) -> Result<(), StartError> {
                     .await
                     .map_err(|e| StartError::DemoAccounts(e.to_string()))?;
                 auth.store
+                    .people()
                     .create_account_with(
-                        name,
+                        &account,
                         &rights,
                         Some(&hash),
                         idem_domain::AccountOrigin::Password,
@@ -95,7 +97,7 @@ async fn ensure_demo_accounts(auth: &AuthContext) -> Result<(), StartError> {
             }
             // Retired when Idem last ran without the demo: back again.
             Some(user) if user.disabled && has_demo_password(auth, &user).await => {
-                auth.store.set_disabled(name, false).await?;
+                auth.store.people().set_disabled(&account, false).await?;
             }
             Some(_) => {}
         }
@@ -105,6 +107,11 @@ async fn ensure_demo_accounts(auth: &AuthContext) -> Result<(), StartError> {
          (operator of the payments team)"
     );
     Ok(())
+}
+
+/// The name of one of the demo's accounts.
+fn demo_account(name: &str) -> Result<idem_domain::AccountName, StartError> {
+    idem_domain::AccountName::parse(name).map_err(|e| StartError::DemoAccounts(e.to_string()))
 }
 
 /// Whether `user` is one of the demo's accounts, its password still its name.
@@ -124,11 +131,12 @@ async fn has_demo_password(auth: &AuthContext, user: &idem_store::UserRecord) ->
 /// anyone in as admin.
 async fn retire_demo_accounts(auth: &AuthContext) -> Result<(), StartError> {
     for (name, _) in idem_app::auth::DEMO_ACCOUNTS {
-        if let Some(user) = auth.store.user_by_name(name).await?
+        let account = demo_account(name)?;
+        if let Some(user) = auth.store.people().user_by_name(&account).await?
             && !user.disabled
             && has_demo_password(auth, &user).await
         {
-            auth.store.set_disabled(name, true).await?;
+            auth.store.people().set_disabled(&account, true).await?;
             tracing::warn!(
                 account = name,
                 "the demo is off: its account (password = name) is disabled"
@@ -144,13 +152,14 @@ async fn decide_demo(config: &Config, store: &Store) -> Result<Option<demo::Sett
         DemoSetting::Off => false,
         DemoSetting::Auto => {
             config.embedded_default
-                && (!store.has_claims().await? || store.meta(DEMO_DATA).await?.is_some())
+                && (!store.claims().has_claims().await?
+                    || store.system().meta(DEMO_DATA).await?.is_some())
         }
     };
     if !run {
         return Ok(None);
     }
-    let backfill = if store.has_claims().await? {
+    let backfill = if store.claims().has_claims().await? {
         Duration::ZERO
     } else {
         config.demo_backfill

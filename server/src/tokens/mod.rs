@@ -34,11 +34,9 @@ pub fn lifetime(text: &str) -> Result<chrono::TimeDelta, AccountError> {
     Ok(per(number))
 }
 
-/// A token's name as typed (`idem_domain::token_name`).
-pub fn token_name(text: &str) -> Result<String, AccountError> {
-    idem_domain::token_name(text)
-        .map(str::to_owned)
-        .map_err(|e| AccountError::Invalid(e.to_string()))
+/// A token's name as typed ([`idem_domain::TokenName`]).
+pub fn token_name(text: &str) -> Result<idem_domain::TokenName, AccountError> {
+    idem_domain::TokenName::parse(text).map_err(|e| AccountError::Invalid(e.to_string()))
 }
 
 /// What to create.
@@ -62,12 +60,15 @@ pub async fn create_as(
     client_addr: Option<&str>,
 ) -> Result<String, AccountError> {
     let name = token_name(req.name)?;
+    let owner = idem_domain::AccountName::parse(req.owner)
+        .map_err(|_| AccountError::NoSuchUser(req.owner.to_owned()))?;
     let secret = crate::api::new_secret();
     let hash = crate::api::secret_hash(&secret);
     let created = store
+        .tokens()
         .create_token(&idem_store::NewToken {
             name: &name,
-            owner: req.owner,
+            owner: &owner,
             rights: req.rights,
             secret_sha256: &hash,
             expires_at: req.expires.map(|after| Ts::now() + after),
@@ -78,7 +79,7 @@ pub async fn create_as(
     match created {
         TokenCreated::Created { .. } => Ok(secret),
         TokenCreated::NameTaken => Err(AccountError::Invalid(format!(
-            "a token named {name:?} exists or existed; names are never reused"
+            "a token named \"{name}\" exists or existed; names are never reused"
         ))),
         TokenCreated::NoSuchOwner => Err(AccountError::NoSuchUser(req.owner.to_owned())),
     }
@@ -87,7 +88,8 @@ pub async fn create_as(
 /// Revokes a live token.
 pub async fn revoke(store: &Store, name: &str) -> Result<(), AccountError> {
     store
-        .revoke_token(name, COMMAND_LINE, None)
+        .tokens()
+        .revoke_token(&token_name(name)?, COMMAND_LINE, None)
         .await?
         .map(|_| ())
         .ok_or_else(|| AccountError::Invalid(format!("no live token named {name:?}")))
@@ -95,7 +97,7 @@ pub async fn revoke(store: &Store, name: &str) -> Result<(), AccountError> {
 
 /// `name  owner  rights  state  expires  last used`, one token a line.
 pub async fn list(store: &Store) -> Result<String, AccountError> {
-    let tokens = store.tokens().await?;
+    let tokens = store.tokens().list().await?;
     let now = chrono::Utc::now();
     let day = |t: Option<chrono::DateTime<chrono::Utc>>, none: &str| {
         t.map_or(none.to_owned(), |t| t.format("%Y-%m-%d %H:%M").to_string())
@@ -126,7 +128,7 @@ mod tests {
     #[test]
     fn a_token_name_is_short_plain_text() {
         for good in ["deploy-bot", "nightly.reconcile", "ci_2"] {
-            assert_eq!(token_name(good).unwrap(), good);
+            assert_eq!(token_name(good).unwrap().as_str(), good);
         }
         for bad in [
             "",

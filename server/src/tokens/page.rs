@@ -94,7 +94,12 @@ pub async fn create_from_page(
             target: idem_app::CREATE_TOKEN_PATH,
             client_addr: client,
         };
-        if let Err(err) = state.store.count_refusal(&refusal, Ts::now()).await {
+        if let Err(err) = state
+            .store
+            .people()
+            .count_refusal(&refusal, Ts::now())
+            .await
+        {
             tracing::warn!(error = %idem_app::error::cause_chain(&err), "could not count a refusal");
         }
         let text = format!(

@@ -15,7 +15,7 @@ use idem_store::{
     testing::{self, TestDatabase},
 };
 
-const CONSUMER: &str = "order-events";
+pub(crate) const CONSUMER: &str = "order-events";
 /// A key with every character a URL can trip on.
 const KEY: &str = "refund:EU/2026/Ø-PO #7 50%";
 
@@ -58,14 +58,19 @@ async fn key_with(store: &Store, key: &str, outcome: Outcome<'_>, letters: usize
 
 /// Idem on `db` with `olga` (an operator) signed in, and `key` claimed,
 /// ending in `outcome`, with `letters` open dead letters.
-struct Scene {
-    app: TestApp,
-    olga: reqwest::Client,
-    letters: Vec<i64>,
+pub(crate) struct Scene {
+    pub(crate) app: TestApp,
+    pub(crate) olga: reqwest::Client,
+    pub(crate) letters: Vec<i64>,
 }
 
 impl Scene {
-    async fn new(db: TestDatabase, key: &str, outcome: Outcome<'_>, letters: usize) -> Scene {
+    pub(crate) async fn new(
+        db: TestDatabase,
+        key: &str,
+        outcome: Outcome<'_>,
+        letters: usize,
+    ) -> Scene {
         let app = spawn_app(db).await;
         app.create_user("olga", Role::Operator).await;
         let olga = app.sign_in("olga").await;
@@ -168,6 +173,7 @@ async fn two_replays_from_one_key_page_each_replay_their_own_dead_letter(db: Tes
     let (consumer, key) = (testing::consumer(CONSUMER), testing::key(KEY));
     let letters = app
         .store
+        .claims()
         .dead_letters_for_key(&consumer, &key)
         .await
         .unwrap();
@@ -175,7 +181,12 @@ async fn two_replays_from_one_key_page_each_replay_their_own_dead_letter(db: Tes
         letters.iter().all(|d| d.state == DeadLetterState::Replayed),
         "both are replayed: {letters:?}"
     );
-    let outbox = app.store.outbox_for_key(&consumer, &key).await.unwrap();
+    let outbox = app
+        .store
+        .claims()
+        .outbox_for_key(&consumer, &key)
+        .await
+        .unwrap();
     let mut replayed: Vec<_> = outbox.iter().filter_map(|o| o.dead_letter_id).collect();
     replayed.sort();
     assert_eq!(replayed, ids, "one outbox row for each dead letter");
@@ -222,11 +233,22 @@ async fn resolving_then_replaying_from_one_key_page_does_both() {
     assert!(!said.contains("Outcome resolved"), "{said}");
 
     let (consumer, key) = (testing::consumer(CONSUMER), testing::key(KEY));
-    let claim = app.store.claim(&consumer, &key).await.unwrap().unwrap();
+    let claim = app
+        .store
+        .claims()
+        .claim(&consumer, &key)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(claim.status, ClaimStatus::Failed);
-    let letter = app.store.dead_letter(ids[0]).await.unwrap().unwrap();
+    let letter = app.store.letter(ids[0]).await;
     assert_eq!(letter.state, DeadLetterState::Replayed);
-    let audit = app.store.audit_for_key(&consumer, &key).await.unwrap();
+    let audit = app
+        .store
+        .claims()
+        .audit_for_key(&consumer, &key)
+        .await
+        .unwrap();
     let mut actions: Vec<_> = audit.iter().map(|e| e.action.as_str()).collect();
     actions.sort();
     assert_eq!(actions, ["replay", "resolve:failed"]);
@@ -266,7 +288,7 @@ async fn an_action_id_sent_again_for_another_dead_letter_is_a_409_that_names_the
         "{body}"
     );
     assert_eq!(
-        app.store.dead_letter(ids[1]).await.unwrap().unwrap().state,
+        app.store.letter(ids[1]).await.state,
         DeadLetterState::Open,
         "the second dead letter is untouched"
     );
@@ -329,100 +351,6 @@ async fn a_page_shows_an_answer_once_and_only_the_one_the_server_kept() {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_overlong_reason_or_reference_is_a_400_that_names_the_bound_and_stores_nothing() {
-    let Scene {
-        app,
-        olga,
-        letters: ids,
-    } = Scene::new(
-        TestDatabase::sqlite().await,
-        "pay_7f3",
-        Outcome::Unknown { error: "timeout" },
-        1,
-    )
-    .await;
-    let (consumer, key) = (testing::consumer(CONSUMER), testing::key("pay_7f3"));
-    let version = app
-        .store
-        .claim(&consumer, &key)
-        .await
-        .unwrap()
-        .unwrap()
-        .version
-        .to_string();
-    let call = |function: &'static str, fields: Vec<(&'static str, String)>| {
-        olga.post(app.url(server_fn(function)))
-            .header("sec-fetch-site", "same-origin")
-            .header("accept", "application/json")
-            .form(&fields)
-            .send()
-    };
-    let long_reason = "é".repeat(2001);
-    let cases = [
-        (
-            "replay_dead_letter",
-            vec![
-                ("id", ids[0].to_string()),
-                ("action_id", "0123456789-a".to_owned()),
-                ("reason", long_reason.clone()),
-            ],
-            "2000",
-        ),
-        (
-            "discard_dead_letter",
-            vec![
-                ("id", ids[0].to_string()),
-                ("action_id", "0123456789-b".to_owned()),
-                ("reason", long_reason.clone()),
-            ],
-            "2000",
-        ),
-        (
-            "resolve_unknown",
-            vec![
-                ("consumer", CONSUMER.to_owned()),
-                ("key", "pay_7f3".to_owned()),
-                ("version", version.clone()),
-                ("action_id", "0123456789-c".to_owned()),
-                ("outcome", "sent".to_owned()),
-                ("provider_ref", "r".repeat(5000)),
-            ],
-            "256",
-        ),
-        (
-            "resolve_unknown",
-            vec![
-                ("consumer", CONSUMER.to_owned()),
-                ("key", "pay_7f3".to_owned()),
-                ("version", version.clone()),
-                ("action_id", "0123456789-d".to_owned()),
-                ("outcome", "sent".to_owned()),
-                ("provider_ref", "pi_1\nInjected: yes".to_owned()),
-            ],
-            "control character",
-        ),
-    ];
-    for (function, fields, says) in cases {
-        let response = call(function, fields).await.unwrap();
-        assert_eq!(response.status().as_u16(), 400, "{function}");
-        let body = response.text().await.unwrap();
-        assert!(body.contains(says), "{function}: {body}");
-    }
-    let claim = app.store.claim(&consumer, &key).await.unwrap().unwrap();
-    assert_eq!(
-        (claim.status, claim.provider_ref),
-        (ClaimStatus::Unknown, None)
-    );
-    assert!(
-        app.store
-            .audit_for_key(&consumer, &key)
-            .await
-            .unwrap()
-            .is_empty()
-    );
-}
-
 /// The action commits, then the session that would carry its answer to the
 /// form's page cannot be written (here a trigger refuses every update of a
 /// session): the person gets a page that says what was done, with a
@@ -465,7 +393,7 @@ async fn an_answer_the_session_cannot_keep_is_a_page_that_says_what_was_done() {
     );
     assert!(shown.contains("could not keep this answer"), "{shown}");
     assert_eq!(
-        app.store.dead_letter(letter).await.unwrap().unwrap().state,
+        app.store.letter(letter).await.state,
         DeadLetterState::Replayed
     );
 }

@@ -18,6 +18,7 @@ async fn the_overview_charts_duplicate_delays_against_the_five_minute_window() {
         value: count,
     };
     app.store
+        .metrics()
         .record_metrics(&[
             observed(4.0, 45.0),
             observed(200.0, 30.0),
@@ -69,6 +70,7 @@ async fn ten_minutes_ago_of_two_consumers(store: &Store) {
         ..sample(consumer, metric, seconds)
     };
     store
+        .metrics()
         .record_metrics(&[
             sample("payments", Metric::Deliveries, 100.0),
             sample("refunds", Metric::Deliveries, 100.0),

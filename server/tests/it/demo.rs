@@ -11,7 +11,7 @@ use idem::demo::{
 };
 use idem_domain::{
     ClaimStatus, DeadLetterState, Metric,
-    slo::{AlertState, Slo, SloSet, SloStatus, default_slos},
+    slo::{Slo, SloSet, SloStatus, default_slos},
 };
 use idem_store::{PageRequest, Store, Ts, Window, testing};
 
@@ -85,6 +85,7 @@ async fn two_hours_of_demo_history_contain_every_case_of_the_tour(store: &Store)
     assert_eq!(refund.attempts, 3);
     let order_events = testing::consumer("order-events");
     let letters = store
+        .claims()
         .dead_letters_for_key(&order_events, &testing::key(tour::DEAD_LETTERED))
         .await
         .unwrap();
@@ -108,6 +109,7 @@ async fn two_hours_of_demo_history_contain_every_case_of_the_tour(store: &Store)
         "redriven after the dead letter, and sent"
     );
     let open = store
+        .claims()
         .dead_letters_for_key(&order_events, &testing::key(tour::DEAD_LETTER_ALREADY_SENT))
         .await
         .unwrap();
@@ -117,6 +119,7 @@ async fn two_hours_of_demo_history_contain_every_case_of_the_tour(store: &Store)
     let twice = one(tour::TWO_DEAD_LETTERS).await;
     assert_eq!(twice.status, ClaimStatus::Failed);
     let letters = store
+        .claims()
         .dead_letters_for_key(&order_events, &testing::key(tour::TWO_DEAD_LETTERS))
         .await
         .unwrap();
@@ -133,6 +136,7 @@ async fn two_hours_of_demo_history_contain_every_case_of_the_tour(store: &Store)
         "the redrive lost its response"
     );
     let letters = store
+        .claims()
         .dead_letters_for_key(
             &order_events,
             &testing::key(tour::UNKNOWN_BESIDE_DEAD_LETTER),
@@ -144,10 +148,15 @@ async fn two_hours_of_demo_history_contain_every_case_of_the_tour(store: &Store)
 
     // The relay published what the consumers wrote to the outbox.
     let backlog = store
-        .unpublished_outbox(&PageRequest::first(200))
+        .lists()
+        .unpublished_outbox_in(
+            &PageRequest::first(200),
+            &idem_store::OutboxFilter::default(),
+        )
         .await
         .unwrap();
     let published = store
+        .claims()
         .outbox_for_key(
             &testing::consumer("payment-webhooks"),
             &testing::key(tour::WEBHOOK_DUPLICATE),
@@ -362,6 +371,7 @@ async fn a_day_of_demo_history_ending_at(store: &Store, end: chrono::DateTime<Ut
         ..Window::default()
     };
     let open = store
+        .lists()
         .unknown_claims_in(&PageRequest::first(100), &incident)
         .await
         .unwrap();
@@ -373,6 +383,7 @@ async fn a_day_of_demo_history_ending_at(store: &Store, end: chrono::DateTime<Ut
     // …and reminders rate limited into the dead-letter queue, waiting for
     // a redrive.
     let waiting = store
+        .lists()
         .count_dead_letters_in(
             idem_domain::DeadLetterState::Open,
             &idem_store::DeadLetterFilter {
@@ -391,6 +402,7 @@ async fn a_day_of_demo_history_ending_at(store: &Store, end: chrono::DateTime<Ut
     // …while the healthy hours' ones were settled by the on-call, all but
     // the tour's, which are left for people.
     let left_open: Vec<String> = store
+        .lists()
         .unknown_claims_in(
             &PageRequest::first(100),
             &Window {
@@ -416,6 +428,7 @@ async fn a_day_of_demo_history_ending_at(store: &Store, end: chrono::DateTime<Ut
     );
     assert!(
         store
+            .audit()
             .audit_log(
                 &idem_store::AuditFilter {
                     actor: Some(demo::ON_CALL.into()),
@@ -433,61 +446,10 @@ async fn a_day_of_demo_history_ending_at(store: &Store, end: chrono::DateTime<Ut
 }
 
 /// Every default SLO as `/slo` shows it at `end`, worst first.
-async fn slo_states_at(store: &Store, end: chrono::DateTime<Utc>) -> Vec<SloStatus> {
+pub(crate) async fn slo_states_at(store: &Store, end: chrono::DateTime<Utc>) -> Vec<SloStatus> {
     let (slos, catalogue) = (Arc::new(SloSet::default()), Arc::default());
     let board = idem_app::api::evaluate_slos(store.clone(), slos, catalogue, Ts(end));
     board.await.unwrap().statuses
-}
-
-/// `make run`'s two days, seen on `/slo` at their end: most objectives
-/// met, and the incident still open paging — what a normal day with one bad
-/// hour looks like, not a board on fire.
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn two_days_of_demo_history_end_with_most_slos_ok_and_the_open_incident_paging() {
-    for hour in [16, 3] {
-        let end = yesterday_at(hour);
-        let db = idem_store::testing::TestDatabase::sqlite().await;
-        write_hours_of_history(&db.store, 48, end).await;
-        let states = slo_states_at(&db.store, end).await;
-        let board: Vec<String> = states
-            .iter()
-            .map(|s| {
-                format!(
-                    "{} {} budget {:?} sli {:?} of {}",
-                    s.slo.name,
-                    s.alert.as_str(),
-                    s.budget_remaining.map(|b| (b * 1000.0).round() / 10.0),
-                    s.sli,
-                    s.window.valid
-                )
-            })
-            .collect();
-        let mut board = board.join("\n");
-        // Where each unmet objective's bad events fell, hour by hour.
-        for status in states.iter().filter(|s| s.alert != AlertState::Ok) {
-            let mut hours = Vec::new();
-            for h in (1..=48).rev() {
-                let from = end - TimeDelta::hours(h);
-                let e = db
-                    .store
-                    .indicator_events(&status.slo.sli, Ts(from), Ts(from + TimeDelta::hours(1)))
-                    .await
-                    .unwrap();
-                if e.valid > e.good {
-                    hours.push(format!("-{h}h:{}/{}", e.valid - e.good, e.valid));
-                }
-            }
-            board += &format!("\n  {}: {}", status.slo.name, hours.join(" "));
-        }
-        let state = |name: &str| states.iter().find(|s| s.slo.name == name).unwrap().alert;
-        let ok = states.iter().filter(|s| s.alert == AlertState::Ok).count();
-        assert!(ok >= 5, "ending at {hour}:00, {ok} of 8 ok:\n{board}");
-        assert_eq!(state("unknown-resolved-15m"), AlertState::Page, "{board}");
-        assert!(
-            states.iter().all(|s| s.alert != AlertState::NoData),
-            "{board}"
-        );
-    }
 }
 
 /// A name with the lifetime the closures above want.

@@ -19,8 +19,20 @@ async fn the_demo_is_three_teams_and_only_growth_s_incident_is_open_at_its_end()
 
     // Every consumer the demo plays delivered; the open unknown outcomes are
     // growth's email provider's, and a tour key or two left for people.
-    let seen = db.store.claiming_consumers(100).await.unwrap();
-    let open = db.store.open_by_consumer(10_000).await.unwrap();
+    let seen = db
+        .store
+        .metrics()
+        .claiming_consumers(100, &idem_domain::Within::Every)
+        .await
+        .unwrap();
+    let names: Vec<idem_domain::ConsumerName> =
+        catalogue.entries().iter().map(|e| e.name.clone()).collect();
+    let open = db
+        .store
+        .lists()
+        .open_by_consumer(&names, 10_000)
+        .await
+        .unwrap();
     let unknown = |consumer: &str| open.unknown(consumer).value;
     for entry in catalogue.entries() {
         let name = entry.name.as_str();

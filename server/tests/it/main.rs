@@ -12,6 +12,7 @@
 
 mod common;
 
+mod action_bounds;
 mod actions;
 mod adapters;
 mod anonymous;
@@ -20,6 +21,7 @@ mod auth;
 mod brokers;
 mod charts;
 mod demo;
+mod demo_board;
 mod demo_teams;
 mod hostile;
 mod http;

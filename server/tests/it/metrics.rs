@@ -53,7 +53,7 @@ async fn an_hour_of_dead_letters(store: &Store) {
             });
         }
     }
-    store.record_metrics(&samples).await.unwrap();
+    store.metrics().record_metrics(&samples).await.unwrap();
 }
 
 async fn scrape(app: &common::TestApp, token: Option<&str>) -> (u16, String) {
@@ -243,12 +243,14 @@ async fn consumer_counters_count_settled_minutes_once(db: TestDatabase) {
     let minute = |n: i64| Ts::from(t0.0 + TimeDelta::minutes(n));
     // Written before the first scrape: before this replica's count began.
     store
+        .metrics()
         .record_metrics(&[counted(Metric::Deliveries, minute(-10), 500.0)])
         .await
         .unwrap();
     assert!(totals.advance(store, t0).await.unwrap().is_empty());
 
     store
+        .metrics()
         .record_metrics(&[
             counted(Metric::Deliveries, minute(-4), 10.0),
             counted(Metric::DuplicateClaims, minute(-4), 2.0),

@@ -105,10 +105,7 @@ async fn a_postgres_outage_shows_the_banner_refuses_actions_and_heals_without_a_
     // An action is refused and changes nothing.
     let refused = replay(&app, &operator, letter, "outage-attempt").await;
     assert_eq!(refused.status().as_u16(), 503);
-    assert_eq!(
-        direct.dead_letter(letter).await.unwrap().unwrap().state,
-        DeadLetterState::Open
-    );
+    assert_eq!(direct.letter(letter).await.state, DeadLetterState::Open);
 
     // Nobody can sign in, and the answer is a page that says so.
     let stranger = new_client();
@@ -142,10 +139,7 @@ async fn a_postgres_outage_shows_the_banner_refuses_actions_and_heals_without_a_
     let replayed = replay(&app, &operator, letter, "after-the-outage").await;
     let status = replayed.status().as_u16();
     assert_eq!(status, 200, "{}", replayed.text().await.unwrap());
-    assert_eq!(
-        direct.dead_letter(letter).await.unwrap().unwrap().state,
-        DeadLetterState::Replayed
-    );
+    assert_eq!(direct.letter(letter).await.state, DeadLetterState::Replayed);
     let audit = direct.latest_audit(5).await.unwrap();
     assert!(
         audit
@@ -196,7 +190,7 @@ async fn idem_starts_before_its_sqlite_folder_exists_and_migrates_when_it_appear
     // Migrated by the running process: accounts can be created and used.
     let store = Store::connect(&StoreConfig::new(&url)).unwrap();
     let started = Instant::now();
-    while store.users().await.is_err() {
+    while store.people().users().await.is_err() {
         assert!(
             started.elapsed() < Duration::from_secs(10),
             "never migrated"

@@ -171,6 +171,7 @@ async fn twenty_concurrent_writers_on_sqlite_lose_nothing_and_never_see_busy() {
 
     let sent = app
         .store
+        .lists()
         .count_claims(ClaimStatus::Sent, 100_000)
         .await
         .unwrap();
@@ -180,7 +181,7 @@ async fn twenty_concurrent_writers_on_sqlite_lose_nothing_and_never_see_busy() {
         "every claim was written"
     );
     for id in &letters {
-        let letter = app.store.dead_letter(*id).await.unwrap().unwrap();
+        let letter = app.store.letter(*id).await;
         assert_eq!(letter.state, DeadLetterState::Replayed, "dead letter {id}");
     }
     let audit = app.store.latest_audit(1000).await.unwrap();
@@ -265,8 +266,7 @@ async fn sigterm_during_a_burst_of_actions_leaves_each_action_whole_or_absent() 
     let audit = app.store.latest_audit(1000).await.unwrap();
     let mut committed = 0;
     for id in &letters {
-        let replayed =
-            app.store.dead_letter(*id).await.unwrap().unwrap().state == DeadLetterState::Replayed;
+        let replayed = app.store.letter(*id).await.state == DeadLetterState::Replayed;
         let audited = audit
             .iter()
             .any(|e| e.action_id.as_deref() == Some(format!("burst-action-{id}").as_str()));

@@ -120,7 +120,7 @@ async fn pages_read_the_replica_actions_write_the_primary_and_their_author_reads
     assert_eq!(replayed.status().as_u16(), 200);
     let state = |store: &Store| {
         let store = store.clone();
-        async move { store.dead_letter(letter).await.unwrap().unwrap().state }
+        async move { store.letter(letter).await.state }
     };
     assert_eq!(
         state(&app.store).await,

@@ -324,7 +324,7 @@ async fn a_flood_of_failures_costs_no_hashing_one_row_and_one_audit_entry_per_wi
                 .await
                 .unwrap()
                 .into_iter()
-                .filter(|e| e.action == "login" && e.actor == actor)
+                .filter(|e| e.action.as_str() == "login" && e.actor == actor)
                 .collect::<Vec<_>>()
         }
     };
@@ -339,6 +339,7 @@ async fn a_flood_of_failures_costs_no_hashing_one_row_and_one_audit_entry_per_wi
         idem_store::Ts::from(chrono::Utc::now() + chrono::TimeDelta::seconds(61));
     let closed = app
         .store
+        .people()
         .close_sign_in_windows(&limits, after_the_window)
         .await
         .unwrap();

@@ -25,7 +25,7 @@ async fn two_hours(store: &Store, dead_letters_per_minute: f64) {
         samples.push(sample(Metric::DeadLetters, dead_letters_per_minute));
         samples.push(sample(Metric::QueueOldestAgeSeconds, 5.0));
     }
-    store.record_metrics(&samples).await.unwrap();
+    store.metrics().record_metrics(&samples).await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -251,7 +251,7 @@ async fn an_hour_of_three_consumers(store: &Store) {
             samples.push(sample(Metric::DeadLetters, dead));
         }
     }
-    store.record_metrics(&samples).await.unwrap();
+    store.metrics().record_metrics(&samples).await.unwrap();
 }
 
 fn team_files() -> (tempfile::TempDir, std::path::PathBuf, std::path::PathBuf) {
@@ -405,7 +405,11 @@ async fn every_consumer_s_own_built_ins_and_no_consumer_without_a_name() {
             bucket: String::new(),
             value: 7.0,
         };
-        app.store.record_metrics(&[nameless]).await.unwrap();
+        app.store
+            .metrics()
+            .record_metrics(&[nameless])
+            .await
+            .unwrap();
 
         let (status, html) = app.get("/slo/not-dead-lettered").await;
         assert_eq!(status, 200, "{html}");

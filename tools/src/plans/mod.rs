@@ -111,6 +111,7 @@ async fn bring_up_to_date(database_url: &str) -> Result<(), String> {
     let store = Store::connect(&StoreConfig::new(database_url)).map_err(|e| e.to_string())?;
     store.migrate().await.map_err(|e| crate::cause_chain(&e))?;
     let hours = store
+        .metrics()
         .roll_up_hours(Ts::now())
         .await
         .map_err(|e| crate::cause_chain(&e))?;
@@ -168,6 +169,7 @@ async fn measure_all(
     show: &[String],
 ) -> Result<bool, StoreError> {
     let sample = store
+        .claims()
         .search_claims(&ClaimSearch::default(), &PageRequest::first(1))
         .await?
         .page

@@ -32,13 +32,13 @@ impl Reads<'_> {
             measure(
                 notices,
                 "overview: every count and list (one connection)",
-                || store.overview(5, 10_000, Ts::now(), &every),
+                || store.lists().overview(5, 10_000, Ts::now(), &every),
             )
             .await?,
             measure(
                 notices,
                 "overview of a team's ten consumers (rights limited to a team)",
-                || store.overview(5, 10_000, Ts::now(), &team),
+                || store.lists().overview(5, 10_000, Ts::now(), &team),
             )
             .await?,
         ])
@@ -46,7 +46,11 @@ impl Reads<'_> {
 
     /// Ten consumers, as a team a person's rights are limited to.
     async fn a_team(&self) -> StoreResult<idem_domain::Within> {
-        let names = self.store.consumers(10).await?;
+        let names = self
+            .store
+            .metrics()
+            .consumers(10, &idem_domain::Within::Every)
+            .await?;
         Ok(idem_domain::Within::Only(
             names
                 .into_iter()
@@ -60,35 +64,60 @@ impl Reads<'_> {
     pub(super) async fn consumer_table(&self) -> StoreResult<Vec<Measured>> {
         let (store, notices) = (self.store, self.notices);
         let to = Ts::now();
+        let every = idem_domain::Within::Every;
+        let team = self.a_team().await?;
+        let names: Vec<idem_domain::ConsumerName> = store
+            .metrics()
+            .claiming_consumers(1_000, &every)
+            .await?
+            .into_iter()
+            .filter_map(|n| idem_domain::ConsumerName::parse(n).ok())
+            .collect();
         Ok(vec![
             measure(notices, "/consumers: open work per consumer", || {
-                store.open_by_consumer(idem_domain::CappedCount::DEFAULT_CAP)
+                store
+                    .lists()
+                    .open_by_consumer(&names, idem_domain::CappedCount::DEFAULT_CAP)
             })
             .await?,
             measure(notices, "/consumers: every consumer with claims", || {
-                store.claiming_consumers(1_000)
+                store.metrics().claiming_consumers(1_000, &every)
             })
+            .await?,
+            measure(
+                notices,
+                "/consumers: a team's consumers with claims",
+                || store.metrics().claiming_consumers(1_000, &team),
+            )
             .await?,
             measure(notices, "/consumers: every consumer with metrics", || {
-                store.consumers(1_000)
+                store.metrics().consumers(1_000, &every)
             })
             .await?,
+            measure(
+                notices,
+                "/consumers: every consumer with dead letters",
+                || store.metrics().dead_lettering_consumers(1_000, &every),
+            )
+            .await?,
             measure(notices, "/consumers: the last hour per consumer", || {
-                store.sums_by_consumer(
+                store.metrics().sums_by_consumer(
                     &[
                         idem_domain::Metric::Deliveries,
                         idem_domain::Metric::DuplicateClaims,
                     ],
                     to - chrono::TimeDelta::hours(1),
                     to,
+                    &every,
                 )
             })
             .await?,
             measure(notices, "/consumers: queue age per consumer", || {
-                store.gauge_max_by_consumer(
+                store.metrics().gauge_max_by_consumer(
                     idem_domain::Metric::QueueOldestAgeSeconds,
                     to - chrono::TimeDelta::minutes(5),
                     to,
+                    &every,
                 )
             })
             .await?,
@@ -99,10 +128,21 @@ impl Reads<'_> {
     pub(super) async fn lists(&self) -> StoreResult<Vec<Measured>> {
         let (store, notices) = (self.store, self.notices);
         let first = PageRequest::first(PageRequest::DEFAULT_LIMIT);
-        let unknown_deep =
-            deep_cursor(25, |p| async move { store.unknown_claims(&p).await }).await?;
+        let (everywhere, letters, outbox) = (
+            idem_store::Window::default(),
+            DeadLetterFilter::default(),
+            idem_store::OutboxFilter::default(),
+        );
+        let (everywhere, letters, outbox) = (&everywhere, &letters, &outbox);
+        let unknown_deep = deep_cursor(25, |p| async move {
+            store.lists().unknown_claims_in(&p, everywhere).await
+        })
+        .await?;
         let dead_deep = deep_cursor(10, |p| async move {
-            store.dead_letters(DeadLetterState::Open, &p).await
+            store
+                .lists()
+                .dead_letters_in(DeadLetterState::Open, &p, letters)
+                .await
         })
         .await?;
         let unknown_deep = PageRequest::new(PageRequest::DEFAULT_LIMIT, unknown_deep);
@@ -116,31 +156,35 @@ impl Reads<'_> {
         let every_letter = DeadLetterFilter::default();
         Ok(vec![
             measure(notices, "/unknown first page", || {
-                store.unknown_claims(&first)
+                store.lists().unknown_claims_in(&first, everywhere)
             })
             .await?,
             measure(notices, "/unknown page 5,000 rows deep", || {
-                store.unknown_claims(&unknown_deep)
+                store.lists().unknown_claims_in(&unknown_deep, everywhere)
             })
             .await?,
             measure(notices, "/dead-letters first page", || {
-                store.dead_letters(open, &first)
+                store.lists().dead_letters_in(open, &first, letters)
             })
             .await?,
             measure(notices, "/dead-letters page 2,000 rows deep", || {
-                store.dead_letters(open, &dead_deep)
+                store.lists().dead_letters_in(open, &dead_deep, letters)
             })
             .await?,
             measure(
                 notices,
                 "/dead-letters whose error contains 429, first page",
-                || store.dead_letters_in(open, &first, &rate_limited),
+                || store.lists().dead_letters_in(open, &first, &rate_limited),
             )
             .await?,
             measure(
                 notices,
                 "/dead-letters whose error contains 429, counted",
-                || store.count_dead_letters_in(open, &rate_limited, 10_000),
+                || {
+                    store
+                        .lists()
+                        .count_dead_letters_in(open, &rate_limited, 10_000)
+                },
             )
             .await?,
             // A bulk discard's offer, and its start's read: the open letters
@@ -149,16 +193,18 @@ impl Reads<'_> {
             measure(
                 notices,
                 "a bulk discard's offer (open letters whose key is sent)",
-                || store.discard_offer(&every_letter),
+                || store.runs().discard_offer(&every_letter),
             )
             .await?,
             measure(notices, "/outbox first page", || {
-                store.unpublished_outbox(&first)
+                store.lists().unpublished_outbox_in(&first, outbox)
             })
             .await?,
             // The broker relay, every five seconds on each replica.
             measure(notices, "broker replays due (the relay)", || {
-                store.broker_replays_due(idem_store::Ts::now(), 20)
+                store
+                    .brokers()
+                    .broker_replays_due(idem_store::Ts::now(), 20)
             })
             .await?,
         ])
@@ -172,30 +218,40 @@ impl Reads<'_> {
             provider_ref,
             ..
         } = sample;
+        let (every, team) = (idem_domain::Within::Every, self.a_team().await?);
         Ok(vec![
             measure(notices, "key page: every read (one connection)", || {
-                store.key_records(consumer, key)
+                store.claims().key_records(consumer, key, &every)
             })
             .await?,
-            measure(notices, "key page: claim", || store.claim(consumer, key)).await?,
+            measure(notices, "key page: claim", || {
+                store.claims().claim(consumer, key)
+            })
+            .await?,
             measure(notices, "key page: outbox rows", || {
-                store.outbox_for_key(consumer, key)
+                store.claims().outbox_for_key(consumer, key)
             })
             .await?,
             measure(notices, "key page: dead letters", || {
-                store.dead_letters_for_key(consumer, key)
+                store.claims().dead_letters_for_key(consumer, key)
             })
             .await?,
             measure(notices, "key page: audit entries", || {
-                store.audit_for_key(consumer, key)
+                store.claims().audit_for_key(consumer, key)
             })
             .await?,
             measure(notices, "key page: same provider reference", || {
-                store.claims_with_provider_ref(provider_ref, (consumer, key), 5)
+                store
+                    .claims()
+                    .claims_by_provider_ref(provider_ref, &idem_domain::Within::Every, 5)
             })
             .await?,
             measure(notices, "/keys/{key}: every consumer", || {
-                store.claims_with_key(key, 50)
+                store.claims().claims_with_key(key, 50, &every)
+            })
+            .await?,
+            measure(notices, "/keys/{key}: a team's consumers", || {
+                store.claims().claims_with_key(key, 50, &team)
             })
             .await?,
         ])
@@ -206,7 +262,11 @@ impl Reads<'_> {
         let (store, notices) = (self.store, self.notices);
         let first = PageRequest::first(PageRequest::DEFAULT_LIMIT);
         let browse_deep = deep_cursor(25, |p| async move {
-            Ok(store.search_claims(&ClaimSearch::default(), &p).await?.page)
+            Ok(store
+                .claims()
+                .search_claims(&ClaimSearch::default(), &p)
+                .await?
+                .page)
         })
         .await?;
         let search =
@@ -238,26 +298,37 @@ impl Reads<'_> {
         ];
         let mut rows = Vec::new();
         for (name, search) in searches {
-            rows.push(measure(notices, name, || store.search_claims(&search, &first)).await?);
+            rows.push(
+                measure(notices, name, || {
+                    store.claims().search_claims(&search, &first)
+                })
+                .await?,
+            );
         }
         let deep = PageRequest::new(PageRequest::DEFAULT_LIMIT, browse_deep);
         let everything = ClaimSearch::default();
         rows.push(
             measure(notices, "/keys newest activity, 5,000 rows deep", || {
-                store.search_claims(&everything, &deep)
+                store.claims().search_claims(&everything, &deep)
             })
             .await?,
         );
         // What support quotes, matched whole on its own index.
         rows.push(
             measure(notices, "/keys?q= a provider reference", || {
-                store.claims_by_provider_ref(&sample.provider_ref, None, 50)
+                store.claims().claims_by_provider_ref(
+                    &sample.provider_ref,
+                    &idem_domain::Within::Every,
+                    50,
+                )
             })
             .await?,
         );
         rows.push(
             measure(notices, "/keys?q= a dead letter's message id", || {
-                store.dead_letters_by_message_id("m-1", None, 50)
+                store
+                    .claims()
+                    .dead_letters_by_message_id("m-1", &idem_domain::Within::Every, 50)
             })
             .await?,
         );
@@ -278,19 +349,7 @@ impl Reads<'_> {
         let froms: Vec<Ts> = [30 * 24, 6, 1]
             .map(|hours| to - chrono::TimeDelta::hours(hours))
             .to_vec();
-        let first = PageRequest::first(PageRequest::DEFAULT_LIMIT);
-        let everyone = AuditFilter::default();
-        let by_actor = AuditFilter {
-            actor: Some("operator".into()),
-            ..AuditFilter::default()
-        };
-        let recoveries = AuditFilter {
-            from: Some(to - chrono::TimeDelta::days(1)),
-            recoveries: true,
-            ..AuditFilter::default()
-        };
-        let limits = idem_domain::sign_in::SignInLimits::default();
-        Ok(vec![
+        let mut rows = vec![
             measure(notices, "charts, 24h: every metric", || async {
                 idem_app::api::charts::chart_reads(store, "24h", now)
                     .await
@@ -304,12 +363,18 @@ impl Reads<'_> {
             })
             .await?,
             measure(notices, "SLO board: every indicator, 30d/6h/1h", || {
-                store.indicator_events_since(&indicators, &froms, to)
+                store
+                    .metrics()
+                    .indicator_events_since(&indicators, &froms, to)
             })
             .await?,
             measure(notices, "SLO board per consumer, 30d/6h/1h", || async {
-                let of = store.consumers(1_000).await?;
+                let of = store
+                    .metrics()
+                    .consumers(1_000, &idem_domain::Within::Every)
+                    .await?;
                 store
+                    .metrics()
                     .indicator_events_by_consumer(&indicators, &froms, to, &of)
                     .await
             })
@@ -319,28 +384,52 @@ impl Reads<'_> {
                 "/metrics: consumer counters of a settled minute",
                 || {
                     let settled = (to - chrono::TimeDelta::minutes(5)).minute();
-                    store.counter_sums(settled - chrono::TimeDelta::minutes(1), settled)
+                    store
+                        .metrics()
+                        .counter_sums(settled - chrono::TimeDelta::minutes(1), settled)
                 },
             )
             .await?,
+        ];
+        rows.extend(self.audit_and_sign_in(to).await?);
+        Ok(rows)
+    }
+
+    /// The audit log's first pages and sign-in's reads.
+    async fn audit_and_sign_in(&self, to: Ts) -> StoreResult<Vec<Measured>> {
+        let (store, notices) = (self.store, self.notices);
+        let first = PageRequest::first(PageRequest::DEFAULT_LIMIT);
+        let everyone = AuditFilter::default();
+        let by_actor = AuditFilter {
+            actor: Some("operator".into()),
+            ..AuditFilter::default()
+        };
+        let recoveries = AuditFilter {
+            from: Some(to - chrono::TimeDelta::days(1)),
+            recoveries: true,
+            ..AuditFilter::default()
+        };
+        let limits = idem_domain::sign_in::SignInLimits::default();
+        let operator = idem_domain::AccountName::of_row("operator".to_owned());
+        Ok(vec![
             measure(notices, "/audit first page", || {
-                store.audit_log(&everyone, &first)
+                store.audit().audit_log(&everyone, &first)
             })
             .await?,
             measure(notices, "/audit by actor", || {
-                store.audit_log(&by_actor, &first)
+                store.audit().audit_log(&by_actor, &first)
             })
             .await?,
             measure(notices, "/audit recoveries of the last day", || {
-                store.audit_log(&recoveries, &first)
+                store.audit().audit_log(&recoveries, &first)
             })
             .await?,
             measure(notices, "sign-in: the account", || {
-                store.user_by_name("operator")
+                store.people().user_by_name(&operator)
             })
             .await?,
             measure(notices, "sign-in: a known device", || {
-                store.known_device(&limits, "operator", "0000", to)
+                store.people().known_device(&limits, "operator", "0000", to)
             })
             .await?,
         ])
@@ -368,11 +457,11 @@ impl Reads<'_> {
             measure(
                 notices,
                 "/checks of a team's ten consumers: every count",
-                || store.count_check_findings(&for_a_team, 10_000),
+                || store.checks().count_check_findings(&for_a_team, 10_000),
             )
             .await?,
             measure(notices, "/checks: every count", || {
-                store.count_check_findings(&limits, 10_000)
+                store.checks().count_check_findings(&limits, 10_000)
             })
             .await?,
         ];
@@ -380,7 +469,7 @@ impl Reads<'_> {
             let name = format!("/checks/{check} first page");
             rows.push(
                 measure(notices, &name, || {
-                    store.check_findings(check, &limits, &first)
+                    store.checks().check_findings(check, &limits, &first)
                 })
                 .await?,
             );

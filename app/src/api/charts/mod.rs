@@ -77,11 +77,19 @@ pub async fn get_charts(
                 }
             },
         };
-        let mut set = ssr::charts(&crate::serving::state()?, span, consumer).await?;
-        if let idem_domain::Within::Only(names) = &readable {
-            set.consumers
-                .retain(|c| names.iter().any(|n| n.as_str() == c));
-        }
+        let state = crate::serving::state()?;
+        // Another team's consumer charts as one that reports nothing.
+        let blind = consumer
+            .as_ref()
+            .is_some_and(|c| !readable.allows(c.as_str()));
+        let mut set = ssr::charts(&state, span, consumer, blind).await?;
+        // The filter offers the consumers this reader may see, read in
+        // their scope (never the fleet's names trimmed afterwards).
+        set.consumers = crate::serving::reader(&state)
+            .store
+            .metrics()
+            .consumers(200, &readable)
+            .await?;
         if let Some(first) = first {
             set.span = format!(
                 "{} Your rights are limited to teams, so the charts show one consumer at a \
@@ -134,26 +142,30 @@ pub(crate) mod ssr {
     /// request's reader: drawn once per interval, with the open unknown
     /// outcomes (about now, not the span) read through the short cache, so a
     /// resolution shows on the next refresh.
+    /// `blind`: the consumer is not the reader's, and charts as one that
+    /// reports nothing (nothing of it is read).
     pub async fn charts(
         state: &AppState,
         span: ChartSpan,
         consumer: Option<ConsumerName>,
+        blind: bool,
     ) -> Result<ChartSet, AppError> {
         let reader = crate::serving::reader(state);
         let key = ReadKey::OverviewCharts {
             span: span.clone(),
             consumer: consumer.clone(),
+            blind,
         };
         let (slos, for_span, who) = (state.slos.clone(), consumer.clone(), consumer.clone());
         let mut set = reader
             .cached(key, |store| {
-                overview::overview_charts(store, slos, span, for_span)
+                overview::overview_charts(store, slos, span, for_span, blind)
             })
             .await?;
         let slos = state.slos.clone();
         let open = reader
-            .cached(ReadKey::OpenUnknownChart { consumer }, |store| {
-                overview::open_unknown_chart(store, slos, who)
+            .cached(ReadKey::OpenUnknownChart { consumer, blind }, |store| {
+                overview::open_unknown_chart(store, slos, who, blind)
             })
             .await?;
         let at = set

@@ -98,6 +98,7 @@ pub async fn chart_reads(
     let span = ChartSpan::parse(Some(range.to_owned()), None, None, now)?;
     let starts: Vec<Ts> = span.frame().starts.iter().copied().map(Ts::from).collect();
     let read = store
+        .metrics()
         .metric_buckets(CHART_METRICS, &starts, Ts::from(span.to), None)
         .await?;
     Ok(read.len())
@@ -113,7 +114,8 @@ pub async fn charts_drawn(
     now: DateTime<Utc>,
 ) -> Result<usize, AppError> {
     let span = ChartSpan::parse(Some(range.to_owned()), None, None, now)?;
-    let set = overview_charts(store.clone(), Arc::new(SloSet::default()), span, None).await?;
+    let slos = Arc::new(SloSet::default());
+    let set = overview_charts(store.clone(), slos, span, None, false).await?;
     Ok(set
         .charts
         .iter()
@@ -127,19 +129,36 @@ pub async fn overview_charts(
     slos: Arc<SloSet>,
     span: ChartSpan,
     consumer: Option<ConsumerName>,
+    blind: bool,
 ) -> Result<ChartSet, AppError> {
     let frame = span.frame();
     let starts: Vec<Ts> = frame.starts.iter().copied().map(Ts::from).collect();
     let (from, to) = (Ts::from(span.from), Ts::from(span.to));
     let who = consumer.as_ref();
-    // Every metric the charts draw, the rollup watermark read once.
-    let read = store
-        .metric_buckets(CHART_METRICS, &starts, to, who)
-        .await?;
+    // Every metric the charts draw, the rollup watermark read once; for
+    // a consumer not the reader's, nothing (as for one that reports none).
+    let read = match blind {
+        true => HashMap::new(),
+        false => {
+            store
+                .metrics()
+                .metric_buckets(CHART_METRICS, &starts, to, who)
+                .await?
+        }
+    };
     let mut reads = Reads::new(read, &frame);
     let keys = |path: &str, text: &str| keys_link(&span, who, path, text);
 
-    let unobservable = store.unobservable(Metric::DuplicateClaims).await?;
+    // The charts read one consumer or, for a reader who sees every team,
+    // the fleet (`get_charts` never asks a limited reader for the fleet).
+    let reach = match blind {
+        true => idem_domain::Within::Only(Vec::new()),
+        false => idem_domain::Within::Every.narrowed_to(who),
+    };
+    let unobservable = store
+        .metrics()
+        .unobservable(Metric::DuplicateClaims, &reach)
+        .await?;
     let mut list = Vec::new();
     list.extend(duplicate_charts(
         &mut reads,
@@ -156,9 +175,11 @@ pub async fn overview_charts(
         Metric::OutcomeLatencySeconds.buckets(),
         latency_threshold(&slos),
     ));
-    let recoveries: Vec<(DateTime<Utc>, f64)> = store
-        .recoveries(from, to, who)
-        .await?
+    let recoveries = match blind {
+        true => Vec::new(),
+        false => store.metrics().recoveries(from, to, who).await?,
+    };
+    let recoveries: Vec<(DateTime<Utc>, f64)> = recoveries
         .into_iter()
         .map(|r| (r.at.0, r.seconds))
         .collect();
@@ -169,7 +190,8 @@ pub async fn overview_charts(
 
     Ok(ChartSet {
         span: span.sentence(),
-        consumers: store.consumers(200).await?,
+        // The filter's names are the reader's, filled in outside the cache.
+        consumers: Vec::new(),
         charts: list,
     })
 }
@@ -400,11 +422,18 @@ pub async fn open_unknown_chart(
     store: Store,
     slos: Arc<SloSet>,
     consumer: Option<ConsumerName>,
+    blind: bool,
 ) -> Result<Chart, AppError> {
     let cap = crate::api::COUNT_CAP;
-    let since = store
-        .unknown_since(consumer.as_ref(), cap as i64 + 1)
-        .await?;
+    let window = idem_store::Window {
+        consumer: consumer.clone(),
+        within: match blind {
+            true => idem_domain::Within::Only(Vec::new()),
+            false => idem_domain::Within::Every,
+        },
+        ..Default::default()
+    };
+    let since = store.lists().unknown_since(&window, cap as i64 + 1).await?;
     let now = Utc::now();
     let ages: Vec<f64> = since
         .iter()

@@ -27,6 +27,7 @@ pub async fn slo_charts(
     }
     let window_start = (until - TimeDelta::seconds(slo.window.as_seconds())).hour();
     let hourly = store
+        .metrics()
         .indicator_buckets(
             &slo.sli,
             window_start,

@@ -35,18 +35,20 @@ async fn a_dead_letter_replayed_seven_days_later_under_the_same_key_is_sent_once
     else {
         panic!("the third failed delivery is dead-lettered");
     };
-    let dead = store.dead_letter(id).await.unwrap().unwrap();
+    let dead = store.letter(id).await;
     assert_eq!(dead.key, key.as_str());
     assert_eq!(claim(store, &key).await.status, ClaimStatus::Failed);
 
     // Seven days later the provider is back and an operator replays it.
     let replayed = store
+        .actions()
         .replay_dead_letter(&ReplayRequest {
-            dead_letter_id: id,
+            dead_letter_id: testing::dead_letter_id(id),
             action_id: &testing::action_id("replay-renewal-1842"),
             actor: OLGA,
+            scope: &idem_domain::Within::Every,
             override_verdict: false,
-            reason: Some("provider outage is over"),
+            reason: Some(testing::reason("provider outage is over")),
             retention: &idem_domain::ClaimRetention::days(30),
         })
         .await
@@ -99,7 +101,7 @@ async fn a_dead_letter_replayed_seven_days_later_under_the_same_key_is_sent_once
     let claim = claim(store, &key).await;
     assert_eq!(claim.status, ClaimStatus::Sent);
     assert_eq!(claim.attempts, 4);
-    let dead = store.dead_letter(id).await.unwrap().unwrap();
+    let dead = store.letter(id).await;
     assert_eq!(dead.state, DeadLetterState::Replayed);
 }
 
@@ -153,7 +155,7 @@ async fn a_failing_in_transaction_effect_rolls_the_claim_back_with_it(store: &St
     assert_eq!(first.decision, Decision::Proceed);
     tx.rollback().await.unwrap();
     let webhooks = testing::consumer("payment-webhooks");
-    assert_eq!(store.claim(&webhooks, &key).await.unwrap(), None);
+    assert_eq!(store.claims().claim(&webhooks, &key).await.unwrap(), None);
 
     let mut tx = store.begin().await.unwrap();
     let again = consumer.claim(tx.conn(), &key, None, at(5)).await.unwrap();
@@ -167,9 +169,18 @@ async fn a_failing_in_transaction_effect_rolls_the_claim_back_with_it(store: &St
         .await
         .unwrap();
     tx.commit().await.unwrap();
-    let claim = store.claim(&webhooks, &key).await.unwrap().unwrap();
+    let claim = store
+        .claims()
+        .claim(&webhooks, &key)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!((claim.status, claim.delivery_count), (ClaimStatus::Sent, 1));
-    let outbox = store.outbox_for_key(&webhooks, &key).await.unwrap();
+    let outbox = store
+        .claims()
+        .outbox_for_key(&webhooks, &key)
+        .await
+        .unwrap();
     assert_eq!(outbox.len(), 1);
     assert_eq!(outbox[0].key, key.as_str());
 }

@@ -205,6 +205,7 @@ async fn deliver_as(
 
 async fn claim(store: &Store, key: &IdempotencyKey) -> Claim {
     store
+        .claims()
         .claim(&idem_store::testing::consumer("reminders"), key)
         .await
         .unwrap()

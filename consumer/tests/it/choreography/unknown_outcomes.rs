@@ -2,7 +2,7 @@
 //! response, a worker that gives up while another holds the lease.
 
 use idem_consumer::{ClaimStatus, Decision, GiveUp};
-use idem_domain::action::{ActionOutcome, Resolution};
+use idem_domain::action::ActionOutcome;
 use idem_store::{ResolveRequest, Store, testing};
 
 use super::{
@@ -45,16 +45,18 @@ async fn a_worker_killed_after_the_provider_accepted_leaves_an_unknown_outcome_t
 
     // An operator checks the provider's dashboard and resolves it as sent.
     let resolved = store
+        .actions()
         .resolve_unknown(&ResolveRequest {
             consumer: &testing::consumer("reminders"),
             key: &key,
             version: unknown.version,
-            resolution: Resolution::Sent {
-                provider_ref: lost_ref.clone(),
-            },
+            resolution: testing::sent(&lost_ref),
             action_id: &testing::action_id("resolve-renewal-1842"),
             actor: OLGA,
-            reason: Some("the provider's dashboard shows it delivered"),
+            scope: &idem_domain::Within::Every,
+            reason: Some(testing::reason(
+                "the provider's dashboard shows it delivered",
+            )),
         })
         .await
         .unwrap();
@@ -144,9 +146,6 @@ async fn giving_up_while_another_worker_holds_the_lease_leaves_the_outcome_to_th
         Handled::Suppressed(ClaimStatus::Sent)
     );
     assert_eq!(provider.calls(), 1);
-    assert_eq!(
-        store.dead_letter(id).await.unwrap().unwrap().key,
-        key.as_str()
-    );
+    assert_eq!(store.letter(id).await.key, key.as_str());
     assert_eq!(claim(store, &key).await.provider_ref, Some(provider_ref));
 }

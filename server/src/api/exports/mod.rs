@@ -159,12 +159,12 @@ async fn still_allowed(state: &AppState, parts: &Parts) -> Result<(), &'static s
     };
     let now = idem_store::Ts::now();
     match &user.via_token {
-        Some(token) => match state.store.token_is_live(token.id, now).await {
+        Some(token) => match state.store.tokens().token_is_live(token.id, now).await {
             Ok(true) => Ok(()),
             Ok(false) => Err("its token was revoked or expired, or its owner disabled"),
             Err(_) => Err("the token could not be checked"),
         },
-        None => match state.store.user_by_id(user.id).await {
+        None => match state.store.people().user_by_id(user.id).await {
             Ok(Some(account))
                 if !account.disabled
                     && account.role == user.role

@@ -133,14 +133,14 @@ impl Row for AuditEntry {
             time(self.at),
             self.actor.clone(),
             self.actor_role.clone(),
-            self.action.clone(),
+            self.action.to_string(),
             opt(self.consumer.as_ref()),
             opt(self.key.as_ref()),
             opt(self.target.as_ref()),
             opt(self.state_before.as_ref()),
             opt(self.state_after.as_ref()),
             opt(self.reason.as_ref()),
-            self.result.clone(),
+            self.result.to_string(),
             opt(self.client_addr.as_ref()),
         ]
     }

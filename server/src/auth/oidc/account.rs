@@ -2,7 +2,7 @@
 //! its role brought in line with the claims at every sign-in, never a
 //! password or proxy account of the same name.
 
-use idem_domain::{AccountOrigin, Rights};
+use idem_domain::{AccountName, AccountOrigin, AuditAction, Rights};
 use idem_store::{Store, StoreError, UserRecord};
 
 /// The name the provider's changes are audited under.
@@ -30,12 +30,13 @@ pub enum Refused {
 /// store bumps its epoch).
 pub async fn account(
     store: &Store,
-    username: &str,
+    username: &AccountName,
     subject: &str,
     rights: Rights,
     client: &str,
 ) -> Result<UserRecord, Refused> {
     let user = match store
+        .people()
         .user_by_subject(subject)
         .await
         .map_err(Refused::Store)?
@@ -56,16 +57,17 @@ pub async fn account(
         return Ok(user);
     }
     // Two sign-ins at once change the rights once (and end sessions once).
+    let account = AccountName::of_row(user.username.clone());
     let changed = store
-        .change_rights(&user.username, &user.rights, &rights)
+        .people()
+        .change_rights(&account, &user.rights, &rights)
         .await
         .map_err(Refused::Store)?;
     if changed {
-        let action = "role changed by OpenID Connect";
         audit(
             store,
-            &user.username,
-            action,
+            &account,
+            AuditAction::RoleChangedByOidc,
             &user.rights.to_string(),
             &rights,
             client,
@@ -73,6 +75,7 @@ pub async fn account(
         .await;
     }
     store
+        .people()
         .user_by_id(user.id)
         .await
         .map_err(Refused::Store)?
@@ -82,15 +85,21 @@ pub async fn account(
 /// The account named `username`, made (for `subject`) if there is none.
 async fn named(
     store: &Store,
-    username: &str,
+    username: &AccountName,
     subject: &str,
     rights: &Rights,
     client: &str,
 ) -> Result<UserRecord, Refused> {
-    if let Some(user) = store.user_by_name(username).await.map_err(Refused::Store)? {
+    if let Some(user) = store
+        .people()
+        .user_by_name(username)
+        .await
+        .map_err(Refused::Store)?
+    {
         return Ok(user);
     }
     let created = store
+        .people()
         .create_oidc_account(username, rights, subject)
         .await
         .map_err(Refused::Store)?;
@@ -98,7 +107,7 @@ async fn named(
         audit(
             store,
             username,
-            "user created by OpenID Connect",
+            AuditAction::UserCreatedByOidc,
             "none",
             rights,
             client,
@@ -107,6 +116,7 @@ async fn named(
     }
     // Made just now, by this sign-in or a concurrent one.
     store
+        .people()
         .user_by_name(username)
         .await
         .map_err(Refused::Store)?
@@ -118,14 +128,14 @@ async fn named(
 /// its id, when there is one.
 pub async fn no_role(
     store: &Store,
-    username: &str,
+    username: &AccountName,
     subject: &str,
 ) -> Result<Option<i64>, StoreError> {
-    match store.user_by_name(username).await? {
+    match store.people().user_by_name(username).await? {
         Some(user)
             if user.origin == AccountOrigin::Oidc && user.subject.as_deref() == Some(subject) =>
         {
-            store.end_sessions(username).await?;
+            store.people().end_sessions(username).await?;
             Ok(Some(user.id))
         }
         _ => Ok(None),
@@ -134,8 +144,8 @@ pub async fn no_role(
 
 async fn audit(
     store: &Store,
-    username: &str,
-    action: &str,
+    username: &AccountName,
+    action: AuditAction,
     before: &str,
     after: &Rights,
     client: &str,

@@ -54,7 +54,7 @@ fn values(claim: Option<&Value>) -> Vec<String> {
 /// carry it or it is not a usable name, and for an email the provider does
 /// not say it verified (where people type their own address, the first to
 /// claim someone else's would take their name).
-pub fn username(settings: &OidcSettings, claims: &Claims) -> Option<String> {
+pub fn username(settings: &OidcSettings, claims: &Claims) -> Option<idem_domain::AccountName> {
     let text = match settings.username_claim.as_str() {
         "email" => claims
             .email()
@@ -69,7 +69,7 @@ pub fn username(settings: &OidcSettings, claims: &Claims) -> Option<String> {
             .and_then(Value::as_str)
             .map(str::to_owned),
     }?;
-    idem_domain::account_name(&text).ok()
+    idem_domain::AccountName::parse(&text).ok()
 }
 
 /// Who the provider says this is, for good: issuer and subject.
@@ -162,11 +162,26 @@ mod tests {
     fn the_name_comes_from_the_configured_claim_and_must_be_usable() {
         let mut s = settings();
         let c = claims(serde_json::json!({ "upn": "alice@corp.example", "blank": "  " }));
-        assert_eq!(username(&s, &c).as_deref(), Some("alice@example.com"));
+        assert_eq!(
+            username(&s, &c)
+                .as_ref()
+                .map(idem_domain::AccountName::as_str),
+            Some("alice@example.com")
+        );
         s.username_claim = "sub".into();
-        assert_eq!(username(&s, &c).as_deref(), Some("00u1"));
+        assert_eq!(
+            username(&s, &c)
+                .as_ref()
+                .map(idem_domain::AccountName::as_str),
+            Some("00u1")
+        );
         s.username_claim = "upn".into();
-        assert_eq!(username(&s, &c).as_deref(), Some("alice@corp.example"));
+        assert_eq!(
+            username(&s, &c)
+                .as_ref()
+                .map(idem_domain::AccountName::as_str),
+            Some("alice@corp.example")
+        );
         s.username_claim = "blank".into();
         assert_eq!(username(&s, &c), None);
         s.username_claim = "preferred_username".into();

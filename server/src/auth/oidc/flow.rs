@@ -390,7 +390,7 @@ async fn sign_in(
         if let Some(id) = ended {
             ctx.known_users.forget(&id);
         }
-        return Err(Failure::NoRole(username));
+        return Err(Failure::NoRole(username.into()));
     };
     let user = account::account(&ctx.store, &username, &subject, rights, client)
         .await
@@ -399,7 +399,7 @@ async fn sign_in(
                 tracing::error!(error = %idem_app::error::cause_chain(&err), "OpenID Connect sign-in could not reach the database");
                 Failure::Unavailable
             }
-            refused => Failure::Account(username.clone(), refused),
+            refused => Failure::Account(username.to_string(), refused),
         })?;
     // Its role (and epoch) may have changed just now: this replica's pages
     // read it again, so the person's other sessions end at once here, not
@@ -432,15 +432,16 @@ async fn start_session(
 
 async fn signed_in_audit(ctx: &AuthContext, user: &idem_store::UserRecord, client: &str) {
     let entry = idem_store::NewAuditEntry {
-        actor: &user.username,
-        actor_role: user.role.as_str(),
-        action: "login",
         target: Some("OpenID Connect"),
-        result: "ok",
         client_addr: Some(client),
-        ..Default::default()
+        ..idem_store::NewAuditEntry::new(
+            &user.username,
+            user.role.as_str(),
+            idem_domain::AuditAction::Login,
+            idem_domain::AuditResult::Ok,
+        )
     };
-    if let Err(err) = ctx.store.append_audit(&entry).await {
+    if let Err(err) = ctx.store.audit().append_audit(&entry).await {
         tracing::error!(error = %idem_app::error::cause_chain(&err), "could not audit a sign-in");
     }
 }

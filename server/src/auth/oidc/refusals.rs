@@ -206,16 +206,17 @@ pub async fn answer(
     if failure.refuses_someone() {
         let reason = failure.reason();
         let entry = NewAuditEntry {
-            actor: failure.actor(),
-            actor_role: "anonymous",
-            action: "login",
             target: Some("OpenID Connect"),
             reason: Some(&reason),
-            result: "refused",
             client_addr: Some(client),
-            ..Default::default()
+            ..NewAuditEntry::new(
+                failure.actor(),
+                "anonymous",
+                idem_domain::AuditAction::Login,
+                idem_domain::AuditResult::Refused,
+            )
         };
-        if let Err(err) = store.append_audit(&entry).await {
+        if let Err(err) = store.audit().append_audit(&entry).await {
             tracing::error!(error = %idem_app::error::cause_chain(&err), "could not audit a refused OpenID Connect sign-in");
         }
         tracing::info!(reason, "OpenID Connect sign-in refused");

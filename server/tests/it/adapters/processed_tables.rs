@@ -55,6 +55,7 @@ async fn a_processed_jobs_table_shows_in_idem_through_its_adapter() {
     );
     assert_eq!(
         app.store
+            .claims()
             .claim(&testing::consumer("billing-jobs"), &testing::key(key))
             .await
             .unwrap()
@@ -266,8 +267,16 @@ async fn duplicates_a_worker_rolls_back_are_still_counted() {
     let app = spawn_read_only(db, "billing-jobs").await;
     // The background work samples every minute; sampling here as well (as a
     // second replica would) must not count anything twice.
-    app.store.sample_adapter_counters(Ts::now()).await.unwrap();
-    app.store.sample_adapter_counters(Ts::now()).await.unwrap();
+    app.store
+        .metrics()
+        .sample_adapter_counters(Ts::now())
+        .await
+        .unwrap();
+    app.store
+        .metrics()
+        .sample_adapter_counters(Ts::now())
+        .await
+        .unwrap();
     assert_eq!(
         counted(&app.store, "billing-jobs", Metric::DuplicateClaims).await,
         9.0

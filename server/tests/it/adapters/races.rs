@@ -168,8 +168,16 @@ async fn every_duplicate_is_counted_once(adapter: &Adapter, on_duplicate: OnDupl
         .await
         .unwrap();
     let minute = Ts::from(Ts::now().0 - TimeDelta::minutes(7));
-    store.sample_adapter_counters(minute).await.unwrap();
-    store.sample_adapter_counters(minute).await.unwrap();
+    store
+        .metrics()
+        .sample_adapter_counters(minute)
+        .await
+        .unwrap();
+    store
+        .metrics()
+        .sample_adapter_counters(minute)
+        .await
+        .unwrap();
 
     let what = format!("{} with workers that {on_duplicate:?}", adapter.file);
     assert_eq!(

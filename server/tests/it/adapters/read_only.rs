@@ -86,6 +86,7 @@ async fn a_reminder_store_s_unknown_outcome_is_resolved_in_its_own_table_and_not
     let legacy = testing::consumer("reminders-legacy");
     let sent = app
         .store
+        .claims()
         .claim(&legacy, &testing::key("renewal:account-1842:2026-09-30"))
         .await
         .unwrap()
@@ -99,6 +100,7 @@ async fn a_reminder_store_s_unknown_outcome_is_resolved_in_its_own_table_and_not
     assert_eq!(sent.duplicate_count, 1);
     let failed = app
         .store
+        .claims()
         .claim(&legacy, &testing::key("renewal:account-3001:2026-09-30"))
         .await
         .unwrap()
@@ -130,7 +132,13 @@ async fn a_reminder_store_s_unknown_outcome_is_resolved_in_its_own_table_and_not
         "no retry through Idem's outbox is offered"
     );
 
-    let unknown = app.store.claim(&legacy, &typed_key).await.unwrap().unwrap();
+    let unknown = app
+        .store
+        .claims()
+        .claim(&legacy, &typed_key)
+        .await
+        .unwrap()
+        .unwrap();
     let resolve = |action_id: &'static str, outcome: &'static str, reference: &'static str| {
         let version = unknown.version.to_string();
         let olga = olga.clone();
@@ -176,7 +184,12 @@ async fn a_reminder_store_s_unknown_outcome_is_resolved_in_its_own_table_and_not
         "{said}"
     );
     assert_eq!(
-        app.store.claim(&legacy, &typed_key).await.unwrap().unwrap(),
+        app.store
+            .claims()
+            .claim(&legacy, &typed_key)
+            .await
+            .unwrap()
+            .unwrap(),
         unknown
     );
     assert_eq!(team_row(unknown_key).await, ("unknown".to_owned(), None));
@@ -194,10 +207,21 @@ async fn a_reminder_store_s_unknown_outcome_is_resolved_in_its_own_table_and_not
         ("sent".to_owned(), Some("sms_0003".to_owned())),
         "the store's workers see the outcome in their own table"
     );
-    let resolved = app.store.claim(&legacy, &typed_key).await.unwrap().unwrap();
+    let resolved = app
+        .store
+        .claims()
+        .claim(&legacy, &typed_key)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(resolved.status, ClaimStatus::Sent);
     assert_eq!(resolved.provider_ref.as_deref(), Some("sms_0003"));
-    let audit = app.store.audit_for_key(&legacy, &typed_key).await.unwrap();
+    let audit = app
+        .store
+        .claims()
+        .audit_for_key(&legacy, &typed_key)
+        .await
+        .unwrap();
     assert_eq!(audit.len(), 1, "{audit:?}");
 
     // Pressed twice: the same answer, nothing written twice.
@@ -205,6 +229,7 @@ async fn a_reminder_store_s_unknown_outcome_is_resolved_in_its_own_table_and_not
     assert_eq!(again.status().as_u16(), 200);
     assert_eq!(
         app.store
+            .claims()
             .audit_for_key(&legacy, &typed_key)
             .await
             .unwrap()
@@ -219,6 +244,7 @@ async fn a_reminder_store_s_unknown_outcome_is_resolved_in_its_own_table_and_not
     send(raced_key, Err(("unknown", "no response within 30 s"))).await;
     let raced = app
         .store
+        .claims()
         .claim(&legacy, &testing::key(raced_key))
         .await
         .unwrap()
@@ -260,6 +286,7 @@ async fn a_reminder_store_s_unknown_outcome_is_resolved_in_its_own_table_and_not
     );
     assert_eq!(
         app.store
+            .claims()
             .claim(&legacy, &testing::key(raced_key))
             .await
             .unwrap()
@@ -269,6 +296,7 @@ async fn a_reminder_store_s_unknown_outcome_is_resolved_in_its_own_table_and_not
     );
     assert!(
         app.store
+            .claims()
             .audit_for_key(&legacy, &testing::key(raced_key))
             .await
             .unwrap()
@@ -300,7 +328,7 @@ async fn a_reminder_store_s_unknown_outcome_is_resolved_in_its_own_table_and_not
     assert!(visible(&html).contains("is read through an adapter"));
     let refused = common::replay(&app, &olga, letter, "replay-legacy-9").await;
     assert_eq!(refused.status().as_u16(), 409);
-    let still = app.store.dead_letter(letter).await.unwrap().unwrap();
+    let still = app.store.letter(letter).await;
     assert_eq!(still.state, idem_domain::DeadLetterState::Open);
     // Nor redriven: not as that consumer's, nor among every consumer's.
     for (consumer, says) in [
@@ -351,7 +379,12 @@ async fn a_reminder_store_s_unknown_outcome_is_resolved_in_its_own_table_and_not
     assert_eq!(status, 200, "{body}");
     assert!(body.contains("nothing to discard"), "{body}");
     assert!(
-        app.store.running_redrives().await.unwrap().is_empty(),
+        app.store
+            .runs()
+            .running_redrives()
+            .await
+            .unwrap()
+            .is_empty(),
         "no redrive was started"
     );
 
@@ -359,14 +392,26 @@ async fn a_reminder_store_s_unknown_outcome_is_resolved_in_its_own_table_and_not
     let theirs = "renewal:account-5200:2026-09-30";
     send(theirs, Err(("unknown", "no response within 30 s"))).await;
     let typed = testing::key(theirs);
-    let before = app.store.claim(&legacy, &typed).await.unwrap().unwrap();
+    let before = app
+        .store
+        .claims()
+        .claim(&legacy, &typed)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(before.status, ClaimStatus::Unknown);
     sqlx::query("UPDATE reminder_sends SET status = 'sent', provider_message_id = 'sms_0004' WHERE reminder_id = $1")
         .bind(theirs)
         .execute(&pool)
         .await
         .unwrap();
-    let followed = app.store.claim(&legacy, &typed).await.unwrap().unwrap();
+    let followed = app
+        .store
+        .claims()
+        .claim(&legacy, &typed)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(followed.status, ClaimStatus::Sent);
     assert!(followed.version > before.version);
     // The store did not move updated_at; the change is dated all the same.

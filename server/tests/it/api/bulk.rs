@@ -119,7 +119,7 @@ async fn a_token_discards_the_dead_letters_already_sent_that_the_check_offered(
     assert_eq!(record["run"]["kind"], "discard");
     assert_eq!(outcomes(&record), ["discarded"; 4]);
     for id in &letters {
-        let letter = app.store.dead_letter(*id).await.unwrap().unwrap();
+        let letter = app.store.letter(*id).await;
         assert_eq!(
             letter.state,
             idem_domain::DeadLetterState::Discarded,
@@ -127,7 +127,10 @@ async fn a_token_discards_the_dead_letters_already_sent_that_the_check_offered(
         );
     }
     let audit = app.store.latest_audit(10).await.unwrap();
-    let discards: Vec<_> = audit.iter().filter(|a| a.action == "discard").collect();
+    let discards: Vec<_> = audit
+        .iter()
+        .filter(|a| a.action.as_str() == "discard")
+        .collect();
     assert_eq!(discards.len(), 4);
     assert!(
         discards
@@ -276,11 +279,12 @@ async fn a_bulk_resolve_with_a_bad_key_is_refused_whole_and_names_it(
     );
     assert!(
         app.store
+            .runs()
             .running_redrives()
             .await
             .unwrap()
             .iter()
-            .all(|id| *id == fixture.redrive)
+            .all(|id| id.get() == fixture.redrive)
     );
 
     // A viewer's token may read but not start one.
@@ -292,6 +296,7 @@ async fn a_bulk_resolve_with_a_bad_key_is_refused_whole_and_names_it(
     problem(&kind, &refused);
     let claim = app
         .store
+        .claims()
         .claim(
             &idem_store::testing::consumer("orders"),
             &idem_store::testing::key(&fixture.key),

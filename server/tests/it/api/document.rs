@@ -101,11 +101,6 @@ async fn every_write_the_document_lists_is_refused_without_a_token(
         }
     }
     assert_eq!(writes, 9);
-    let letter = app
-        .store
-        .dead_letter(fixture.dead_letter)
-        .await
-        .unwrap()
-        .unwrap();
+    let letter = app.store.letter(fixture.dead_letter).await;
     assert_eq!(letter.state, idem_domain::DeadLetterState::Open);
 }

@@ -21,7 +21,7 @@ on_both_backends!(
 
 async fn audit_of(app: &TestApp, action: &str) -> Vec<idem_domain::AuditEntry> {
     let mut all = app.store.latest_audit(100).await.unwrap();
-    all.retain(|e| e.action == action);
+    all.retain(|e| e.action.as_str() == action);
     all
 }
 
@@ -45,12 +45,7 @@ async fn a_write_without_an_idempotency_key_is_a_400_and_does_nothing(
         let response = post_raw(&app, &secret, &path, bad, &json!({})).await;
         assert_eq!(response.status().as_u16(), 400, "key {bad:?}");
     }
-    let letter = app
-        .store
-        .dead_letter(fixture.dead_letter)
-        .await
-        .unwrap()
-        .unwrap();
+    let letter = app.store.letter(fixture.dead_letter).await;
     assert_eq!(letter.state, DeadLetterState::Open);
     assert!(audit_of(&app, "replay").await.is_empty());
 }
@@ -87,12 +82,7 @@ async fn a_replay_sent_twice_with_one_key_replays_once_and_answers_the_same(
     let (status, _, again) = answer(again).await;
     assert_eq!((status, &again), (200, &first), "the first answer, again");
 
-    let letter = app
-        .store
-        .dead_letter(fixture.dead_letter)
-        .await
-        .unwrap()
-        .unwrap();
+    let letter = app.store.letter(fixture.dead_letter).await;
     assert_eq!(letter.state, DeadLetterState::Replayed);
     let replays = audit_of(&app, "replay").await;
     assert_eq!(replays.len(), 1, "replayed once");
@@ -149,12 +139,7 @@ async fn one_key_sent_with_another_body_is_a_422_and_does_nothing(
             "/api/v1/problems/idempotency-key-reused"
         );
     }
-    let letter = app
-        .store
-        .dead_letter(fixture.dead_letter)
-        .await
-        .unwrap()
-        .unwrap();
+    let letter = app.store.letter(fixture.dead_letter).await;
     assert_eq!(
         letter.state,
         DeadLetterState::Open,
@@ -246,6 +231,7 @@ async fn a_resolve_of_a_claim_changed_since_it_was_read_is_a_409_in_the_pages_wo
 
     let claim = app
         .store
+        .claims()
         .claim(
             &idem_store::testing::consumer("orders"),
             &idem_store::testing::key("key-1"),
@@ -286,15 +272,11 @@ async fn a_discard_then_a_resolve_in_a_row_each_do_their_own_thing(
     assert_eq!(status, 200, "{resolved}");
     assert_ne!(discarded["audit_id"], resolved["audit_id"]);
 
-    let letter = app
-        .store
-        .dead_letter(fixture.discardable)
-        .await
-        .unwrap()
-        .unwrap();
+    let letter = app.store.letter(fixture.discardable).await;
     assert_eq!(letter.state, DeadLetterState::Discarded);
     let claim = app
         .store
+        .claims()
         .claim(
             &idem_store::testing::consumer("orders"),
             &idem_store::testing::key("key-1"),

@@ -52,11 +52,18 @@ pub async fn token_of(
     owner_rights: &str,
     rights: &str,
 ) -> String {
-    if store.user_by_name(owner).await.unwrap().is_none() {
+    if store
+        .people()
+        .user_by_name(&idem_store::testing::account(owner))
+        .await
+        .unwrap()
+        .is_none()
+    {
         let owner_rights: Rights = owner_rights.parse().unwrap();
         store
+            .people()
             .create_account_with(
-                owner,
+                &idem_store::testing::account(owner),
                 &owner_rights,
                 None,
                 idem_domain::AccountOrigin::Password,

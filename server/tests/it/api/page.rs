@@ -104,7 +104,10 @@ async fn only_an_admin_makes_lists_or_revokes_tokens(db: idem_store::testing::Te
     let (status, page) = make(&app, &operator, &fields).await;
     assert_eq!(status, 403, "{page}");
     assert!(visible(&page).contains("it needs admin"));
-    assert!(app.store.tokens().await.unwrap().is_empty(), "nothing made");
+    assert!(
+        app.store.tokens().list().await.unwrap().is_empty(),
+        "nothing made"
+    );
     let (status, _) = crate::common::get(&operator, &app.url("/tokens")).await;
     assert_eq!(status, 403);
     let anonymous = crate::common::new_client();
@@ -132,5 +135,5 @@ async fn only_an_admin_makes_lists_or_revokes_tokens(db: idem_store::testing::Te
         assert!(!page.contains("<script>alert"), "escaped");
         assert!(visible(&page).contains(says), "{field}: {}", visible(&page));
     }
-    assert!(app.store.tokens().await.unwrap().is_empty());
+    assert!(app.store.tokens().list().await.unwrap().is_empty());
 }

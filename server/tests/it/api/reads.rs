@@ -7,6 +7,7 @@ use super::{app_with_token, bare, get, on_both_backends, problem};
 
 on_both_backends!(
     a_keys_whole_story_is_read_back_with_every_character_it_has,
+    a_key_search_finds_a_provider_reference_and_a_message_id_as_the_page_does,
     bad_input_is_a_400_problem_and_an_unknown_address_a_404_problem,
     the_unknown_outcomes_are_paged_by_an_opaque_cursor,
     checks_and_objectives_are_read_as_the_pages_read_them,
@@ -59,6 +60,53 @@ async fn a_keys_whole_story_is_read_back_with_every_character_it_has(
     let (status, _, json) = get(&app, &secret, &search).await;
     assert_eq!(status, 200, "{json}");
     assert_eq!(json["items"][0]["key"], KEY);
+}
+
+async fn a_key_search_finds_a_provider_reference_and_a_message_id_as_the_page_does(
+    db: idem_store::testing::TestDatabase,
+) {
+    let (app, _, secret) = app_with_token(db).await;
+    let now = Ts::now();
+    let reference = "ch_3Pq/7 %#";
+    let mut tx = app.store.begin().await.unwrap();
+    let delivery = Delivery {
+        consumer: "orders",
+        key: "invoice:7",
+        payload_hash: None,
+        at: now,
+    };
+    tx.claim(&delivery).await.unwrap();
+    tx.lease("orders", "invoice:7", now, now).await.unwrap();
+    let sent = Outcome::Sent {
+        provider_ref: Some(reference),
+    };
+    tx.record("orders", "invoice:7", sent, now).await.unwrap();
+    tx.commit().await.unwrap();
+    // A dead letter whose message id is its key, and no claim of it.
+    crate::common::dead_letter(&app.store, "msg:only-1").await;
+
+    let (status, _, json) = get(
+        &app,
+        &secret,
+        &format!("/api/v1/keys?q={}", percent(reference)),
+    )
+    .await;
+    assert_eq!(status, 200, "{json}");
+    assert_eq!(
+        json["items"],
+        serde_json::json!([]),
+        "no key is the reference"
+    );
+    assert_eq!(json["by_provider_ref"][0]["key"], "invoice:7", "{json}");
+    assert_eq!(json["by_provider_ref"][0]["provider_ref"], reference);
+
+    let (status, _, json) = get(&app, &secret, "/api/v1/keys?q=msg%3Aonly-1").await;
+    assert_eq!(status, 200, "{json}");
+    assert_eq!(
+        json["by_message_id"][0]["message_id"], "msg:only-1",
+        "{json}"
+    );
+    assert_eq!(json["by_provider_ref"], serde_json::json!([]));
 }
 
 fn percent(text: &str) -> String {

@@ -173,7 +173,11 @@ async fn a_nightly_job_reconciles_an_export_and_applies_the_class_it_proves(
     // The token's owner is made a viewer before the job applies the other
     // class: refused, and the key stays unknown.
     app.store
-        .set_role("olga", idem_domain::Role::Viewer)
+        .people()
+        .set_role(
+            &idem_store::testing::account("olga"),
+            idem_domain::Role::Viewer,
+        )
         .await
         .unwrap();
     let (status, _, refused) = post(
@@ -236,6 +240,7 @@ async fn a_viewer_s_token_and_a_bad_export_keep_nothing(db: idem_store::testing:
     // The fixture's own reconciliation is the only one, before and after.
     let kept = || async {
         app.store
+            .reconcile()
             .reconciliations(&idem_domain::Within::Every, 10)
             .await
             .unwrap()

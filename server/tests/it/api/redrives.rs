@@ -57,7 +57,16 @@ async fn a_token_redrives_what_the_list_offered_and_stops_when_the_token_is_revo
         .unwrap();
     let mut run = serde_json::Value::Null;
     for _ in 0..100 {
-        run = serde_json::to_value(app.store.redrive(id).await.unwrap().unwrap().0).unwrap();
+        run = serde_json::to_value(
+            app.store
+                .runs()
+                .redrive(idem_domain::RunId::of_row(id), &idem_domain::Within::Every)
+                .await
+                .unwrap()
+                .unwrap()
+                .0,
+        )
+        .unwrap();
         if run["state"] != "running" {
             break;
         }
@@ -115,7 +124,7 @@ async fn a_redrive_of_a_list_that_changed_since_it_was_read_starts_nothing(
     assert_eq!(problem(&kind, &json), "/api/v1/problems/changed");
     assert!(json["detail"].as_str().unwrap().contains("now 3"), "{json}");
     assert!(
-        app.store.running_redrives().await.unwrap().len() <= 1,
+        app.store.runs().running_redrives().await.unwrap().len() <= 1,
         "only the fixture's"
     );
 

@@ -12,7 +12,7 @@ on_both_backends!(
     a_revoked_or_expired_token_is_refused_at_the_next_request,
     a_token_holds_no_more_than_its_owner_holds_now,
     a_viewer_token_cannot_replay_a_dead_letter,
-    a_token_limited_to_a_team_is_refused_another_teams_key_with_its_team_named,
+    a_token_limited_to_a_team_finds_another_teams_key_missing_and_its_team_unnamed,
 );
 
 async fn a_token_opens_the_api_and_a_session_cookie_does_not(
@@ -131,7 +131,11 @@ async fn a_revoked_or_expired_token_is_refused_at_the_next_request(
 
 async fn a_token_holds_no_more_than_its_owner_holds_now(db: idem_store::testing::TestDatabase) {
     let (app, fixture, secret) = app_with_token(db).await;
-    app.store.set_role("olga", Role::Viewer).await.unwrap();
+    app.store
+        .people()
+        .set_role(&idem_store::testing::account("olga"), Role::Viewer)
+        .await
+        .unwrap();
     let path = format!("/api/v1/dead-letters/{}/replay", fixture.dead_letter);
     let (status, kind, json) =
         super::post(&app, &secret, &path, "k-demoted", &serde_json::json!({})).await;
@@ -141,19 +145,18 @@ async fn a_token_holds_no_more_than_its_owner_holds_now(db: idem_store::testing:
         json["detail"].as_str().unwrap().contains("needs operator"),
         "{json}"
     );
-    let letter = app
-        .store
-        .dead_letter(fixture.dead_letter)
-        .await
-        .unwrap()
-        .unwrap();
+    let letter = app.store.letter(fixture.dead_letter).await;
     assert_eq!(
         letter.state,
         idem_domain::DeadLetterState::Open,
         "nothing replayed"
     );
 
-    app.store.set_disabled("olga", true).await.unwrap();
+    app.store
+        .people()
+        .set_disabled(&idem_store::testing::account("olga"), true)
+        .await
+        .unwrap();
     assert_eq!(
         get(&app, &secret, "/api/v1/unknown").await.0,
         401,
@@ -172,12 +175,7 @@ async fn a_viewer_token_cannot_replay_a_dead_letter(db: idem_store::testing::Tes
         json["detail"], "Your role (viewer) may not do this; it needs operator.",
         "the pages' words"
     );
-    let letter = app
-        .store
-        .dead_letter(fixture.dead_letter)
-        .await
-        .unwrap()
-        .unwrap();
+    let letter = app.store.letter(fixture.dead_letter).await;
     assert_eq!(letter.state, idem_domain::DeadLetterState::Open);
     assert_eq!(
         get(&app, &secret, "/api/v1/audit").await.0,
@@ -186,7 +184,7 @@ async fn a_viewer_token_cannot_replay_a_dead_letter(db: idem_store::testing::Tes
     );
 }
 
-async fn a_token_limited_to_a_team_is_refused_another_teams_key_with_its_team_named(
+async fn a_token_limited_to_a_team_finds_another_teams_key_missing_and_its_team_unnamed(
     db: idem_store::testing::TestDatabase,
 ) {
     let (app, fixture, _, _dir) = crate::team_rights::app_of_two_teams(db).await;
@@ -198,13 +196,20 @@ async fn a_token_limited_to_a_team_is_refused_another_teams_key_with_its_team_na
         "operator@payments",
     )
     .await;
-    let (status, kind, json) = get(&app, &secret, "/api/v1/keys/orders/key-1").await;
-    assert_eq!(status, 403, "{json}");
-    assert_eq!(problem(&kind, &json), "/api/v1/problems/other-team");
-    assert!(
-        json["detail"].as_str().unwrap().contains("growth"),
-        "{json}"
+    let (status, kind, theirs) = get(&app, &secret, "/api/v1/keys/orders/key-1").await;
+    assert_eq!(status, 404, "{theirs}");
+    assert_eq!(problem(&kind, &theirs), "/api/v1/problems/not-found");
+    let (status, _, missing) = get(&app, &secret, "/api/v1/keys/orders/key-none").await;
+    assert_eq!(status, 404);
+    assert_eq!(
+        theirs["detail"].as_str().unwrap().replace("key-1", "KEY"),
+        missing["detail"]
+            .as_str()
+            .unwrap()
+            .replace("key-none", "KEY"),
+        "another team's key reads as one nobody wrote"
     );
+    assert!(!theirs.to_string().contains("growth"), "{theirs}");
 
     let (status, _, json) = get(&app, &secret, "/api/v1/unknown").await;
     assert_eq!(status, 200);
@@ -219,22 +224,25 @@ async fn a_token_limited_to_a_team_is_refused_another_teams_key_with_its_team_na
         "{consumers:?}"
     );
 
-    let path = format!("/api/v1/dead-letters/{}/discard", fixture.discardable);
-    let (status, _, json) = super::post(
-        &app,
-        &secret,
-        &path,
-        "k-1",
-        &serde_json::json!({"reason": "sent"}),
-    )
-    .await;
-    assert_eq!(status, 403, "{json}");
-    let letter = app
-        .store
-        .dead_letter(fixture.discardable)
-        .await
-        .unwrap()
-        .unwrap();
+    // Discarding growth's letter answers as discarding one nobody has.
+    let discard = |id: i64, key: &'static str| {
+        let (app, secret) = (&app, &secret);
+        async move {
+            let path = format!("/api/v1/dead-letters/{id}/discard");
+            let body = serde_json::json!({"reason": "sent"});
+            let (status, _, json) = super::post(app, secret, &path, key, &body).await;
+            let words = json["detail"].as_str().unwrap_or_default();
+            (status, words.replace(&id.to_string(), "ID"))
+        }
+    };
+    let theirs = discard(fixture.discardable, "k-1").await;
+    let missing = discard(fixture.discardable + 10_000, "k-2").await;
+    assert_eq!(theirs, missing);
+    assert!(
+        theirs.1.contains("There is no dead letter ID."),
+        "{theirs:?}"
+    );
+    let letter = app.store.letter(fixture.discardable).await;
     assert_eq!(
         letter.state,
         idem_domain::DeadLetterState::Open,

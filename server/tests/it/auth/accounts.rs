@@ -16,6 +16,7 @@ async fn demo_mode_and_only_demo_mode_has_the_three_demo_accounts() {
     let quiet = spawn_with(|_| {}, TestDatabase::sqlite().await).await;
     let names: Vec<String> = quiet
         .store
+        .people()
         .users()
         .await
         .unwrap()
@@ -90,8 +91,9 @@ async fn the_demo_s_accounts_are_disabled_when_its_database_is_served_without_th
     drop(start(idem::config::DemoSetting::On).await.unwrap());
     // Someone else's account named like a demo one keeps working.
     db.store
+        .people()
         .set_password(
-            "viewer",
+            &idem_store::testing::account("viewer"),
             &idem::auth::Passwords::new(1)
                 .hash("a real one".into())
                 .await
@@ -102,7 +104,15 @@ async fn the_demo_s_accounts_are_disabled_when_its_database_is_served_without_th
     drop(start(idem::config::DemoSetting::Off).await.unwrap());
     let disabled = |name: &'static str| {
         let store = db.store.clone();
-        async move { store.user_by_name(name).await.unwrap().unwrap().disabled }
+        async move {
+            store
+                .people()
+                .user_by_name(&idem_store::testing::account(name))
+                .await
+                .unwrap()
+                .unwrap()
+                .disabled
+        }
     };
     assert!(disabled("admin").await, "admin / admin would let anyone in");
     assert!(disabled("operator").await);

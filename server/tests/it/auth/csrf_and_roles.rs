@@ -95,15 +95,17 @@ async fn every_server_function_called_properly_answers_its_role_and_refuses_the_
     // returns the row.
     const CLIENT: &str = "203.0.113.77";
     app.store
+        .audit()
         .append_audit(&idem_store::NewAuditEntry {
-            actor: "pete",
-            actor_role: "operator",
-            action: "replay",
             consumer: Some("orders"),
             key: Some(&fixture.key),
-            result: "ok",
             client_addr: Some(CLIENT),
-            ..Default::default()
+            ..idem_store::NewAuditEntry::new(
+                "pete",
+                "operator",
+                idem_domain::AuditAction::Replay,
+                idem_domain::AuditResult::Ok,
+            )
         })
         .await
         .unwrap();
@@ -164,6 +166,7 @@ async fn every_server_function_called_properly_answers_its_role_and_refuses_the_
     // reached the database (the admin's came second and found them done).
     let audit = app
         .store
+        .claims()
         .audit_for_key(
             &idem_store::testing::consumer("orders"),
             &idem_store::testing::key("key-1"),
@@ -173,10 +176,10 @@ async fn every_server_function_called_properly_answers_its_role_and_refuses_the_
     assert!(
         audit
             .iter()
-            .any(|e| e.action == "replay" && e.actor == "olga")
+            .any(|e| e.action.as_str() == "replay" && e.actor == "olga")
             && audit
                 .iter()
-                .any(|e| e.action == "resolve:sent" && e.actor == "olga"),
+                .any(|e| e.action.as_str() == "resolve:sent" && e.actor == "olga"),
         "{audit:?}"
     );
 
@@ -212,14 +215,21 @@ async fn every_server_function_called_properly_answers_its_role_and_refuses_the_
             .unwrap();
     }
     let audit = app.store.latest_audit(10).await.unwrap();
-    assert!(!audit.iter().any(|e| e.action == "denied"), "{audit:?}");
+    assert!(
+        !audit.iter().any(|e| e.action.as_str() == "denied"),
+        "{audit:?}"
+    );
     let later = idem_store::Ts::from(chrono::Utc::now() + idem_store::REFUSAL_WINDOW);
-    app.store.close_refusal_windows(later).await.unwrap();
+    app.store
+        .people()
+        .close_refusal_windows(later)
+        .await
+        .unwrap();
     let audit = app.store.latest_audit(10).await.unwrap();
     // One row per reason: the operators' functions, and the admins'.
     let denied: Vec<_> = audit
         .iter()
-        .filter(|e| e.action == "denied" && e.actor == "viewer")
+        .filter(|e| e.action.as_str() == "denied" && e.actor == "viewer")
         .filter(|e| {
             e.reason
                 .as_deref()
@@ -228,7 +238,7 @@ async fn every_server_function_called_properly_answers_its_role_and_refuses_the_
         .collect();
     assert_eq!(denied.len(), 1, "one row for all of them: {audit:?}");
     assert!(
-        audit.iter().any(|e| e.action == "denied"
+        audit.iter().any(|e| e.action.as_str() == "denied"
             && e.actor == "viewer"
             && e.reason
                 .as_deref()

@@ -78,7 +78,11 @@ async fn a_session_ends_at_the_absolute_timeout_however_busy() {
 async fn changing_a_role_or_disabling_a_user_ends_their_sessions() {
     let app = app().await;
     assert_eq!(app.get("/").await.0, 200);
-    app.store.set_role("viewer", Role::Operator).await.unwrap();
+    app.store
+        .people()
+        .set_role(&idem_store::testing::account("viewer"), Role::Operator)
+        .await
+        .unwrap();
     // A change made outside this replica reaches pages within the reuse
     // bound (actions ask the database at once: see slow_database.rs).
     tokio::time::sleep(idem::auth::REUSE_FOR_READS).await;
@@ -95,7 +99,11 @@ async fn changing_a_role_or_disabling_a_user_ends_their_sessions() {
 
     let again = app.sign_in("viewer").await;
     assert_eq!(get(&again, &app.url("/")).await.0, 200);
-    app.store.set_disabled("viewer", true).await.unwrap();
+    app.store
+        .people()
+        .set_disabled(&idem_store::testing::account("viewer"), true)
+        .await
+        .unwrap();
     tokio::time::sleep(idem::auth::REUSE_FOR_READS).await;
     assert_eq!(
         again
@@ -121,7 +129,11 @@ async fn signing_in_again_after_a_change_elsewhere_is_not_undone_by_this_replica
     assert_eq!(app.get("/").await.0, 200);
     // Another replica, or `idem user role`, changes the role: the sessions
     // end, and the person signs in again at once.
-    app.store.set_role("viewer", Role::Operator).await.unwrap();
+    app.store
+        .people()
+        .set_role(&idem_store::testing::account("viewer"), Role::Operator)
+        .await
+        .unwrap();
     let again = app.sign_in("viewer").await;
     let (status, html) = get(&again, &app.url("/")).await;
     assert_eq!(status, 200, "the new session stands");
@@ -237,6 +249,7 @@ async fn a_request_in_flight_when_the_person_signs_out_does_not_bring_the_sessio
     assert_eq!(answered.status().as_u16(), 303, "the action completed");
     assert_eq!(
         app.store
+            .claims()
             .claim(
                 &idem_store::testing::consumer(consumer),
                 &idem_store::testing::key(key)

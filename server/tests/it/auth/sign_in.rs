@@ -156,9 +156,9 @@ async fn signing_out_destroys_the_session_on_the_server() {
     );
     let audit = app.store.latest_audit(5).await.unwrap();
     assert!(
-        audit
-            .iter()
-            .any(|e| e.action == "logout" && e.actor == "viewer" && e.result == "ok"),
+        audit.iter().any(|e| e.action.as_str() == "logout"
+            && e.actor == "viewer"
+            && e.result.as_str() == "ok"),
         "{audit:?}"
     );
 }

@@ -86,6 +86,7 @@ async fn a_dead_letter_delivered_again_after_idem_died_before_acknowledging_it_i
             .unwrap()
             .expect("the dead letter");
         let (_, new) = store
+            .brokers()
             .record_broker_dead_letter(&dead_letter, idem_store::Ts::now())
             .await
             .unwrap();
@@ -117,7 +118,8 @@ async fn a_dead_letter_delivered_again_after_idem_died_before_acknowledging_it_i
         "and now it is acknowledged"
     );
     let rows = store
-        .dead_letters_by_message_id("msg-42", None, 10)
+        .claims()
+        .dead_letters_by_message_id("msg-42", &idem_domain::Within::Every, 10)
         .await
         .unwrap();
     assert_eq!(rows.len(), 1, "{rows:?}");

@@ -268,7 +268,8 @@ pub(super) async fn dead_letters_in_idem(
     for _ in 0..200 {
         let found = app
             .store
-            .dead_letters_by_message_id(message_id, None, 10)
+            .claims()
+            .dead_letters_by_message_id(message_id, &idem_domain::Within::Every, 10)
             .await
             .unwrap();
         if found.len() >= n {

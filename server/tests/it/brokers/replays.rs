@@ -57,7 +57,7 @@ async fn a_replay_reaches_the_bound_queue_once_with_its_key_and_message_id() {
         !headers.inner().contains_key("x-death"),
         "published as it first was, without the broker's death headers"
     );
-    let replayed = app.store.dead_letter(letter.id).await.unwrap().unwrap();
+    let replayed = app.store.letter(letter.id).await;
     assert_eq!(replayed.state, DeadLetterState::Replayed);
 }
 
@@ -115,13 +115,12 @@ async fn a_replay_the_broker_did_not_confirm_is_published_once_when_it_is_back()
     // (brought forward here: the relay waits a minute after a failure).
     let outbox = app
         .store
-        .dead_letter(ten.id)
+        .letter(ten.id)
         .await
-        .unwrap()
-        .unwrap()
         .replay_outbox_id
         .expect("the replay's outbox row");
     app.store
+        .brokers()
         .publication_failed(outbox, "brought forward by the test", idem_store::Ts::now())
         .await
         .unwrap();
@@ -129,6 +128,7 @@ async fn a_replay_the_broker_did_not_confirm_is_published_once_when_it_is_back()
     for _ in 0..200 {
         published = app
             .store
+            .brokers()
             .broker_replay(outbox)
             .await
             .unwrap()

@@ -78,6 +78,7 @@ impl Fixture {
         }
         tx.commit().await.unwrap();
         let unknown_version = store
+            .claims()
             .claim(&testing::consumer("orders"), &testing::key(&key))
             .await
             .unwrap()
@@ -92,11 +93,17 @@ impl Fixture {
         };
         // A redrive acts with its starter's rights, read from their account.
         store
-            .create_user("fixture", idem_domain::Role::Operator, None)
+            .people()
+            .create_user(
+                &idem_store::testing::account("fixture"),
+                idem_domain::Role::Operator,
+                None,
+            )
             .await
             .unwrap();
-        let offer = store.redrive_offer(&selection).await.unwrap();
+        let offer = store.runs().redrive_offer(&selection).await.unwrap();
         let started = store
+            .runs()
             .start_redrive(&idem_store::RedriveRequest {
                 kind: idem_store::LetterRun::Replay,
                 selection: &selection,
@@ -123,7 +130,7 @@ impl Fixture {
             unknown_version,
             dead_letter,
             discardable,
-            redrive,
+            redrive: redrive.get(),
             reconciliation,
             key,
         }
@@ -314,7 +321,7 @@ impl Fixture {
 /// A reconciliation of `orders` by "fixture": an export an hour old whose
 /// one record is `sent`'s, so nothing differs.
 async fn reconciliation(store: &Store, key: &str, sent: &str) -> i64 {
-    let mut reconciler = store.reconciler(testing::consumer("orders"), 0);
+    let mut reconciler = store.reconcile().reconciler(testing::consumer("orders"), 0);
     let record = idem_domain::ProviderRecord {
         line: 2,
         reference: Some("pi_1".into()),
@@ -343,5 +350,5 @@ async fn reconciliation(store: &Store, key: &str, sent: &str) -> i64 {
     let idem_store::Reconciled::Kept { id } = kept else {
         panic!("the fixture's reconciliation is kept: {kept:?}");
     };
-    id
+    id.get()
 }

@@ -92,7 +92,8 @@ pub async fn create_user(store: &Store, name: &str, role: Role) {
         .await
         .unwrap();
     store
-        .create_user(name, role, Some(&hash))
+        .people()
+        .create_user(&idem_store::testing::account(name), role, Some(&hash))
         .await
         .unwrap()
         .expect("a new user");

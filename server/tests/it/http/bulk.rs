@@ -159,7 +159,14 @@ async fn paste_a_list(db: TestDatabase) {
         ClaimStatus::Unknown,
         "nothing started"
     );
-    assert!(app.store.running_redrives().await.unwrap().is_empty());
+    assert!(
+        app.store
+            .runs()
+            .running_redrives()
+            .await
+            .unwrap()
+            .is_empty()
+    );
 
     let response = post(
         "consumer,key,reference\npayments,pay:1,ch_1\npayments,\"pay,2 \"\"quoted\"\"\",ch_2\n",

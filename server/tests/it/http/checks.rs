@@ -37,6 +37,7 @@ async fn the_checks_page_counts_each_check_and_lists_one_check_s_keys_as_text() 
         sent(&app.store, "payments", "refund-a", Some("re_9")).await;
         sent(&app.store, "refunds", "refund-b", Some("re_9")).await;
         app.store
+            .checks()
             .sweep_shared_provider_refs(Ts::now())
             .await
             .unwrap();

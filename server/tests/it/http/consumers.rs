@@ -81,6 +81,7 @@ async fn the_consumer_table_puts_the_catalogue_beside_each_consumer_s_figures_wo
             value,
         };
         app.store
+            .metrics()
             .record_metrics(&[
                 sample("reminders", Metric::Deliveries, 400.0),
                 sample("reminders", Metric::DuplicateClaims, 8.0),

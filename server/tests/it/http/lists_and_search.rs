@@ -66,6 +66,7 @@ async fn the_overview_counts_unknown_outcomes_and_what_the_last_hour_brought_and
         value,
     };
     app.store
+        .metrics()
         .record_metrics(&[sends(5, 1000.0), sends(50, 250.0), sends(90, 7.0)])
         .await
         .unwrap();
@@ -283,13 +284,7 @@ async fn the_header_search_finds_a_key_by_the_provider_reference_or_message_id_s
         )
         .await;
         let letter = super::common::dead_letter(&app.store, "order:77").await;
-        let message_id = app
-            .store
-            .dead_letter(letter)
-            .await
-            .unwrap()
-            .unwrap()
-            .message_id;
+        let message_id = app.store.letter(letter).await.message_id;
 
         let q = |text: &str| {
             format!(

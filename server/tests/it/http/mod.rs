@@ -82,7 +82,7 @@ pub(crate) async fn payments_status(store: &Store, key: &str) -> idem_domain::Cl
         idem_store::testing::consumer("payments"),
         idem_store::testing::key(key),
     );
-    store.claim(&c, &k).await.unwrap().unwrap().status
+    store.claims().claim(&c, &k).await.unwrap().unwrap().status
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -309,5 +309,10 @@ async fn keep_nothing(db: TestDatabase) {
 /// How many reconciliations `app` keeps.
 async fn kept(app: &TestApp) -> usize {
     let every = idem_domain::Within::Every;
-    app.store.reconciliations(&every, 10).await.unwrap().len()
+    app.store
+        .reconcile()
+        .reconciliations(&every, 10)
+        .await
+        .unwrap()
+        .len()
 }

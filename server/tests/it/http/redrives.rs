@@ -135,7 +135,7 @@ async fn an_operator_redrives_the_429s_and_only_the_safe_ones_are_replayed(db: T
         "why the sent one was skipped: {shown}"
     );
     for id in safe {
-        let letter = app.store.dead_letter(id).await.unwrap().unwrap();
+        let letter = app.store.letter(id).await;
         assert_eq!(letter.state, DeadLetterState::Replayed, "#{id}");
         assert_eq!(
             letter.resolved_by.as_deref(),
@@ -144,7 +144,7 @@ async fn an_operator_redrives_the_429s_and_only_the_safe_ones_are_replayed(db: T
         );
     }
     for id in [sent, other] {
-        let letter = app.store.dead_letter(id).await.unwrap().unwrap();
+        let letter = app.store.letter(id).await;
         assert_eq!(letter.state, DeadLetterState::Open, "#{id} is left alone");
     }
 
@@ -264,6 +264,7 @@ async fn a_redrive_takes_what_its_page_showed_and_a_changed_list_is_refused_on_t
     assert_eq!(button, "these 40");
     let one = app
         .store
+        .lists()
         .dead_letters_in(
             DeadLetterState::Open,
             &idem_store::PageRequest::new(1, None),

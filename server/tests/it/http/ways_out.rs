@@ -150,6 +150,7 @@ async fn an_abandoned_lease_is_resolved_from_its_key_page_and_leaves_the_check()
 
         let claim = app
             .store
+            .claims()
             .claim(
                 &idem_store::testing::consumer("payments"),
                 &idem_store::testing::key(key),
@@ -168,6 +169,7 @@ async fn an_abandoned_lease_is_resolved_from_its_key_page_and_leaves_the_check()
         assert!(again.status().is_redirection(), "{}", again.status());
         let audit = app
             .store
+            .claims()
             .audit_for_key(
                 &idem_store::testing::consumer("payments"),
                 &idem_store::testing::key(key),
@@ -267,6 +269,7 @@ async fn a_shared_provider_reference_links_the_other_key_and_says_idem_changes_n
         sent_an_hour_ago(&app.store, "refunds", key, Some("re_9")).await;
     }
     app.store
+        .checks()
         .sweep_shared_provider_refs(Ts::now())
         .await
         .unwrap();

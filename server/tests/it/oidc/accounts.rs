@@ -46,7 +46,7 @@ async fn a_changed_email_still_opens_the_account_made_for_that_person() {
         Some("Signed in as alice@example.com ( operator )"),
         "the account keeps the name it was made with"
     );
-    assert_eq!(app.store.users().await.unwrap().len(), 1);
+    assert_eq!(app.store.people().users().await.unwrap().len(), 1);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -81,7 +81,8 @@ async fn a_name_made_for_another_person_a_disabled_account_and_an_unverified_ema
     assert!(back.text().await.unwrap().contains("has not verified"));
     assert!(
         app.store
-            .user_by_name("ceo@example.com")
+            .people()
+            .user_by_name(&idem_store::testing::account("ceo@example.com"))
             .await
             .unwrap()
             .is_none()
@@ -99,12 +100,20 @@ async fn a_name_made_for_another_person_a_disabled_account_and_an_unverified_ema
         let (_, back) = sign_in(&app, &new_client(), "/").await;
         assert_eq!(back.status().as_u16(), 403, "{sneaky:?}");
         assert!(back.text().await.unwrap().contains("no name Idem can use"));
-        assert!(app.store.user_by_name(sneaky).await.unwrap().is_none());
+        assert!(
+            app.store
+                .people()
+                .user_by_name(&idem_domain::AccountName::of_row(sneaky.to_owned()))
+                .await
+                .unwrap()
+                .is_none()
+        );
     }
 
     // Disabled by an administrator: the provider's word does not undo it.
     app.store
-        .set_disabled("alice@example.com", true)
+        .people()
+        .set_disabled(&idem_store::testing::account("alice@example.com"), true)
         .await
         .unwrap();
     provider.sign_in_as(alice(&["sre"]));

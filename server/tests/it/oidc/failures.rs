@@ -45,7 +45,8 @@ async fn every_id_token_that_fails_a_check_is_refused_with_a_page_that_says_whic
     assert_eq!(refused_logins(&app).await.len(), cases.len());
     assert!(
         app.store
-            .user_by_name("alice@example.com")
+            .people()
+            .user_by_name(&idem_store::testing::account("alice@example.com"))
             .await
             .unwrap()
             .is_none()

@@ -117,7 +117,7 @@ async fn an_action_after_the_recheck_fell_due_is_refused_until_the_provider_has_
     let page = crate::common::visible(&refused.text().await.unwrap());
     assert!(page.contains("Sign in again"), "{page}");
     assert!(page.contains("Nothing was done"), "{page}");
-    let still = app.store.dead_letter(letter).await.unwrap().unwrap();
+    let still = app.store.letter(letter).await;
     assert_eq!(still.state, idem_domain::DeadLetterState::Open);
 
     // The next page goes through the provider: the role follows the groups,
@@ -128,7 +128,7 @@ async fn an_action_after_the_recheck_fell_due_is_refused_until_the_provider_has_
         Some("Signed in as alice@example.com ( viewer )")
     );
     assert_eq!(replay(&app, &browser, letter).await.status().as_u16(), 403);
-    let still = app.store.dead_letter(letter).await.unwrap().unwrap();
+    let still = app.store.letter(letter).await;
     assert_eq!(still.state, idem_domain::DeadLetterState::Open);
 }
 
@@ -189,7 +189,7 @@ async fn while_the_provider_is_down_pages_and_actions_go_on_within_the_grace_and
     );
     // Actions too, within the grace.
     assert_eq!(replay(&app, &browser, letter).await.status().as_u16(), 303);
-    let replayed = app.store.dead_letter(letter).await.unwrap().unwrap();
+    let replayed = app.store.letter(letter).await;
     assert_eq!(replayed.state, idem_domain::DeadLetterState::Replayed);
 
     // Past the grace, nothing is served on the old claims.

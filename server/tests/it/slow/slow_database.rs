@@ -82,7 +82,13 @@ async fn a_demoted_operator_cannot_replay_while_the_database_is_slow() {
     // Idem has seen olga as an operator a moment ago.
     assert_eq!(common::get(&olga, &app.url("/dead-letters")).await.0, 200);
 
-    assert!(app.store.set_role("olga", Role::Viewer).await.unwrap());
+    assert!(
+        app.store
+            .people()
+            .set_role(&idem_store::testing::account("olga"), Role::Viewer)
+            .await
+            .unwrap()
+    );
     // The accounts table is slow to answer (not down: everything else is).
     let lock = lock_table(&url, "users", Duration::from_secs(2)).await;
     let answer = replay(&app, &olga, letter, "demoted-replay").await;
@@ -94,17 +100,14 @@ async fn a_demoted_operator_cannot_replay_while_the_database_is_slow() {
     );
     lock.await.unwrap();
     assert_eq!(
-        app.store.dead_letter(letter).await.unwrap().unwrap().state,
+        app.store.letter(letter).await.state,
         DeadLetterState::Open,
         "nothing was replayed"
     );
     // Once the database answers, the demotion holds.
     let answer = replay(&app, &olga, letter, "demoted-replay-2").await;
     assert_ne!(answer.status().as_u16(), 200);
-    assert_eq!(
-        app.store.dead_letter(letter).await.unwrap().unwrap().state,
-        DeadLetterState::Open
-    );
+    assert_eq!(app.store.letter(letter).await.state, DeadLetterState::Open);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

@@ -47,12 +47,10 @@ async fn an_action_cut_off_by_the_request_timeout_is_rolled_back_and_says_it_may
     );
     lock.await.unwrap();
     // It was rolled back: nothing changed, and the same form works now.
-    assert_eq!(
-        app.store.dead_letter(letter).await.unwrap().unwrap().state,
-        DeadLetterState::Open
-    );
+    assert_eq!(app.store.letter(letter).await.state, DeadLetterState::Open);
     assert!(
         app.store
+            .claims()
             .audit_for_key(&testing::consumer("orders"), &testing::key("refund:7"))
             .await
             .unwrap()
@@ -61,7 +59,7 @@ async fn an_action_cut_off_by_the_request_timeout_is_rolled_back_and_says_it_may
     let again = replay(&app, &olga, letter, "0123456789-timeout").await;
     assert_eq!(again.status().as_u16(), 200);
     assert_eq!(
-        app.store.dead_letter(letter).await.unwrap().unwrap().state,
+        app.store.letter(letter).await.state,
         DeadLetterState::Replayed
     );
 }
@@ -91,10 +89,7 @@ async fn a_statement_over_the_postgres_statement_timeout_is_a_503_and_changes_no
         "a slow statement is busy, not an outage: {body}"
     );
     lock.await.unwrap();
-    assert_eq!(
-        app.store.dead_letter(letter).await.unwrap().unwrap().state,
-        DeadLetterState::Open
-    );
+    assert_eq!(app.store.letter(letter).await.state, DeadLetterState::Open);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

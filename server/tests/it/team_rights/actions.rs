@@ -7,23 +7,24 @@ use super::{OURS_FAILED, app_of_two_teams, filled, growth_in, payments_letter, w
 use crate::common::{self, text, visible};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_operator_of_payments_replays_payments_dead_letter_and_is_refused_growth_s_page() {
+async fn an_operator_of_payments_replays_payments_dead_letter_and_finds_growth_s_missing() {
     for db in [TestDatabase::sqlite().await, TestDatabase::postgres().await] {
         let (app, fixture, ours, _dir) = app_of_two_teams(db).await;
         let pam = app.sign_in("pam").await;
 
-        // Growth's dead letter: a page that says whose it is, and no key.
-        let (status, html) = common::get(
-            &pam,
-            &app.url(&format!("/dead-letters/{}", fixture.dead_letter)),
-        )
-        .await;
-        assert_eq!(status, 403);
-        let page = text(&visible(&html));
-        assert!(
-            page.contains("“orders” belongs to the team “growth”"),
-            "{page}"
-        );
+        // Growth's dead letter answers as an id nobody has: the same status
+        // and words, no key, no team.
+        let theirs = fixture.dead_letter;
+        let missing = theirs + 10_000;
+        let (status, html) = common::get(&pam, &app.url(&format!("/dead-letters/{theirs}"))).await;
+        assert_eq!(status, 404);
+        let page = text(&visible(&html)).replace(&theirs.to_string(), "ID");
+        let (status, html_missing) =
+            common::get(&pam, &app.url(&format!("/dead-letters/{missing}"))).await;
+        assert_eq!(status, 404);
+        let page_missing = text(&visible(&html_missing)).replace(&missing.to_string(), "ID");
+        assert_eq!(page, page_missing);
+        assert!(!page.contains("growth"), "{page}");
         assert_eq!(growth_in(&html), Vec::<&str>::new());
 
         // Payments' own: the replay form is there and works, once.
@@ -39,10 +40,11 @@ async fn an_operator_of_payments_replays_payments_dead_letter_and_is_refused_gro
         let fields = filled(&replay, &[reason]);
         let response = common::post_as_browser(&app, &pam, &page, &replay.action, &fields).await;
         assert_eq!(response.status().as_u16(), 303);
-        let letter = app.store.dead_letter(ours).await.unwrap().unwrap();
+        let letter = app.store.letter(ours).await;
         assert_eq!(letter.state, idem_domain::DeadLetterState::Replayed);
 
-        // The same form aimed at growth's dead letter is refused, and says whose it is.
+        // The same form aimed at growth's dead letter is refused as one
+        // that does not exist.
         let growth_id = fixture.dead_letter.to_string();
         let aimed = filled(
             &replay,
@@ -60,7 +62,11 @@ async fn an_operator_of_payments_replays_payments_dead_letter_and_is_refused_gro
             }
             status => format!("{status}: {}", response.text().await.unwrap()),
         };
-        assert!(shown.contains("belongs to the team “growth”"), "{shown}");
+        assert!(
+            shown.contains(&format!("There is no dead letter {growth_id}.")),
+            "{shown}"
+        );
+        assert!(!shown.contains("growth"), "{shown}");
         super::still_open(&app.store, fixture.dead_letter).await;
 
         // Vera reads every team and operates payments: growth's letters are

@@ -103,6 +103,7 @@ pub(crate) async fn app_of_two_teams(
         value,
     };
     app.store
+        .metrics()
         .record_metrics(&[
             sample("orders", Metric::Deliveries, 3, GROWTH_DELIVERIES),
             sample("orders", Metric::Deliveries, 150, GROWTH_DELIVERIES),
@@ -159,7 +160,13 @@ pub(super) async fn with_rights(store: &Store, name: &str, rights: &str) {
         .unwrap();
     let rights: Rights = rights.parse().unwrap();
     store
-        .create_account_with(name, &rights, Some(&hash), AccountOrigin::Password)
+        .people()
+        .create_account_with(
+            &idem_store::testing::account(name),
+            &rights,
+            Some(&hash),
+            AccountOrigin::Password,
+        )
         .await
         .unwrap()
         .expect("a new account");
@@ -207,6 +214,6 @@ pub(super) fn filled<'a>(
 
 /// Growth's dead letter `id` is still open: nothing pam did reached it.
 pub(super) async fn still_open(store: &Store, id: i64) {
-    let letter = store.dead_letter(id).await.unwrap().unwrap();
+    let letter = store.letter(id).await;
     assert_eq!(letter.state, idem_domain::DeadLetterState::Open);
 }

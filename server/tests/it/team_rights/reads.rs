@@ -24,35 +24,51 @@ async fn an_operator_of_payments_never_receives_growth_s_keys_counts_or_chart_po
                 assert_eq!(status, 403, "{name}: {body:.400}");
                 continue;
             }
-            // A lookup says which key it did not find: the one pam typed.
-            if name != "lookup_key" {
-                assert_eq!(growth_in(&body), Vec::<&str>::new(), "{name}: {body:.400}");
-            }
-            let names_growth = fields.iter().any(|(_, v)| v == "orders")
-                || matches!(
-                    name,
-                    "get_dead_letter"
-                        | "replay_dead_letter"
-                        | "discard_dead_letter"
-                        | "get_redrive"
-                        | "stop_redrive"
-                        | "start_bulk_resolve"
-                        | "get_reconciliation"
-                        | "apply_reconciliation"
-                );
+            // An answer may repeat the key pam typed (which it did not
+            // find); nothing that was read is in it.
+            let typed_key = fields.iter().any(|(_, v)| *v == fixture.key);
+            let read = match typed_key || name == "lookup_key" {
+                true => body.replace(&fixture.key, ""),
+                false => body.clone(),
+            };
+            assert_eq!(growth_in(&read), Vec::<&str>::new(), "{name}: {body:.400}");
+            // Growth's objects by id read and act as missing ones.
+            let by_id = matches!(
+                name,
+                "get_dead_letter"
+                    | "replay_dead_letter"
+                    | "discard_dead_letter"
+                    | "get_redrive"
+                    | "stop_redrive"
+                    | "get_reconciliation"
+                    | "apply_reconciliation"
+            );
+            // (A bulk resolve names its keys' consumers in its pasted list.)
+            let names_growth =
+                fields.iter().any(|(_, v)| v == "orders") || name == "start_bulk_resolve";
             // Fleet-wide objectives count growth's consumers too.
             let fleet_slo = matches!(name, "get_slo" | "get_slo_charts");
-            if names_growth || fleet_slo {
-                assert_eq!(status, 403, "{name}: {body:.400}");
-                let whose = if fleet_slo {
-                    "counts the consumers of teams your rights do not cover"
-                } else {
-                    "belongs to the team “growth”"
-                };
+            if by_id {
                 assert!(
-                    body.contains(whose),
-                    "the refusal says whose it is: {name}: {body:.400}"
+                    body.contains("There is no"),
+                    "answered as missing: {name}: {status} {body:.400}"
                 );
+                assert!(!body.contains("growth"), "{name}: {body:.400}");
+            } else if fleet_slo {
+                assert_eq!(status, 403, "{name}: {body:.400}");
+                assert!(
+                    body.contains("counts the consumers of teams your rights do not cover"),
+                    "{name}: {body:.400}"
+                );
+            } else if names_growth {
+                // Read by name: what a consumer nobody has reads (nothing);
+                // a form acting on it is refused for what pam lacks there.
+                match status {
+                    200 => {}
+                    403 => assert!(body.contains("belongs to the team"), "{name}: {body:.400}"),
+                    404 => assert!(!body.contains("growth"), "{name}: {body:.400}"),
+                    _ => panic!("{name}: {status} {body:.400}"),
+                }
             } else if name == "lookup_key" {
                 assert_eq!(status, 404, "{name}: {body:.400}");
                 assert!(body.contains("No consumer of your teams"), "{body}");
@@ -138,6 +154,7 @@ async fn an_operator_of_payments_never_receives_growth_s_keys_counts_or_chart_po
         let orders = idem_store::testing::consumer("orders");
         let claim = app
             .store
+            .claims()
             .claim(&orders, &idem_store::testing::key(&fixture.key))
             .await
             .unwrap()
@@ -147,11 +164,13 @@ async fn an_operator_of_payments_never_receives_growth_s_keys_counts_or_chart_po
 
         // The refusals are audited: one row per reason once its window ends.
         app.store
+            .people()
             .close_refusal_windows(Ts::now() + idem_store::REFUSAL_WINDOW * 2)
             .await
             .unwrap();
         let log = app
             .store
+            .audit()
             .audit_log(
                 &idem_store::AuditFilter {
                     actor: Some("pam".into()),
@@ -162,12 +181,16 @@ async fn an_operator_of_payments_never_receives_growth_s_keys_counts_or_chart_po
             .await
             .unwrap();
         assert!(
-            log.items.iter().any(|e| e.action.contains("refused")
-                && e.state_after
-                    .as_deref()
-                    .unwrap_or_default()
-                    .contains("team growth")
-                || format!("{e:?}").contains("operator on team growth")),
+            log.items
+                .iter()
+                .any(|e| e.action == idem_domain::AuditAction::Denied
+                    && e.state_after
+                        .as_ref()
+                        .map(ToString::to_string)
+                        .as_deref()
+                        .unwrap_or_default()
+                        .contains("team growth")
+                    || format!("{e:?}").contains("operator on team growth")),
             "{:#?}",
             log.items
         );
@@ -201,20 +224,51 @@ async fn every_page_shows_a_person_limited_to_payments_only_payments() {
         let (_, unknown) = common::get(&pam, &app.url("/unknown")).await;
         assert!(text(&visible(&unknown)).contains(OURS), "payments' own key");
 
-        for path in [
-            idem_app::links::key_href("orders", &fixture.key),
-            "/consumers/orders".to_owned(),
-            format!("/dead-letters/{}", fixture.dead_letter),
-            format!("/redrives/{}", fixture.redrive),
-            "/slo/duplicate-claim-rate".to_owned(),
+        // Growth's objects answer as missing ones: each page reads, word
+        // for word, as the page of an object nobody has.
+        let missing = 9_999_999;
+        for (path, nobody, typed) in [
+            (
+                idem_app::links::key_href("orders", &fixture.key),
+                idem_app::links::key_href("orders", "no-such-key"),
+                (fixture.key.clone(), "no-such-key".to_owned()),
+            ),
+            (
+                "/consumers/orders".to_owned(),
+                "/consumers/nobody-has-it".to_owned(),
+                ("orders".to_owned(), "nobody-has-it".to_owned()),
+            ),
+            (
+                format!("/dead-letters/{}", fixture.dead_letter),
+                format!("/dead-letters/{missing}"),
+                (fixture.dead_letter.to_string(), missing.to_string()),
+            ),
+            (
+                format!("/redrives/{}", fixture.redrive),
+                format!("/redrives/{missing}"),
+                (fixture.redrive.to_string(), missing.to_string()),
+            ),
         ] {
             let (status, html) = common::get(&pam, &app.url(&path)).await;
-            assert_eq!(status, 403, "{path}");
-            // The address pam typed may be repeated (the key page's
-            // heading); nothing that was read is.
+            let (status_missing, html_missing) = common::get(&pam, &app.url(&nobody)).await;
+            assert_eq!((status, status_missing), (404, 404), "{path}");
+            // What the page says, after its head and menus.
+            let said = |html: &str, typed: &str| {
+                let page = text(&visible(html));
+                let main = page.rsplit("Change -->").next().unwrap_or_default();
+                main.replace(typed, "TYPED")
+            };
+            let page = said(&html, &typed.0);
+            let page_missing = said(&html_missing, &typed.1);
+            assert_eq!(page, page_missing, "{path}");
+            // The address pam typed may be repeated; nothing that was read is.
             let read = html.replace(&fixture.key, "");
             assert_eq!(growth_in(&read), Vec::<&str>::new(), "{path}");
             assert!(!html.contains("503 from the provider"), "{path}");
+            assert!(!page.contains("growth"), "{path}: {page:.300}");
         }
+        // A fleet-wide objective counts growth too: refused for what it is.
+        let (status, _) = common::get(&pam, &app.url("/slo/duplicate-claim-rate")).await;
+        assert_eq!(status, 403);
     }
 }
