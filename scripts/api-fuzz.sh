@@ -44,7 +44,7 @@ secret=$("$idem" token create schemathesis --owner fuzzer --role operator --expi
 status=0
 # From the throwaway directory: Schemathesis keeps its own files where it runs.
 cd "$dir"
-"$st" --no-color run "http://$addr/api/v1/openapi.json" \
+"$st" --no-color --config-file "$here/scripts/schemathesis.toml" run "http://$addr/api/v1/openapi.json" \
   --header "Authorization: Bearer $secret" \
   --checks all --exclude-checks positive_data_acceptance \
   --phases examples,coverage,fuzzing,stateful \

@@ -165,6 +165,14 @@ pub async fn read_body(State(deadline): State<BodyDeadline>, req: Request, next:
             next.run(Request::from_parts(parts, Body::from(bytes)))
                 .await
         }
+        // The API answers in its own media type, as its document says.
+        Ok(Err(_)) if parts.uri.path().starts_with("/api/v1/") => crate::api::Problem::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "too-large",
+            "Too large",
+            "The request was larger than Idem accepts. Nothing was done.",
+        )
+        .answer(),
         Ok(Err(_)) => refusal_to(
             StatusCode::PAYLOAD_TOO_LARGE,
             "Too large",

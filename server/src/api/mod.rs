@@ -70,6 +70,9 @@ enum Problems {
     /// request with this Idempotency-Key is still running.
     #[response(status = 409, content_type = "application/problem+json")]
     Conflict(Problem),
+    /// The body is larger than Idem accepts: nothing was read or done.
+    #[response(status = 413, content_type = "application/problem+json")]
+    TooLarge(Problem),
     /// Not done as asked, or the Idempotency-Key was used for another request.
     #[response(status = 422, content_type = "application/problem+json")]
     Unprocessable(Problem),
