@@ -24,13 +24,13 @@ use idem_store::{Actor, Delivery, NewDeadLetter, Outcome, ReplayRequest, Store, 
 /// How long the consumers of these tests keep claims.
 static THIRTY_DAYS: idem_domain::ClaimRetention = idem_domain::ClaimRetention::days(30);
 
-const OLGA: Actor<'static> = Actor {
+pub(crate) const OLGA: Actor<'static> = Actor {
     name: "olga",
     role: "operator",
     client_addr: Some("192.0.2.1"),
 };
 
-const PETE: Actor<'static> = Actor {
+pub(crate) const PETE: Actor<'static> = Actor {
     name: "pete",
     role: "operator",
     client_addr: Some("192.0.2.2"),
@@ -108,7 +108,7 @@ async fn unknown_claim(store: &Store, key: &str) -> i64 {
     claim.version
 }
 
-fn replay(id: i64, action_id: &ActionId) -> ReplayRequest<'_> {
+pub(crate) fn replay(id: i64, action_id: &ActionId) -> ReplayRequest<'_> {
     ReplayRequest {
         scope: &idem_domain::Within::Every,
         dead_letter_id: idem_domain::DeadLetterId::of_row(id),

@@ -8,6 +8,7 @@ use idem_domain::{DeadLetterId, Within, action::ActionOutcome};
 use idem_store::{Actor, Outcome, PageRequest, ReplayRequest, Store, Window, testing};
 
 use super::{claim_once, dead_letter, delivery, settle};
+use crate::actions::{OLGA, PETE};
 
 idem_store::on_both_backends!(
     a_team_s_counts_are_exact_while_another_team_s_backlog_is_past_the_cap,
@@ -128,20 +129,8 @@ async fn a_key_many_teams_hold_lists_every_one_of_the_reader_s_claims(store: &St
     assert!(every.iter().all(|c| c.consumer != OURS));
 }
 
-const OLGA: Actor<'static> = Actor {
-    name: "olga",
-    role: "operator",
-    client_addr: Some("192.0.2.1"),
-};
-
-const PETE: Actor<'static> = Actor {
-    name: "pete",
-    role: "operator",
-    client_addr: Some("192.0.2.2"),
-};
-
-static THIRTY_DAYS: idem_domain::ClaimRetention = idem_domain::ClaimRetention::days(30);
-
+/// An actor's replay of dead letter `id` within `scope`, as the action
+/// tests build one.
 fn replay<'a>(
     id: i64,
     scope: &'a Within,
@@ -149,13 +138,9 @@ fn replay<'a>(
     actor: Actor<'a>,
 ) -> ReplayRequest<'a> {
     ReplayRequest {
-        dead_letter_id: DeadLetterId::of_row(id),
-        action_id,
-        actor,
         scope,
-        override_verdict: false,
-        reason: None,
-        retention: &THIRTY_DAYS,
+        actor,
+        ..crate::actions::replay(id, action_id)
     }
 }
 
